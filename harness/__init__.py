@@ -1,0 +1,1 @@
+"""The harness: runs YAML scenarios against targets and diffs them at the contract level."""

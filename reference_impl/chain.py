@@ -1,0 +1,156 @@
+"""The stored chain behind `previous_response_id`, and how client input items become history.
+
+A `Chain` is what the gateway keeps to continue a conversation: the model's transcript so
+far, the tools each MCP server listed (so a continuation does not list again), the approval
+requests still waiting for an answer, and the ids of the items the client has seen.
+`history_from_input` converts client items into that representation; it is the only place
+where `mcp_*` items are interpreted, and none of them becomes a transcript item except an
+executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from .errors import InvalidRequest
+from .mcp_servers import ListedTool
+from .upstream.items import Message, Reasoning, ToolCall, ToolOutput, TranscriptItem
+
+DENIED_OUTPUT = "The user denied this tool call."
+
+
+@dataclass(frozen=True)
+class PendingApproval:
+    """An MCP call the model made that waits for the client's `mcp_approval_response`."""
+
+    approval_request_id: str
+    server_label: str
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ApprovalDecision:
+    pending: PendingApproval
+    approve: bool
+    reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Chain:
+    transcript: tuple[TranscriptItem, ...] = ()
+    listed: dict[str, tuple[ListedTool, ...]] = field(default_factory=dict)
+    pending: dict[str, PendingApproval] = field(default_factory=dict)
+    item_ids: frozenset[str] = frozenset()
+    upstream_response_id: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "transcript": [{"kind": type(item).__name__, **asdict(item)} for item in self.transcript],
+            "listed": {label: [asdict(tool) for tool in tools] for label, tools in self.listed.items()},
+            "pending": {key: asdict(p) for key, p in self.pending.items()},
+            "item_ids": sorted(self.item_ids),
+            "upstream_response_id": self.upstream_response_id,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Chain:
+        kinds = {k.__name__: k for k in (Message, ToolCall, ToolOutput, Reasoning)}
+        transcript = []
+        for raw in data["transcript"]:
+            fields_ = {k: v for k, v in raw.items() if k != "kind"}
+            if raw["kind"] == "Reasoning":
+                fields_["summary"] = tuple(fields_["summary"])
+            transcript.append(kinds[raw["kind"]](**fields_))
+        return cls(
+            transcript=tuple(transcript),
+            listed={label: tuple(ListedTool(**t) for t in tools) for label, tools in data["listed"].items()},
+            pending={key: PendingApproval(p["approval_request_id"], p["server_label"], ToolCall(**p["call"]))
+                     for key, p in data["pending"].items()},
+            item_ids=frozenset(data["item_ids"]),
+            upstream_response_id=data.get("upstream_response_id"),
+        )
+
+
+@dataclass(frozen=True)
+class History:
+    """A request's history resolved: the chain it continues with its own input added, the
+    approval answers it carries, and where this request's new transcript items start."""
+
+    chain: Chain
+    decisions: tuple[ApprovalDecision, ...]
+    new_from: int
+
+
+def call_id_for(item_id: str) -> str:
+    """The transcript call id of an `mcp_call` or approval request replayed by the client."""
+    return f"call_{item_id.split('_', 1)[-1]}"
+
+
+def _output_text(item: dict[str, Any]) -> str:
+    if item.get("output") is not None:
+        return str(item["output"])
+    error = item.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or error.get("content") or error)
+    return str(error or "")
+
+
+def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> History:
+    """Append the client's input items to the chain they continue (empty when stateless)."""
+    chain = previous or Chain()
+    transcript = list(chain.transcript)
+    listed = dict(chain.listed)
+    pending = dict(chain.pending)
+    item_ids = set(chain.item_ids)
+    answers: list[tuple[int, dict[str, Any]]] = []
+    for index, item in enumerate(items):
+        item_id = item.get("id")
+        if item_id and previous is not None and item_id in previous.item_ids:
+            raise InvalidRequest(f"Duplicate item found with id {item_id}. Remove duplicate items from your "
+                                 "input and try again.", param="input")
+        kind = item["type"]
+        if kind == "item_reference":
+            raise InvalidRequest(f"Item with id '{item_id}' not found.", param=f"input[{index}].id")
+        if item_id:
+            item_ids.add(item_id)
+        if kind == "message":
+            transcript.append(Message(item["role"], item["content"]))
+        elif kind == "function_call":
+            transcript.append(ToolCall(item["call_id"], item["name"], item["arguments"]))
+        elif kind == "function_call_output":
+            transcript.append(ToolOutput(item["call_id"], item["output"]))
+        elif kind == "reasoning":
+            summary = tuple(part.get("text", "") for part in item.get("summary") or [])
+            transcript.append(Reasoning(item["id"], summary, item.get("encrypted_content")))
+        elif kind == "mcp_list_tools":
+            listed[item["server_label"]] = tuple(
+                ListedTool(t["name"], t.get("description"), t.get("input_schema") or {}, t.get("annotations"))
+                for t in item.get("tools") or [])
+        elif kind == "mcp_call":
+            call_id = call_id_for(item["id"])
+            transcript += [ToolCall(call_id, item["name"], item["arguments"]), ToolOutput(call_id, _output_text(item))]
+        elif kind == "mcp_approval_request":
+            call = ToolCall(call_id_for(item["id"]), item["name"], item["arguments"])
+            pending[item["id"]] = PendingApproval(item["id"], item["server_label"], call)
+        elif kind == "mcp_approval_response":
+            answers.append((index, item))
+        else:
+            raise InvalidRequest(f"The reference gateway does not accept input items of type '{kind}'.",
+                                 param=f"input[{index}].type", code="unsupported_value")
+    decisions = []
+    for index, answer in answers:
+        request_id = answer["approval_request_id"]
+        if request_id not in pending:
+            raise InvalidRequest(f"No approval request found with id '{request_id}'.",
+                                 param=f"input[{index}].approval_request_id")
+        decisions.append(ApprovalDecision(pending.pop(request_id), bool(answer["approve"]), answer.get("reason")))
+    resolved = replace(chain, transcript=tuple(transcript), listed=listed, pending=pending,
+                       item_ids=frozenset(item_ids))
+    return History(resolved, tuple(decisions), new_from=len(chain.transcript))
+
+
+def denial_transcript(decision: ApprovalDecision) -> list[TranscriptItem]:
+    """What the model reads about a denied call: the call, and an output saying it was denied."""
+    output = DENIED_OUTPUT + (f" Reason: {decision.reason}" if decision.reason else "")
+    return [decision.pending.call, ToolOutput(decision.pending.call.call_id, output)]

@@ -1,0 +1,161 @@
+"""The client's side of `/v1/responses`: the parsed request, its tools, the Response object.
+
+`CreateRequest` is what validation hands to the loop; `response_object` renders what the
+client reads back. Neither knows about the upstream model's wire format or the store.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+REDACTED = "<redacted>"
+
+
+@dataclass(frozen=True)
+class FunctionTool:
+    """A client-executed function: the loop stops when the model calls it."""
+
+    name: str
+    description: str | None = None
+    parameters: dict[str, Any] | None = None
+    strict: bool | None = None
+
+    def echo(self) -> dict[str, Any]:
+        return {"type": "function", "name": self.name, "description": self.description,
+                "parameters": self.parameters, "strict": self.strict}
+
+
+@dataclass(frozen=True)
+class ApprovalPolicy:
+    """`require_approval` as OpenAI applies it. Recorded OpenAI behaviour: with
+    `{always: {tool_names: [x]}}`, a call to a tool *not* named still needed approval, so only
+    `never` exempts a tool (`never` wins over `always`), and the default is `always`."""
+
+    mode: Literal["always", "never", "filter"] = "always"
+    never: frozenset[str] = frozenset()
+    raw: Any = "always"
+
+    def requires_approval(self, tool_name: str) -> bool:
+        if self.mode == "filter":
+            return tool_name not in self.never
+        return self.mode == "always"
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """A remote MCP server named in the request (`type: mcp`)."""
+
+    server_label: str
+    server_url: str
+    headers: dict[str, str] = field(default_factory=dict)
+    authorization: str | None = None
+    allowed_tool_names: frozenset[str] | None = None
+    read_only_only: bool = False
+    approval: ApprovalPolicy = ApprovalPolicy()
+    server_description: str | None = None
+    raw_allowed_tools: Any = None
+
+    @property
+    def transport(self) -> Literal["streamable_http", "sse"]:
+        """OpenAI has no transport field; a URL path ending in `/sse` means the SSE transport."""
+        return "sse" if urlsplit(self.server_url).path.rstrip("/").endswith("/sse") else "streamable_http"
+
+    def allows(self, tool_name: str, read_only: bool | None) -> bool:
+        if self.allowed_tool_names is not None and tool_name not in self.allowed_tool_names:
+            return False
+        return not self.read_only_only or bool(read_only)
+
+    def echo(self) -> dict[str, Any]:
+        """The tool as the Response echoes it: header values and `authorization` are never shown."""
+        echoed: dict[str, Any] = {
+            "type": "mcp",
+            "allowed_tools": self.raw_allowed_tools,
+            "headers": {name: REDACTED for name in self.headers} or None,
+            "require_approval": self.approval.raw,
+            "server_description": self.server_description,
+            "server_label": self.server_label,
+            "server_url": self.server_url,
+        }
+        if self.authorization is not None:
+            echoed["authorization"] = REDACTED
+        return echoed
+
+
+Tool = FunctionTool | McpTool
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    """A validated `POST /v1/responses` body. `input_items` is always a list of item dicts."""
+
+    model: str
+    input_items: list[dict[str, Any]]
+    raw: dict[str, Any]
+    tools: tuple[Tool, ...] = ()
+    instructions: str | None = None
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
+    max_tool_calls: int | None = None
+    max_output_tokens: int | None = None
+    stream: bool = False
+    store: bool = True
+    background: bool = False
+    previous_response_id: str | None = None
+    conversation_id: str | None = None
+    metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def function_tools(self) -> tuple[FunctionTool, ...]:
+        return tuple(t for t in self.tools if isinstance(t, FunctionTool))
+
+    @property
+    def mcp_tools(self) -> tuple[McpTool, ...]:
+        return tuple(t for t in self.tools if isinstance(t, McpTool))
+
+    def sampling(self) -> dict[str, Any]:
+        """The request fields that shape the model's answer and go upstream unchanged."""
+        keys = ("temperature", "top_p", "max_output_tokens", "reasoning", "text", "top_logprobs", "user")
+        return {key: self.raw[key] for key in keys if self.raw.get(key) is not None}
+
+
+def response_object(request: CreateRequest, *, response_id: str, created_at: int, status: str,
+                    output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
+                    error: dict[str, Any] | None = None, incomplete_reason: str | None = None) -> dict[str, Any]:
+    """The Response object as the client sees it, every key present as OpenAI returns it."""
+    raw = request.raw
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": created_at,
+        "status": status,
+        "background": request.background,
+        "completed_at": int(time.time()) if status == "completed" else None,
+        "conversation": {"id": request.conversation_id} if request.conversation_id else None,
+        "error": error,
+        "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
+        "instructions": request.instructions,
+        "max_output_tokens": request.max_output_tokens,
+        "max_tool_calls": request.max_tool_calls,
+        "metadata": request.metadata,
+        "model": request.model,
+        "output": output,
+        "parallel_tool_calls": request.parallel_tool_calls,
+        "previous_response_id": request.previous_response_id,
+        "prompt_cache_key": raw.get("prompt_cache_key"),
+        "reasoning": {"effort": None, "summary": None} | (raw.get("reasoning") or {}),
+        "safety_identifier": raw.get("safety_identifier"),
+        "service_tier": "default",
+        "store": request.store,
+        "temperature": raw.get("temperature", 1.0),
+        "text": raw.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
+        "tool_choice": request.tool_choice,
+        "tools": [tool.echo() for tool in request.tools],
+        "top_logprobs": raw.get("top_logprobs", 0),
+        "top_p": raw.get("top_p", 1.0),
+        "truncation": raw.get("truncation", "disabled"),
+        "usage": usage,
+        "user": raw.get("user"),
+    }

@@ -1,0 +1,55 @@
+"""Errors the client sees, in OpenAI's envelope `{"error": {message, type, param, code}}`.
+
+    GatewayError                 any error with an HTTP status and OpenAI's four fields
+     ├── InvalidRequest          400 invalid_request_error (validation, state lookups)
+     ├── NotFound                404 invalid_request_error, code and param null
+     ├── ExternalConnectorError  424 external_connector_error (an MCP server failed)
+     └── UpstreamError           5xx (or the upstream's 4xx/429) when the model call failed
+
+Code anywhere in the gateway raises these; `app.py` turns them into HTTP at one edge, and
+the loop turns them into a `response.failed` when the stream has already started.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class GatewayError(Exception):
+    def __init__(self, status: int, message: str, *, type: str, param: str | None = None,
+                 code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.type = type
+        self.param = param
+        self.code = code
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"message": self.message, "type": self.type, "param": self.param, "code": self.code}}
+
+    def response_error(self) -> dict[str, Any]:
+        """The `error` of a failed Response object: `{code, message}` only."""
+        return {"code": self.code or "server_error", "message": self.message}
+
+
+class InvalidRequest(GatewayError):
+    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+        super().__init__(400, message, type="invalid_request_error", param=param, code=code)
+
+
+class NotFound(GatewayError):
+    def __init__(self, message: str) -> None:
+        super().__init__(404, message, type="invalid_request_error")
+
+
+class ExternalConnectorError(GatewayError):
+    def __init__(self, message: str) -> None:
+        super().__init__(424, message, type="external_connector_error", param="tools", code="http_error")
+
+
+class UpstreamError(GatewayError):
+    """The model call failed; carries the upstream's status (a 5xx unless it said otherwise)."""
+
+    def __init__(self, status: int, message: str, *, type: str = "server_error", code: str | None = None) -> None:
+        super().__init__(status, message, type=type, code=code)

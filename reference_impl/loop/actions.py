@@ -1,0 +1,73 @@
+"""The loop's vocabulary: the next action, and how a model turn's tool calls are sorted.
+
+Every action is a frozen value carrying its data; the driver matches on them exhaustively.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import GatewayError
+from ..upstream.items import ToolCall
+
+
+@dataclass(frozen=True)
+class GatewayCall:
+    """A tool call the gateway runs: the model's call, the server, and (after approval) the
+    approval request it answers."""
+
+    call: ToolCall
+    server_label: str
+    approval_request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class CallPlan:
+    """What happens to each tool call of a model turn."""
+
+    run: tuple[GatewayCall, ...] = ()
+    """Gateway tools to run now, within the `max_tool_calls` budget."""
+    gated: tuple[GatewayCall, ...] = ()
+    """Gateway tools that need approval first; the first one interrupts the response."""
+    hand_back: tuple[ToolCall, ...] = ()
+    """Client function calls: the response ends with them."""
+    ignored: tuple[ToolCall, ...] = ()
+    """Calls past the budget, or made when no tools were offered: not run, not shown."""
+
+
+@dataclass(frozen=True)
+class Completed:
+    incomplete_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Failed:
+    error: GatewayError
+
+
+Outcome = Completed | Failed
+
+
+@dataclass(frozen=True)
+class CallLlm:
+    with_tools: bool = True
+
+
+@dataclass(frozen=True)
+class ExecuteTools:
+    plan: CallPlan
+
+
+@dataclass(frozen=True)
+class InterruptForApproval:
+    call: GatewayCall
+    hand_back: tuple[ToolCall, ...] = ()
+
+
+@dataclass(frozen=True)
+class Finish:
+    outcome: Outcome
+    hand_back: tuple[ToolCall, ...] = ()
+
+
+NextAction = CallLlm | ExecuteTools | InterruptForApproval | Finish

@@ -1,0 +1,110 @@
+"""One frozen context per request, one mutable state per loop run.
+
+`LoopContext` holds what does not change while the loop runs (the request, the servers, the
+budget, the collaborators). `LoopState` holds everything that does: the transcript, the
+tools the model may call, the latest model turn, counters. Taking the next action leaves
+`Finish` behind, so a step that forgets to set one ends the run instead of spinning.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..chain import Chain, History, PendingApproval
+from ..client import CreateRequest, McpTool
+from ..errors import GatewayError
+from ..mcp_servers import ListedTool, McpConnector, McpServer
+from ..upstream.adapter import UpstreamAdapter
+from ..upstream.items import ToolCall, TranscriptItem
+from .actions import CallLlm, Completed, Finish, NextAction
+
+
+@dataclass(frozen=True)
+class ServerBinding:
+    """An MCP server the loop may use, with the request's policy for it (None for a server
+    from the gateway's configuration, whose policy is `approval_required`)."""
+
+    server: McpServer
+    policy: McpTool | None
+    approval_required: bool = False
+
+    def offers(self, tool: ListedTool) -> bool:
+        return self.policy is None or self.policy.allows(tool.name, tool.read_only)
+
+    def requires_approval(self, tool_name: str) -> bool:
+        return self.policy.approval.requires_approval(tool_name) if self.policy else self.approval_required
+
+
+@dataclass(frozen=True)
+class GatewayTool:
+    binding: ServerBinding
+    listed: ListedTool
+
+
+@dataclass(frozen=True)
+class LoopContext:
+    request: CreateRequest
+    history: History
+    bindings: tuple[ServerBinding, ...]
+    adapter: UpstreamAdapter
+    connector: McpConnector
+    tool_budget: int
+    response_id: str
+    created_at: int
+
+
+@dataclass
+class TurnResult:
+    """What the latest model call produced."""
+
+    calls: list[ToolCall] = field(default_factory=list)
+    tools_offered: bool = True
+    incomplete_reason: str | None = None
+    error: GatewayError | None = None
+
+
+@dataclass
+class LoopState:
+    transcript: list[TranscriptItem]
+    listed: dict[str, tuple[ListedTool, ...]]
+    pending: dict[str, PendingApproval]
+    upstream_response_id: str | None = None
+    gateway_tools: dict[str, GatewayTool] = field(default_factory=dict)
+    latest_turn: TurnResult | None = None
+    model_calls: int = 0
+    tool_calls_executed: int = 0
+    sent_upto: int = 0
+    usage: dict[str, Any] | None = None
+    _next: NextAction = field(default_factory=CallLlm)
+
+    @classmethod
+    def start(cls, history: History) -> LoopState:
+        chain = history.chain
+        return cls(list(chain.transcript), dict(chain.listed), dict(chain.pending),
+                   chain.upstream_response_id, sent_upto=history.new_from)
+
+    def take_next_action(self) -> NextAction:
+        action, self._next = self._next, Finish(Completed())
+        return action
+
+    def set_next_action(self, action: NextAction) -> None:
+        self._next = action
+
+    def add_usage(self, usage: dict[str, Any] | None) -> None:
+        if not usage:
+            return
+        if self.usage is None:
+            self.usage = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 0,
+                          "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}
+        for key in ("input_tokens", "output_tokens", "total_tokens"):
+            self.usage[key] += usage.get(key) or 0
+        self.usage["input_tokens_details"]["cached_tokens"] += (usage.get("input_tokens_details") or {}).get(
+            "cached_tokens") or 0
+        self.usage["output_tokens_details"]["reasoning_tokens"] += (usage.get("output_tokens_details") or {}).get(
+            "reasoning_tokens") or 0
+
+    def chain(self, item_ids: frozenset[str]) -> Chain:
+        """The chain a continuation of this response starts from."""
+        return Chain(tuple(self.transcript), dict(self.listed), dict(self.pending), item_ids,
+                     self.upstream_response_id)

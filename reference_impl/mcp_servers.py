@@ -1,0 +1,162 @@
+"""Reaching MCP servers with the `mcp` SDK: list their tools, call one.
+
+Each operation opens its own connection (streamable HTTP or SSE) and closes it, so nothing
+lives between requests. Failures come back as values in OpenAI's `mcp_call.error` shapes:
+`mcp_tool_execution_error` (the tool said `isError`), `mcp_protocol_error` (a JSON-RPC
+error), `http_error` (the server could not be reached or answered with an HTTP error).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import anyio
+import httpx2
+from mcp import Client, MCPError
+from mcp.client.sse import sse_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+@dataclass(frozen=True)
+class McpServer:
+    """An MCP server the loop may use, from the request (`type: mcp`) or from configuration."""
+
+    label: str
+    url: str
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    headers: dict[str, str] = field(default_factory=dict, repr=False)
+    visible: bool = True
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    name: str
+    description: str | None
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any] | None
+
+    @property
+    def read_only(self) -> bool | None:
+        return (self.annotations or {}).get("read_only")
+
+    def as_item_tool(self) -> dict[str, Any]:
+        """The tool as an `mcp_list_tools` item lists it."""
+        return {"name": self.name, "description": self.description, "input_schema": self.input_schema,
+                "annotations": self.annotations}
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """`output` for the client when the call worked; `error` (OpenAI's shape) when not;
+    `model_text` is what the model reads either way."""
+
+    output: str | None
+    error: dict[str, Any] | None
+    model_text: str
+
+
+class McpUnavailable(Exception):
+    """The server could not be listed; the message says why, for the client."""
+
+
+HttpClientFactory = Callable[..., httpx2.AsyncClient]
+
+
+def _content_text(content: list[Any]) -> str:
+    parts = []
+    for block in content:
+        parts.append(block.text if getattr(block, "type", None) == "text" else json.dumps(block.model_dump(mode="json")))
+    return "\n".join(parts)
+
+
+class McpConnector:
+    """Opens connections to MCP servers with a timeout and an HTTP client factory (the
+    factory is where an outbound-address guard plugs in)."""
+
+    def __init__(self, timeout_s: float, http_client_factory: HttpClientFactory = create_mcp_http_client) -> None:
+        self._timeout_s = timeout_s
+        self._factory = http_client_factory
+
+    @asynccontextmanager
+    async def _client(self, server: McpServer) -> AsyncIterator[Client]:
+        async with AsyncExitStack() as stack:
+            if server.transport == "sse":
+                transport = sse_client(server.url, headers=server.headers, timeout=self._timeout_s,
+                                       httpx_client_factory=self._factory)
+            else:
+                http = await stack.enter_async_context(
+                    self._factory(headers=server.headers, timeout=httpx2.Timeout(self._timeout_s)))
+                transport = streamable_http_client(server.url, http_client=http)
+            client = await stack.enter_async_context(
+                Client(transport, read_timeout_seconds=self._timeout_s, cache=None))
+            yield client
+
+    async def _with_timeout(self, operation: Callable[[], Awaitable[Any]]) -> Any:
+        with anyio.fail_after(self._timeout_s):
+            return await operation()
+
+    async def list_tools(self, server: McpServer) -> list[ListedTool]:
+        async def listing() -> list[ListedTool]:
+            async with self._client(server) as client:
+                result = await client.list_tools()
+                return [
+                    ListedTool(
+                        name=tool.name,
+                        description=tool.description,
+                        input_schema=tool.input_schema,
+                        annotations={"read_only": tool.annotations.read_only_hint} if tool.annotations else None,
+                    )
+                    for tool in result.tools
+                ]
+
+        try:
+            return await self._with_timeout(listing)
+        except Exception as error:  # noqa: BLE001 - every failure means "cannot be listed"
+            raise McpUnavailable(_describe(error)) from error
+
+    async def call_tool(self, server: McpServer, name: str, arguments: dict[str, Any]) -> CallResult:
+        async def calling() -> CallResult:
+            async with self._client(server) as client:
+                result = await client.call_tool(name, arguments)
+            text = _content_text(result.content)
+            if result.is_error:
+                content = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
+                return CallResult(None, {"type": "mcp_tool_execution_error", "content": content}, text)
+            return CallResult(text, None, text)
+
+        try:
+            return await self._with_timeout(calling)
+        except Exception as error:  # noqa: BLE001 - a failed connection is a failed call, not a crash
+            protocol = next((leaf for leaf in _leaves(error) if isinstance(leaf, MCPError)), None)
+            if protocol is not None:
+                return CallResult(None, {"type": "mcp_protocol_error", "code": protocol.code,
+                                         "message": protocol.message}, protocol.message)
+            message = _describe(error)
+            return CallResult(None, {"type": "http_error", "code": _status_of(error), "message": message}, message)
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def _status_of(error: BaseException) -> int:
+    for leaf in _leaves(error):
+        if isinstance(leaf, httpx2.HTTPStatusError):
+            return leaf.response.status_code
+    return 502
+
+
+def _describe(error: BaseException) -> str:
+    leaf = _leaves(error)[0]
+    if isinstance(leaf, httpx2.HTTPStatusError):
+        return f"Http status code: {leaf.response.status_code} ({leaf.response.reason_phrase})"
+    if isinstance(leaf, TimeoutError):
+        return "the MCP server did not answer in time"
+    return str(leaf) or type(leaf).__name__

@@ -1,0 +1,18 @@
+"""Upstream adapters: the same model turn in OpenAI's Responses or Chat Completions wire format."""
+
+import httpx
+
+from ..config import GatewayConfig
+from .adapter import UpstreamAdapter
+from .chat_completions import ChatCompletionsAdapter
+from .responses_api import ResponsesAdapter
+
+
+def make_adapter(config: GatewayConfig, client: httpx.AsyncClient) -> UpstreamAdapter:
+    """The adapter the configuration names."""
+    if config.upstream_wire == "chat":
+        return ChatCompletionsAdapter(client, config.upstream_url, config.upstream_api_key)
+    return ResponsesAdapter(client, config.upstream_url, config.upstream_api_key, config.upstream_chaining)
+
+
+__all__ = ["ChatCompletionsAdapter", "ResponsesAdapter", "UpstreamAdapter", "make_adapter"]

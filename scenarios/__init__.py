@@ -1,0 +1,1 @@
+"""The built-in scenario catalogue (YAML files, shipped as package data)."""
