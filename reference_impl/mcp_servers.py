@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from http import HTTPStatus
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -70,7 +71,8 @@ HttpClientFactory = Callable[..., httpx2.AsyncClient]
 def _content_text(content: list[Any]) -> str:
     parts = []
     for block in content:
-        parts.append(block.text if getattr(block, "type", None) == "text" else json.dumps(block.model_dump(mode="json")))
+        is_text = getattr(block, "type", None) == "text"
+        parts.append(block.text if is_text else json.dumps(block.model_dump(mode="json")))
     return "\n".join(parts)
 
 
@@ -83,14 +85,26 @@ class McpConnector:
         self._factory = http_client_factory
 
     @asynccontextmanager
-    async def _client(self, server: McpServer) -> AsyncIterator[Client]:
+    async def _client(self, server: McpServer, http_failures: list[int]) -> AsyncIterator[Client]:
+        """A connected client; HTTP error statuses the server answers with go to `http_failures`
+        (the SDK reports them only as a generic JSON-RPC error)."""
+
+        async def note_failure(response: httpx2.Response) -> None:
+            if response.status_code >= 400:
+                http_failures.append(response.status_code)
+
+        def factory(**kwargs: Any) -> httpx2.AsyncClient:
+            client = self._factory(**kwargs)
+            client.event_hooks = {"request": [], "response": [note_failure]}
+            return client
+
         async with AsyncExitStack() as stack:
             if server.transport == "sse":
                 transport = sse_client(server.url, headers=server.headers, timeout=self._timeout_s,
-                                       httpx_client_factory=self._factory)
+                                       httpx_client_factory=factory)
             else:
                 http = await stack.enter_async_context(
-                    self._factory(headers=server.headers, timeout=httpx2.Timeout(self._timeout_s)))
+                    factory(headers=server.headers, timeout=httpx2.Timeout(self._timeout_s)))
                 transport = streamable_http_client(server.url, http_client=http)
             client = await stack.enter_async_context(
                 Client(transport, read_timeout_seconds=self._timeout_s, cache=None))
@@ -101,8 +115,10 @@ class McpConnector:
             return await operation()
 
     async def list_tools(self, server: McpServer) -> list[ListedTool]:
+        http_failures: list[int] = []
+
         async def listing() -> list[ListedTool]:
-            async with self._client(server) as client:
+            async with self._client(server, http_failures) as client:
                 result = await client.list_tools()
                 return [
                     ListedTool(
@@ -116,12 +132,14 @@ class McpConnector:
 
         try:
             return await self._with_timeout(listing)
-        except Exception as error:  # noqa: BLE001 - every failure means "cannot be listed"
-            raise McpUnavailable(_describe(error)) from error
+        except Exception as error:
+            raise McpUnavailable(_describe(error, http_failures)) from error
 
     async def call_tool(self, server: McpServer, name: str, arguments: dict[str, Any]) -> CallResult:
+        http_failures: list[int] = []
+
         async def calling() -> CallResult:
-            async with self._client(server) as client:
+            async with self._client(server, http_failures) as client:
                 result = await client.call_tool(name, arguments)
             text = _content_text(result.content)
             if result.is_error:
@@ -131,13 +149,14 @@ class McpConnector:
 
         try:
             return await self._with_timeout(calling)
-        except Exception as error:  # noqa: BLE001 - a failed connection is a failed call, not a crash
+        except Exception as error:
+            message = _describe(error, http_failures)
             protocol = next((leaf for leaf in _leaves(error) if isinstance(leaf, MCPError)), None)
-            if protocol is not None:
+            if protocol is not None and not http_failures:
                 return CallResult(None, {"type": "mcp_protocol_error", "code": protocol.code,
                                          "message": protocol.message}, protocol.message)
-            message = _describe(error)
-            return CallResult(None, {"type": "http_error", "code": _status_of(error), "message": message}, message)
+            status = http_failures[-1] if http_failures else 502
+            return CallResult(None, {"type": "http_error", "code": status, "message": message}, message)
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -146,17 +165,13 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-def _status_of(error: BaseException) -> int:
-    for leaf in _leaves(error):
-        if isinstance(leaf, httpx2.HTTPStatusError):
-            return leaf.response.status_code
-    return 502
-
-
-def _describe(error: BaseException) -> str:
+def _describe(error: BaseException, http_failures: list[int]) -> str:
+    """OpenAI's wording for an HTTP failure (`Http status code: 401 (Unauthorized)`), else the cause."""
+    if http_failures:
+        status = http_failures[-1]
+        phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
+        return f"Http status code: {status} ({phrase})"
     leaf = _leaves(error)[0]
-    if isinstance(leaf, httpx2.HTTPStatusError):
-        return f"Http status code: {leaf.response.status_code} ({leaf.response.reason_phrase})"
     if isinstance(leaf, TimeoutError):
         return "the MCP server did not answer in time"
     return str(leaf) or type(leaf).__name__

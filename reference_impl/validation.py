@@ -52,10 +52,7 @@ def invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
 
 def invalid_value(param: str, value: Any, supported: tuple[str, ...]) -> InvalidRequest:
     quoted = [f"'{s}'" for s in supported]
-    if len(quoted) <= 2:
-        listing = " and ".join(quoted)
-    else:
-        listing = ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
+    listing = " and ".join(quoted) if len(quoted) <= 2 else ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
     return InvalidRequest(f"Invalid value: '{value}'. Supported values are: {listing}.", param=param,
                           code="invalid_value")
 

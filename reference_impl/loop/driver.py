@@ -78,7 +78,7 @@ async def _list_tools(ctx: LoopContext, state: LoopState, emitter: Emitter) -> N
     started = {b.server.label: emitter.list_tools_started(b.server.label) for b in bindings if b.server.visible}
     results = await asyncio.gather(*(ctx.connector.list_tools(b.server) for b in bindings), return_exceptions=True)
     failure: NextAction | None = None
-    for binding, result in zip(bindings, results):
+    for binding, result in zip(bindings, results, strict=True):
         label = binding.server.label
         if isinstance(result, BaseException) and not isinstance(result, McpUnavailable):
             raise result
@@ -162,7 +162,7 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, emitter: Emitter, p
     group on cancellation cancels every call still running."""
     async with asyncio.TaskGroup() as group:
         tasks = [group.create_task(_run_call(ctx, state, gc.call)) for gc in plan.run]
-        for gateway_call, task in zip(plan.run, tasks):
+        for gateway_call, task in zip(plan.run, tasks, strict=True):
             call = gateway_call.call
             visible = state.gateway_tools[call.name].binding.server.visible
             started = emitter.mcp_call_started(gateway_call.server_label, call.name, call.arguments,

@@ -55,7 +55,8 @@ def turn_request(ctx: LoopContext, state: LoopState, with_tools: bool) -> TurnRe
     specs: list[ToolSpec] = []
     if with_tools:
         specs += [ToolSpec(t.name, t.description, t.parameters, t.strict) for t in request.function_tools]
-        specs += [ToolSpec(name, t.listed.description, t.listed.input_schema) for name, t in state.gateway_tools.items()]
+        specs += [ToolSpec(name, tool.listed.description, tool.listed.input_schema)
+                  for name, tool in state.gateway_tools.items()]
     return TurnRequest(
         model=request.model,
         instructions=request.instructions,

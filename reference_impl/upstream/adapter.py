@@ -63,12 +63,25 @@ class HttpUpstream:
         except ValueError as error:
             raise UpstreamError(502, "The upstream model returned a body that is not JSON.") from error
 
-    async def post_sse(self, body: dict[str, Any]) -> AsyncIterator[ServerSentEvent]:
+    async def post_stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The JSON payloads of the stream's events, up to `[DONE]` or the end of the stream."""
         try:
             async with self._client.stream("POST", self._url, json=body, headers=self._headers) as response:
                 if response.status_code >= 400:
                     raise upstream_error_from(response, await response.aread())
-                async for event in EventSource(response).aiter_sse():
-                    yield event
+                async for sse in EventSource(response).aiter_sse():
+                    if sse.data == "[DONE]":
+                        return
+                    yield _payload(sse)
         except httpx.HTTPError as error:
             raise UpstreamError(502, f"The upstream model stream failed: {error}") from error
+
+
+def _payload(sse: ServerSentEvent) -> dict[str, Any]:
+    try:
+        payload = json.loads(sse.data)
+    except ValueError as error:
+        raise UpstreamError(502, "The upstream model sent an event that is not JSON.") from error
+    if not isinstance(payload, dict):
+        raise UpstreamError(502, "The upstream model sent an event that is not a JSON object.")
+    return payload

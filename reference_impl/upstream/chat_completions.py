@@ -6,7 +6,6 @@ Consecutive tool calls become one assistant message with `tool_calls`; tool outp
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -90,13 +89,7 @@ class ChatCompletionsAdapter:
         calls: dict[int, list[str]] = {}
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
-        async for sse in self._http.post_sse(body):
-            if sse.data == "[DONE]":
-                break
-            try:
-                chunk = json.loads(sse.data)
-            except ValueError as exc:
-                raise UpstreamError(502, "The upstream model sent a chunk that is not JSON.") from exc
+        async for chunk in self._http.post_stream(body):
             if isinstance(chunk.get("error"), dict):
                 raise UpstreamError(500, chunk["error"].get("message") or "The upstream model failed.",
                                     code=chunk["error"].get("code"))

@@ -8,7 +8,6 @@ Two ways to continue a conversation upstream:
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -90,13 +89,7 @@ class ResponsesAdapter:
                 yield event
             return
         error: dict[str, Any] | None = None
-        async for sse in self._http.post_sse(body):
-            if sse.data == "[DONE]":
-                continue
-            try:
-                event = json.loads(sse.data)
-            except ValueError as exc:
-                raise UpstreamError(502, "The upstream model sent an event that is not JSON.") from exc
+        async for event in self._http.post_stream(body):
             kind = event.get("type")
             if kind == "error":
                 error = event.get("error") if isinstance(event.get("error"), dict) else event

@@ -1,0 +1,5 @@
+"""`python -m responses_parity.harness` is `parity`."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,163 @@
+"""Compare what a target did with what a step expects, field by field, with readable diffs.
+
+Only what the expectation states is compared. Every mismatch is an error-level finding: a
+scenario's expectation states OpenAI's behaviour.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+from deepdiff import DeepDiff
+
+from .contract import Contract, ItemShape
+from .findings import Finding, Kind, Severity
+from .fixture_client import Observed
+from .scenario import Expect, ItemExpect, UpstreamExpect
+
+
+def _mismatch(kind: Kind, rule: str, message: str, expected: Any, actual: Any) -> Finding:
+    return Finding(kind, Severity.ERROR, rule, message, expected=expected, actual=actual)
+
+
+def _item_matches(expected: ItemExpect, actual: ItemShape) -> bool:
+    return all(getattr(actual, name) == getattr(expected, name) for name in expected.model_fields_set)
+
+
+def _expected_label(expected: ItemExpect) -> str:
+    details = [str(getattr(expected, name)) for name in ("name", "status") if name in expected.model_fields_set]
+    return f"{expected.type}({', '.join(details)})" if details else expected.type
+
+
+def list_diff(expected: list[str], actual: list[str]) -> str:
+    """A one-line description of how two sequences differ."""
+    parts = []
+    matcher = difflib.SequenceMatcher(a=expected, b=actual, autojunk=False)
+    for op, a1, a2, b1, b2 in matcher.get_opcodes():
+        if op == "delete":
+            parts.append(f"missing {', '.join(expected[a1:a2])} at {a1}")
+        elif op == "insert":
+            parts.append(f"unexpected {', '.join(actual[b1:b2])} at {b1}")
+        elif op == "replace":
+            parts.append(f"{', '.join(actual[b1:b2])} instead of {', '.join(expected[a1:a2])} at {a1}")
+    return "; ".join(parts)
+
+
+def compare_output(expected: list[ItemExpect], actual: tuple[ItemShape, ...]) -> list[Finding]:
+    if len(expected) == len(actual) and all(_item_matches(e, a) for e, a in zip(expected, actual, strict=True)):
+        return []
+    expected_labels = [_expected_label(e) for e in expected]
+    actual_labels = [a.label() for a in actual]
+    types_expected, types_actual = [e.type for e in expected], [a.type for a in actual]
+    if types_expected == types_actual:
+        details = [f"output[{i}]: expected {el}, got {al}" for i, (e, a, el, al)
+                   in enumerate(zip(expected, actual, expected_labels, actual_labels, strict=True))
+                   if not _item_matches(e, a)]
+        message = "; ".join(details)
+    else:
+        message = f"output item types differ: {list_diff(types_expected, types_actual)}"
+    return [_mismatch(Kind.ITEMS, "expect.output", message, expected_labels, actual_labels)]
+
+
+def compare(expect: Expect, contract: Contract, streamed: bool) -> list[Finding]:
+    findings: list[Finding] = []
+    if expect.http_status is not None and contract.http_status != expect.http_status:
+        findings.append(_mismatch(Kind.STATUS, "expect.http_status",
+                                  f"HTTP status {contract.http_status}, expected {expect.http_status}",
+                                  expect.http_status, contract.http_status))
+    if expect.error is not None:
+        if contract.error is None:
+            findings.append(_mismatch(Kind.ERROR_ENVELOPE, "expect.error", "no error envelope "
+                                      '({"error": {message, type, param, code}}) in the answer',
+                                      expect.error.model_dump(), None))
+        else:
+            for name in sorted(expect.error.model_fields_set):
+                wanted, got = getattr(expect.error, name), getattr(contract.error, name)
+                if wanted != got:
+                    findings.append(_mismatch(Kind.ERROR_ENVELOPE, f"expect.error.{name}",
+                                              f"error.{name} is {got!r}, expected {wanted!r}", wanted, got))
+            if not contract.error.has_message:
+                findings.append(_mismatch(Kind.ERROR_ENVELOPE, "expect.error.message", "error.message is empty",
+                                          "non-empty", ""))
+    for name, kind in (("status", Kind.STATUS), ("incomplete_reason", Kind.STATUS)):
+        if name in expect.model_fields_set and getattr(contract, name) != getattr(expect, name):
+            findings.append(_mismatch(kind, f"expect.{name}", f"{name} is {getattr(contract, name)!r}, expected "
+                                      f"{getattr(expect, name)!r}", getattr(expect, name), getattr(contract, name)))
+    if expect.usage is not None and contract.has_usage != expect.usage:
+        findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.usage",
+                                  f"usage is {'present' if contract.has_usage else 'absent'}, expected "
+                                  f"{'present' if expect.usage else 'absent'}", expect.usage, contract.has_usage))
+    if expect.output is not None:
+        findings += compare_output(expect.output, contract.output)
+    if expect.interrupt is not None:
+        wanted = expect.interrupt
+        got = contract.interrupt
+        if got.on != wanted.on or ("tool" in wanted.model_fields_set and got.tool != wanted.tool):
+            findings.append(_mismatch(Kind.INTERRUPT, "expect.interrupt",
+                                      f"the response stops on {got.on}{f' ({got.tool})' if got.tool else ''}, "
+                                      f"expected {wanted.on}{f' ({wanted.tool})' if wanted.tool else ''}",
+                                      wanted.model_dump(), {"on": got.on, "tool": got.tool}))
+    if expect.response is not None:
+        fields = contract.response_fields or {}
+        actual = {key: fields.get(key) for key in expect.response}
+        if diff := DeepDiff(expect.response, actual, ignore_order=False):
+            findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response",
+                                      f"response fields differ: {diff.pretty()}", expect.response, actual))
+    if expect.events is not None and streamed:
+        actual_events = list(contract.stream.events) if contract.stream else []
+        if actual_events != expect.events:
+            findings.append(_mismatch(Kind.EVENT_SEQUENCE, "expect.events",
+                                      f"event sequence differs: {list_diff(expect.events, actual_events)}",
+                                      expect.events, actual_events))
+    return findings
+
+
+def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding]:
+    findings: list[Finding] = []
+    requests = observed.model_requests
+    if expect.model_calls is not None and len(requests) != expect.model_calls:
+        findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.model_calls",
+                                  f"the gateway called the model {len(requests)} time(s), expected "
+                                  f"{expect.model_calls}", expect.model_calls, len(requests)))
+    for number, request in enumerate(requests, 1):
+        sent = [t for t in request["item_types"] if t in expect.never_sent]
+        if sent:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.never_sent",
+                                      f"model request {number} carried {', '.join(sorted(set(sent)))}, which must "
+                                      "never reach the model", [], sent))
+        if expect.instructions is not None:
+            instructions = _instructions(request)
+            if instructions != expect.instructions:
+                findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.instructions",
+                                          f"model request {number} carried instructions {instructions!r}",
+                                          expect.instructions, instructions))
+    if expect.last_input is not None:
+        actual = requests[-1]["item_types"] if requests else []
+        if actual != expect.last_input:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_input",
+                                      f"the last model request's input differs: {list_diff(expect.last_input, actual)}",
+                                      expect.last_input, actual))
+    if expect.tool_runs is not None:
+        runs = observed.tool_runs()
+        for tool, count in expect.tool_runs.items():
+            if runs.get(tool, 0) != count:
+                findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.tool_runs",
+                                          f"the MCP tool {tool!r} ran {runs.get(tool, 0)} time(s), expected {count}",
+                                          count, runs.get(tool, 0)))
+    return findings
+
+
+def _instructions(request: dict[str, Any]) -> str | None:
+    body = request.get("body") or {}
+    if "messages" in body:
+        system = [m.get("content") for m in body["messages"] if m.get("role") in ("system", "developer")]
+        return system[0] if system else None
+    return body.get("instructions")
+
+
+def upstream_anomalies(observed: Observed) -> list[Finding]:
+    """What the scripted upstream could not answer as scripted, e.g. a call to a tool the
+    gateway did not offer, or more model calls than the script has."""
+    return [Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "upstream.anomaly", anomaly)
+            for anomaly in observed.anomalies]

@@ -1,0 +1,160 @@
+"""How an exchange is reduced to its contract: what a client relies on, without what varies
+between runs (ids, timestamps, text, token counts).
+
+The contract of a step holds the HTTP status; for errors the envelope's type, code, param
+and whether a message is present; the Response's status, incomplete reason and whether usage
+is present; the output items in order, each with its status, role, tool name, server label
+and (for MCP calls) error type and approval link; the interrupt boundary; the number of
+gateway-executed tool calls; and, for streams, the event types with runs collapsed, per output
+index too, the terminal event and whether `[DONE]` was sent (recorded, not judged).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .exchange import TERMINAL_EVENTS, Exchange
+
+GATEWAY_TOOL_ITEMS = ("mcp_call",)
+
+
+@dataclass(frozen=True)
+class ItemShape:
+    type: str
+    status: str | None = None
+    role: str | None = None
+    name: str | None = None
+    server_label: str | None = None
+    error_type: str | None = None
+    approval_linked: bool | None = None
+
+    def label(self) -> str:
+        """Short form for messages: `mcp_call(add, failed)`."""
+        details = [d for d in (self.name, self.status) if d]
+        return f"{self.type}({', '.join(details)})" if details else self.type
+
+
+@dataclass(frozen=True)
+class ErrorShape:
+    type: str | None
+    code: str | None
+    param: str | None
+    has_message: bool
+
+
+@dataclass(frozen=True)
+class Interrupt:
+    on: str
+    """`function_call`, `mcp_approval_request`, or `none`."""
+    tool: str | None = None
+
+
+@dataclass(frozen=True)
+class StreamShape:
+    events: tuple[str, ...]
+    """Event types in order, consecutive repeats collapsed."""
+    per_item: dict[int, tuple[str, ...]]
+    """The same, for the events of each output index."""
+    terminal: str | None
+    done_sentinel: bool
+    event_count: int
+
+
+@dataclass(frozen=True)
+class Contract:
+    http_status: int | None
+    error: ErrorShape | None = None
+    status: str | None = None
+    incomplete_reason: str | None = None
+    has_usage: bool | None = None
+    output: tuple[ItemShape, ...] = ()
+    interrupt: Interrupt = Interrupt("none")
+    gateway_tool_calls: int = 0
+    stream: StreamShape | None = None
+    response_fields: dict[str, Any] | None = None
+    """The whole Response object's top-level fields (compared only where a scenario asks)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("response_fields")
+        if self.stream is not None:
+            data["stream"]["per_item"] = {str(k): v for k, v in self.stream.per_item.items()}
+        return data
+
+
+def collapse(types: list[str]) -> tuple[str, ...]:
+    """Event types with consecutive repeats folded into one."""
+    collapsed: list[str] = []
+    for event_type in types:
+        if not collapsed or collapsed[-1] != event_type:
+            collapsed.append(event_type)
+    return tuple(collapsed)
+
+
+def item_shape(item: dict[str, Any]) -> ItemShape:
+    error = item.get("error")
+    return ItemShape(
+        type=str(item.get("type")),
+        status=item.get("status"),
+        role=item.get("role"),
+        name=item.get("name"),
+        server_label=item.get("server_label"),
+        error_type=(error.get("type") if isinstance(error, dict) else ("text" if error else None)),
+        approval_linked=bool(item.get("approval_request_id")) if item.get("type") == "mcp_call" else None,
+    )
+
+
+def interrupt_of(status: str | None, output: tuple[ItemShape, ...]) -> Interrupt:
+    """What the response stops on: an approval request wins over function calls."""
+    if status not in (None, "completed"):
+        return Interrupt("none")
+    for kind in ("mcp_approval_request", "function_call"):
+        waiting = [item for item in output if item.type == kind]
+        if waiting:
+            return Interrupt(kind, waiting[0].name)
+    return Interrupt("none")
+
+
+def _stream_shape(exchange: Exchange) -> StreamShape:
+    types: list[str] = []
+    per_item: dict[int, list[str]] = {}
+    for event in exchange.events:
+        if event.is_done_sentinel or event.type is None:
+            continue
+        types.append(event.type)
+        index = (event.payload or {}).get("output_index")
+        if isinstance(index, int):
+            per_item.setdefault(index, []).append(event.type)
+    terminal = next((t for t in reversed(types) if t in TERMINAL_EVENTS), None)
+    return StreamShape(collapse(types), {i: collapse(t) for i, t in sorted(per_item.items())}, terminal,
+                       any(e.is_done_sentinel for e in exchange.events), len(types))
+
+
+def _error_shape(body: Any) -> ErrorShape | None:
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return None
+    return ErrorShape(error.get("type"), error.get("code"), error.get("param"), bool(error.get("message")))
+
+
+def project(exchange: Exchange) -> Contract:
+    stream = _stream_shape(exchange) if exchange.streamed else None
+    response = exchange.response_object()
+    error = None if exchange.streamed else _error_shape(exchange.body)
+    if response is None:
+        return Contract(exchange.status, error=error, stream=stream)
+    output = tuple(item_shape(item) for item in response.get("output") or [] if isinstance(item, dict))
+    status = response.get("status")
+    return Contract(
+        http_status=exchange.status,
+        error=error,
+        status=status,
+        incomplete_reason=(response.get("incomplete_details") or {}).get("reason"),
+        has_usage=response.get("usage") is not None,
+        output=output,
+        interrupt=interrupt_of(status, output),
+        gateway_tool_calls=sum(1 for item in output if item.type in GATEWAY_TOOL_ITEMS),
+        stream=stream,
+        response_fields=response,
+    )

@@ -1,0 +1,83 @@
+"""One HTTP exchange with a target, and its file format.
+
+The file format is shared by goldens and by exchanges captured elsewhere:
+`{"request": {"method", "url", "body"}, "response": {"status", "headers", "body", "sse"}}`.
+Other keys are ignored; the request body, the status or the headers may be null when a
+capture did not keep them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from .sse import SseEvent, parse_sse
+
+KEPT_HEADERS = ("content-type", "openai-processing-ms", "openai-version", "x-request-id", "retry-after")
+TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
+
+
+@dataclass
+class Exchange:
+    method: str
+    url: str
+    request_body: Any = None
+    status: int | None = None
+    headers: dict[str, str] | None = None
+    body: Any = None
+    """The JSON body, or the raw text of a body that is not JSON."""
+    sse: str | None = None
+    """The raw `text/event-stream` body, when the target streamed."""
+    transport_error: str | None = None
+    """Why no complete answer arrived (timeout, connection reset); None when one did."""
+    elapsed_s: float = 0.0
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def events(self) -> list[SseEvent]:
+        return parse_sse(self.sse) if self.sse is not None else []
+
+    @property
+    def streamed(self) -> bool:
+        return self.sse is not None
+
+    def terminal_event(self) -> dict[str, Any] | None:
+        for event in reversed(self.events):
+            if event.payload is not None and event.type in TERMINAL_EVENTS:
+                return event.payload
+        return None
+
+    def response_object(self) -> dict[str, Any] | None:
+        """The Response object: the JSON body, or the response the terminal event carries."""
+        if self.streamed:
+            terminal = self.terminal_event()
+            return terminal.get("response") if terminal else None
+        if isinstance(self.body, dict) and self.body.get("object") == "response":
+            return self.body
+        return None
+
+    def to_file(self) -> dict[str, Any]:
+        return {
+            "request": {"method": self.method, "url": self.url, "body": self.request_body},
+            "response": {"status": self.status, "headers": self.headers, "body": None if self.streamed else self.body,
+                         "sse": self.sse},
+            **({"transport_error": self.transport_error} if self.transport_error else {}),
+            **({"meta": self.meta} if self.meta else {}),
+        }
+
+    @classmethod
+    def from_file(cls, data: dict[str, Any]) -> Exchange:
+        request = data.get("request") or {}
+        response = data.get("response") or {}
+        return cls(
+            method=request.get("method") or "POST",
+            url=request.get("url") or "",
+            request_body=request.get("body"),
+            status=response.get("status"),
+            headers=response.get("headers"),
+            body=response.get("body"),
+            sse=response.get("sse"),
+            transport_error=data.get("transport_error"),
+            meta=data.get("meta") or {},
+        )

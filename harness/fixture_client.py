@@ -1,0 +1,102 @@
+"""The harness's side of the fixtures: register a run's script with the scripted upstream,
+and read back what the gateway sent to it and to the MCP fixture servers."""
+
+from __future__ import annotations
+
+import contextlib
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from ..fixtures.upstream.script import RunScript
+from .findings import HarnessError
+
+
+@dataclass(frozen=True)
+class McpFixture:
+    """Where one MCP fixture server listens, and its per-run URLs (what `{{mcp.<name>...}}` gives)."""
+
+    name: str
+    base_url: str
+    run: str = ""
+
+    def for_run(self, run: str) -> McpFixture:
+        return McpFixture(self.name, self.base_url, run)
+
+    @property
+    def url(self) -> str:
+        """Streamable HTTP endpoint for this run."""
+        return f"{self.base_url}/r/{self.run}/mcp"
+
+    @property
+    def sse_url(self) -> str:
+        """SSE endpoint for this run."""
+        return f"{self.base_url}/r/{self.run}/sse"
+
+    def failing_url(self, status: int) -> str:
+        """An endpoint for this run that answers every request with HTTP `status`."""
+        return f"{self.base_url}/r/{self.run}/status/{status}/mcp"
+
+
+@dataclass
+class Observed:
+    """What reached the fixtures during one step."""
+
+    model_requests: list[dict[str, Any]] = field(default_factory=list)
+    anomalies: list[str] = field(default_factory=list)
+    mcp_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def tool_runs(self) -> dict[str, int]:
+        runs: dict[str, int] = {}
+        for call in self.mcp_calls:
+            if call["method"] == "tools/call":
+                runs[call["tool"]] = runs.get(call["tool"], 0) + 1
+        return runs
+
+    def since(self, earlier: Observed) -> Observed:
+        """What this (later, cumulative) observation holds beyond `earlier`."""
+        return Observed(self.model_requests[len(earlier.model_requests):], self.anomalies[len(earlier.anomalies):],
+                        self.mcp_calls[len(earlier.mcp_calls):])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model_requests": self.model_requests, "anomalies": self.anomalies, "mcp_calls": self.mcp_calls}
+
+
+class FixtureClient:
+    def __init__(self, http: httpx.AsyncClient, upstream_url: str, mcp: Mapping[str, McpFixture]) -> None:
+        self._http = http
+        self._upstream = upstream_url.rstrip("/")
+        self.mcp = mcp
+
+    async def _get(self, url: str) -> Any:
+        try:
+            response = await self._http.get(url)
+            response.raise_for_status()
+            return response.json()
+        except (httpx.HTTPError, ValueError) as error:
+            raise HarnessError(f"cannot read the fixture log at {url}: {error}") from error
+
+    async def register(self, run: str, script: RunScript) -> None:
+        url = f"{self._upstream}/__parity/runs/{run}"
+        try:
+            response = await self._http.put(url, json=script.model_dump(mode="json"))
+        except httpx.HTTPError as error:
+            raise HarnessError(f"the scripted upstream at {self._upstream} is not reachable: {error}") from error
+        if response.status_code != 204:
+            raise HarnessError(f"the scripted upstream refused the script: {response.text}")
+
+    async def forget(self, run: str) -> None:
+        with contextlib.suppress(httpx.HTTPError):  # the upstream keeps a little more memory; nothing depends on it
+            await self._http.delete(f"{self._upstream}/__parity/runs/{run}")
+
+    async def observed(self, run: str, mcp_names: list[str]) -> Observed:
+        """Everything logged for the run so far."""
+        record = await self._get(f"{self._upstream}/__parity/runs/{run}")
+        calls: list[dict[str, Any]] = []
+        for name in mcp_names:
+            calls += (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
+        calls.sort(key=lambda call: call["at"])
+        return Observed(record["requests"], record["anomalies"], calls)

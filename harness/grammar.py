@@ -1,0 +1,232 @@
+"""Stream grammar: rules every Responses event stream keeps, checked without a reference.
+
+Each rule is a function `<aspect>_conformance(events) -> findings`. The rules follow what real
+OpenAI streams do, so real OpenAI traffic passes them:
+- streams recorded before `sequence_number` existed are a legacy note, not an error;
+- `obfuscation` fields, the nested `error` event and the absence of `[DONE]` are normal;
+- with several MCP servers OpenAI closes only the last `mcp_list_tools` item with
+  `output_item.done` (the others appear only in the terminal output): a note;
+- after `response.failed`, items may stay open: a note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .exchange import TERMINAL_EVENTS
+from .findings import Finding, Kind, Severity
+from .sse import SseEvent
+
+_DELTAS: dict[str, tuple[str, str, str]] = {
+    # delta event -> (done event, field in done, key that separates streams within an item)
+    "response.output_text.delta": ("response.output_text.done", "text", "content_index"),
+    "response.refusal.delta": ("response.refusal.done", "refusal", "content_index"),
+    "response.reasoning_text.delta": ("response.reasoning_text.done", "text", "content_index"),
+    "response.reasoning_summary_text.delta": ("response.reasoning_summary_text.done", "text", "summary_index"),
+    "response.function_call_arguments.delta": ("response.function_call_arguments.done", "arguments", ""),
+    "response.mcp_call_arguments.delta": ("response.mcp_call_arguments.done", "arguments", ""),
+    "response.custom_tool_call_input.delta": ("response.custom_tool_call_input.done", "input", ""),
+}
+_DONE_TO_DELTA = {done: delta for delta, (done, _, _) in _DELTAS.items()}
+
+
+def _finding(severity: Severity, rule: str, message: str, **extra: Any) -> Finding:
+    return Finding(Kind.STREAM_GRAMMAR, severity, f"grammar.{rule}", message, **extra)
+
+
+def _payloads(events: list[SseEvent]) -> list[dict[str, Any]]:
+    return [e.payload for e in events if e.payload is not None]
+
+
+def framing_conformance(events: list[SseEvent]) -> list[Finding]:
+    findings = []
+    for position, event in enumerate(events):
+        if event.is_done_sentinel:
+            continue
+        if event.payload is None:
+            findings.append(_finding(Severity.ERROR, "framing", f"event {position} is not a JSON object: "
+                                                                f"{event.data[:80]!r}"))
+        elif not isinstance(event.payload.get("type"), str):
+            findings.append(_finding(Severity.ERROR, "framing", f"event {position} has no `type`"))
+        elif event.event and event.event != event.payload["type"]:
+            findings.append(_finding(Severity.WARNING, "framing", f"event {position}: the SSE `event:` field "
+                                     f"{event.event!r} differs from its `type` {event.payload['type']!r}"))
+    return findings
+
+
+def sequence_conformance(events: list[SseEvent]) -> list[Finding]:
+    payloads = _payloads(events)
+    numbered = [p for p in payloads if "sequence_number" in p]
+    if not numbered:
+        return [_finding(Severity.NOTE, "sequence_numbers", "the stream carries no `sequence_number` "
+                         "(streams recorded before June 2025 do not)")] if payloads else []
+    if len(numbered) != len(payloads):
+        missing = next(p.get("type") for p in payloads if "sequence_number" not in p)
+        return [_finding(Severity.ERROR, "sequence_numbers", f"some events have `sequence_number` and some do "
+                         f"not (first without: {missing})")]
+    for position, payload in enumerate(payloads):
+        if payload["sequence_number"] != position:
+            return [_finding(Severity.ERROR, "sequence_numbers",
+                             f"event {position} ({payload.get('type')}) has sequence_number "
+                             f"{payload['sequence_number']}, expected {position}: numbering starts at 0 and "
+                             f"goes up by 1", expected=position, actual=payload["sequence_number"])]
+    return []
+
+
+def lifecycle_conformance(events: list[SseEvent]) -> list[Finding]:
+    payloads = _payloads(events)
+    if not payloads:
+        return [_finding(Severity.ERROR, "lifecycle", "the stream carries no events")]
+    findings = []
+    types = [p.get("type") for p in payloads]
+    if types[0] != "response.created":
+        findings.append(_finding(Severity.ERROR, "lifecycle", f"the first event is {types[0]}, not response.created"))
+    elif len(types) > 1 and types[1] != "response.in_progress":
+        findings.append(_finding(Severity.WARNING, "lifecycle", f"response.created is followed by {types[1]}, "
+                                 "not response.in_progress as in OpenAI's streams"))
+    terminals = [i for i, t in enumerate(types) if t in TERMINAL_EVENTS]
+    if not terminals:
+        findings.append(_finding(Severity.ERROR, "terminal", "the stream ended without a terminal event "
+                                 "(response.completed, response.incomplete or response.failed)"))
+    elif len(terminals) > 1:
+        findings.append(_finding(Severity.ERROR, "terminal", f"the stream has {len(terminals)} terminal events: "
+                                 + ", ".join(types[i] for i in terminals)))
+    elif terminals[0] != len(types) - 1:
+        findings.append(_finding(Severity.ERROR, "terminal", f"{types[terminals[0]]} is followed by "
+                                 f"{types[terminals[0] + 1]}: the terminal event must be the last"))
+    for index in terminals:
+        expected = types[index].removeprefix("response.")
+        actual = (payloads[index].get("response") or {}).get("status")
+        if actual != expected:
+            findings.append(_finding(Severity.ERROR, "terminal", f"{types[index]} carries a response with status "
+                                     f"{actual!r}", expected=expected, actual=actual))
+    return findings
+
+
+@dataclass
+class _Item:
+    added: dict[str, Any]
+    done: dict[str, Any] | None = None
+    open_parts: set[int] = field(default_factory=set)
+
+
+def item_lifecycle_conformance(events: list[SseEvent]) -> list[Finding]:
+    findings: list[Finding] = []
+    items: dict[int, _Item] = {}
+    payloads = _payloads(events)
+    failed = any(p.get("type") == "response.failed" for p in payloads)
+    for payload in payloads:
+        kind, index = payload.get("type"), payload.get("output_index")
+        if not isinstance(index, int):
+            continue
+        item = items.get(index)
+        if kind == "response.output_item.added":
+            if index in items:
+                findings.append(_finding(Severity.ERROR, "items", f"output_index {index} is added twice"))
+            elif index != len(items):
+                findings.append(_finding(Severity.ERROR, "items", f"output_item.added for output_index {index} "
+                                         f"comes after {len(items)} items: indices go 0, 1, 2 ...",
+                                         expected=len(items), actual=index))
+            items[index] = _Item(payload.get("item") or {})
+            continue
+        if item is None:
+            findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} before its "
+                                     "output_item.added"))
+            continue
+        if item.done is not None:
+            findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} after its "
+                                     "output_item.done"))
+            continue
+        item_id = payload.get("item_id")
+        if item_id is not None and item_id != item.added.get("id"):
+            findings.append(_finding(Severity.ERROR, "items", f"{kind} names item_id {item_id!r}, but output_index "
+                                     f"{index} is item {item.added.get('id')!r}"))
+        if kind == "response.content_part.added":
+            item.open_parts.add(payload.get("content_index", 0))
+        elif kind == "response.content_part.done":
+            item.open_parts.discard(payload.get("content_index", 0))
+        elif kind in ("response.output_text.delta", "response.output_text.done") and \
+                payload.get("content_index", 0) not in item.open_parts:
+            findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} outside an open "
+                                     "content part (content_part.added ... content_part.done)"))
+        elif kind == "response.output_item.done":
+            done = payload.get("item") or {}
+            item.done = done
+            if done.get("type") != item.added.get("type") or done.get("id") != item.added.get("id"):
+                findings.append(_finding(Severity.ERROR, "items", f"output_item.done at {index} is "
+                                         f"{done.get('type')} {done.get('id')!r}, but the item added there is "
+                                         f"{item.added.get('type')} {item.added.get('id')!r}"))
+            if item.open_parts:
+                findings.append(_finding(Severity.ERROR, "items", f"output_item.done at {index} while content "
+                                         f"part(s) {sorted(item.open_parts)} are still open"))
+    closed_list_tools = [i for i, it in items.items() if it.done and it.added.get("type") == "mcp_list_tools"]
+    for index, item in items.items():
+        if item.done is not None:
+            continue
+        item_type = item.added.get("type")
+        if item_type == "mcp_list_tools" and any(i > index for i in closed_list_tools):
+            findings.append(_finding(Severity.NOTE, "items", f"mcp_list_tools at {index} is never closed with "
+                                     "output_item.done; OpenAI closes only the last of several"))
+        elif failed:
+            findings.append(_finding(Severity.NOTE, "items", f"{item_type} at {index} is left open by the failed "
+                                     "response"))
+        else:
+            findings.append(_finding(Severity.ERROR, "items", f"{item_type} at output_index {index} is added but "
+                                     "never closed with response.output_item.done"))
+    return findings
+
+
+def delta_conformance(events: list[SseEvent]) -> list[Finding]:
+    findings = []
+    streamed: dict[tuple[str, Any, Any], str] = {}
+    for payload in _payloads(events):
+        kind = payload.get("type")
+        if kind in _DELTAS:
+            _, _, sub = _DELTAS[kind]
+            key = (kind, payload.get("item_id"), payload.get(sub) if sub else None)
+            streamed[key] = streamed.get(key, "") + str(payload.get("delta", ""))
+        elif kind in _DONE_TO_DELTA:
+            delta_kind = _DONE_TO_DELTA[kind]
+            _, value_field, sub = _DELTAS[delta_kind]
+            key = (delta_kind, payload.get("item_id"), payload.get(sub) if sub else None)
+            if key in streamed and streamed[key] != payload.get(value_field):
+                findings.append(_finding(Severity.ERROR, "deltas", f"the {delta_kind} events of item "
+                                         f"{payload.get('item_id')!r} concatenate to {streamed[key][:60]!r}, but "
+                                         f"{kind} says {str(payload.get(value_field))[:60]!r}"))
+    return findings
+
+
+def terminal_output_conformance(events: list[SseEvent]) -> list[Finding]:
+    payloads = _payloads(events)
+    terminal = next((p for p in reversed(payloads) if p.get("type") in TERMINAL_EVENTS), None)
+    if terminal is None:
+        return []
+    output = (terminal.get("response") or {}).get("output") or []
+    done = {p["output_index"]: p.get("item") for p in payloads
+            if p.get("type") == "response.output_item.done" and isinstance(p.get("output_index"), int)}
+    added = {p["output_index"] for p in payloads
+             if p.get("type") == "response.output_item.added" and isinstance(p.get("output_index"), int)}
+    findings = []
+    if terminal.get("type") != "response.failed" and len(output) != len(added):
+        findings.append(_finding(Severity.ERROR, "terminal_output", f"{terminal['type']} lists {len(output)} output "
+                                 f"items, but the stream added {len(added)}", expected=len(added), actual=len(output)))
+    for index, item in enumerate(output):
+        if index in done and done[index] != item:
+            carried = done[index] or {}
+            differing = sorted(k for k in set(item) | set(carried) if item.get(k) != carried.get(k))
+            findings.append(_finding(Severity.ERROR, "terminal_output", f"{terminal['type']} output[{index}] differs "
+                                     f"from the item its output_item.done carried (fields: {', '.join(differing)})"))
+    return findings
+
+
+RULES: tuple[Callable[[list[SseEvent]], list[Finding]], ...] = (
+    framing_conformance, sequence_conformance, lifecycle_conformance, item_lifecycle_conformance,
+    delta_conformance, terminal_output_conformance,
+)
+
+
+def check_stream(events: list[SseEvent]) -> list[Finding]:
+    """Every grammar rule's findings for one stream."""
+    return [finding for rule in RULES for finding in rule(events)]

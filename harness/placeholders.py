@@ -1,0 +1,87 @@
+"""Placeholders in step requests: `{{ask.response.id}}`, `{{ask.output.function_call.call_id}}`,
+`{{model}}`, `{{mcp.calc.url}}` ... rendered with Jinja2 (strict: an unknown name is an error).
+
+A string that is exactly one `{{ expression }}` takes the expression's value with its type
+(so a number stays a number); any other string is rendered as text. Earlier steps are
+reachable by their id: `.response` (the Response object: the JSON body, or the terminal
+event's response), `.output` (items; `.output.<type>` is the first item of that type,
+`.output[0]` the first item), `.status` (HTTP), `.body` (any JSON body).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import jinja2
+from jinja2 import meta
+
+from .findings import HarnessError
+
+BUILTIN_NAMES = frozenset({"model", "mcp", "responses_path", "run"})
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
+_WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.S)
+
+
+class OutputView:
+    """A response's output items, by position or by type."""
+
+    def __init__(self, items: list[dict[str, Any]]) -> None:
+        self._items = items
+
+    def __getitem__(self, key: int | str) -> Any:
+        if isinstance(key, int):
+            return self._items[key]
+        return self.__getattr__(key)
+
+    def __getattr__(self, item_type: str) -> dict[str, Any]:
+        for item in self._items:
+            if item.get("type") == item_type:
+                return item
+        raise AttributeError(f"no output item of type {item_type!r}")
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def referenced_names(value: Any) -> set[str]:
+    """The top-level names the placeholders in `value` use (raises on a syntax error)."""
+    names: set[str] = set()
+    for text in _strings(value):
+        if "{{" in text or "{%" in text:
+            names |= meta.find_undeclared_variables(_ENV.parse(text))
+    return names
+
+
+def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
+    if "{{" not in text and "{%" not in text:
+        return text
+    try:
+        if match := _WHOLE.match(text):
+            return _ENV.compile_expression(match["expr"], undefined_to_none=False)(**context)
+        return _ENV.from_string(text).render(**context)
+    except (jinja2.TemplateError, AttributeError, IndexError, KeyError, TypeError) as error:
+        raise HarnessError(f"{where}: cannot resolve {text!r}: {error}") from error
+
+
+def render(value: Any, context: Mapping[str, Any], where: str) -> Any:
+    """`value` with every placeholder resolved against `context`."""
+    if isinstance(value, str):
+        return _render_string(value, context, where)
+    if isinstance(value, Mapping):
+        return {key: render(item, context, f"{where}.{key}") for key, item in value.items()}
+    if isinstance(value, list):
+        return [render(item, context, f"{where}[{index}]") for index, item in enumerate(value)]
+    return value

@@ -1,0 +1,179 @@
+"""The pytest plugin: scenario YAML files become tests, one per scenario and stream mode.
+
+It does nothing until asked: `--parity` collects scenario files under the paths given to
+pytest, `--parity-builtin` adds the shipped scenarios, `--target URL` runs against a gateway
+instead of the embedded reference one (and implies `--parity`). A broken scenario file is one
+failing test with the loader's message; the other files still run. The `parity_session`
+fixture gives Python tests the same running target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from ..fixtures.mcp import FIXTURE_SERVERS
+from .findings import Severity
+from .loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
+from .runner import ScenarioResult
+from .scenario import MODES, Mode
+from .session import DEFAULT_UPSTREAM_URL, REFERENCE, Session, TargetOptions, open_session, parse_header
+
+_SCHEMA_MODELINE = "scenario.schema.json"
+
+
+@dataclass
+class _State:
+    options: TargetOptions
+    modes: tuple[Mode, ...]
+    _session: Session | None = None
+    _context: Any = field(default=None, repr=False)
+
+    def session(self) -> Session:
+        """The session of this pytest run, started on first use with every MCP fixture."""
+        if self._session is None:
+            self._context = open_session(self.options, FIXTURE_SERVERS)
+            self._session = self._context.__enter__()
+        return self._session
+
+    def close(self) -> None:
+        if self._context is not None:
+            self._context.__exit__(None, None, None)
+            self._context = self._session = None
+
+
+_STATE = pytest.StashKey[_State]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("responses-parity")
+    group.addoption("--parity", action="store_true", help="Collect scenario YAML files under the given paths.")
+    group.addoption("--parity-builtin", action="store_true", help="Also run the built-in scenarios.")
+    group.addoption("--target", dest="parity_target", default=None,
+                    help="Base URL of the gateway to test (default: the embedded reference gateway).")
+    group.addoption("--parity-api-key", default=None, help="Bearer token sent to the target.")
+    group.addoption("--parity-header", action="append", default=[], help="Extra header 'Name: value'.")
+    group.addoption("--parity-model", default="parity-model", help="Model name sent in requests.")
+    group.addoption("--parity-responses-path", default="/v1/responses", help="The target's Responses path.")
+    group.addoption("--parity-mode", choices=["both", *MODES], default="both", help="Stream modes to run.")
+    group.addoption("--parity-upstream", default=DEFAULT_UPSTREAM_URL, help="Scripted upstream for a URL target.")
+    group.addoption("--parity-timeout", type=float, default=60.0, help="Seconds one request may take.")
+
+
+def _enabled(config: pytest.Config) -> bool:
+    return bool(config.getoption("parity") or config.getoption("parity_builtin") or config.getoption("parity_target"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not _enabled(config):
+        return
+    try:
+        headers = tuple(parse_header(h) for h in config.getoption("parity_header"))
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from error
+    mode = config.getoption("parity_mode")
+    options = TargetOptions(
+        target=config.getoption("parity_target") or REFERENCE,
+        api_key=config.getoption("parity_api_key"),
+        headers=headers,
+        model=config.getoption("parity_model"),
+        responses_path=config.getoption("parity_responses_path"),
+        timeout_s=config.getoption("parity_timeout"),
+        upstream=config.getoption("parity_upstream"),
+    )
+    config.stash[_STATE] = _State(options, MODES if mode == "both" else (mode,))
+    if config.getoption("parity_builtin"):
+        config.args.append(str(builtin_scenarios_dir()))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _STATE in config.stash:
+        config.stash[_STATE].close()
+
+
+def _is_scenario_file(path: Path) -> bool:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if _SCHEMA_MODELINE in text.split("\n", 1)[0]:
+        return True
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return False
+    return isinstance(raw, dict) and "steps" in raw and "id" in raw
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    if _STATE in parent.config.stash and file_path.suffix in SCENARIO_SUFFIXES and _is_scenario_file(file_path):
+        return ScenarioFile.from_parent(parent, path=file_path)
+    return None
+
+
+class ScenarioFile(pytest.File):
+    def collect(self) -> Iterator[pytest.Item]:
+        loaded = load_file(self.path)
+        if isinstance(loaded, list):
+            yield BrokenScenario.from_parent(self, name=self.path.stem, problems=loaded)
+            return
+        modes = self.config.stash[_STATE].modes
+        for mode in loaded.modes:
+            if mode in modes:
+                yield ScenarioItem.from_parent(self, name=f"{loaded.id}[{mode}]",
+                                               loaded=LoadedScenario(loaded, self.path), mode=mode)
+
+
+class ScenarioFailed(Exception):
+    def __init__(self, result: ScenarioResult) -> None:
+        super().__init__(result.scenario.id)
+        self.result = result
+
+
+class ScenarioItem(pytest.Item):
+    def __init__(self, *, loaded: LoadedScenario, mode: Mode, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.loaded = loaded
+        self.mode = mode
+
+    def runtest(self) -> None:
+        result = self.config.stash[_STATE].session().run([(self.loaded, self.mode)])[0]
+        if result.outcome != "pass":
+            raise ScenarioFailed(result)
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if not isinstance(excinfo.value, ScenarioFailed):
+            return str(super().repr_failure(excinfo))
+        result = excinfo.value.result
+        lines = [f"scenario {result.scenario.id} [{result.mode}] on {result.target}: {result.outcome}"]
+        for step in result.steps:
+            if step.error:
+                lines.append(f"  {step.step_id}: could not run: {step.error}")
+            lines += [f"  {step.step_id}: {f.severity} {f.kind} ({f.rule}): {f.message}"
+                      for f in step.findings if f.severity >= Severity.WARNING]
+        return "\n".join(lines)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"scenario {self.loaded.scenario.id} [{self.mode}]"
+
+
+class BrokenScenario(pytest.Item):
+    def __init__(self, *, problems: list[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.problems = problems
+
+    def runtest(self) -> None:
+        raise pytest.fail("\n".join(f"{self.path}: {problem}" for problem in self.problems), pytrace=False)
+
+    def reportinfo(self) -> tuple[Path, int, str]:
+        return self.path, 0, f"scenario file {self.path.name}"
+
+
+@pytest.fixture(scope="session")
+def parity_session(pytestconfig: pytest.Config) -> Session:
+    """The running target of this pytest session (needs --parity, --parity-builtin or --target)."""
+    if _STATE not in pytestconfig.stash:
+        pytest.skip("responses-parity is not enabled: pass --parity, --parity-builtin or --target")
+    return pytestconfig.stash[_STATE].session()

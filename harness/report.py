@@ -1,0 +1,144 @@
+"""Reports of a run, written to one folder: `results.json` (everything, for machines),
+`report.md` (for people), and `exchanges/` with the raw exchange of every failing step.
+Everything passes through `redaction.redact` first."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from .findings import Severity
+from .redaction import redact
+from .runner import ScenarioResult, StepResult
+from .scenario import FORMAT_VERSION, MODES
+from .targets import Target
+
+
+def versions() -> dict[str, str]:
+    """The versions a report must name: this tool and the SDKs it takes its schemas from."""
+    found = {}
+    for name in ("responses-parity", "openai", "mcp"):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = "unknown"
+    return found
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    target: Target
+    started_at: datetime
+    duration_s: float
+    file_errors: tuple[str, ...] = ()
+
+
+def _exchange_name(result: ScenarioResult, step: StepResult) -> str:
+    return f"{result.scenario.id}__{result.mode}__{step.step_id}.json"
+
+
+def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
+    return {
+        "step": step.step_id,
+        "outcome": step.outcome,
+        "error": step.error,
+        "contract": step.contract.to_dict() if step.contract else None,
+        "findings": [finding.to_dict() for finding in step.findings],
+        "exchange_file": f"exchanges/{_exchange_name(result, step)}" if step.outcome != "pass" and step.exchange
+        else None,
+    }
+
+
+def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
+    outcomes = Counter(result.outcome for result in results)
+    return redact({
+        "tool": {"name": "responses-parity", **{"version": versions()["responses-parity"]}},
+        "scenario_format": FORMAT_VERSION,
+        "sdk": {name: version for name, version in versions().items() if name != "responses-parity"},
+        "target": {"name": info.target.name, "base_url": info.target.base_url, "model": info.target.model},
+        "started_at": info.started_at.isoformat(timespec="seconds"),
+        "duration_s": round(info.duration_s, 3),
+        "summary": {"units": len(results), **{k: outcomes.get(k, 0) for k in ("pass", "fail", "error")},
+                    "file_errors": len(info.file_errors)},
+        "file_errors": list(info.file_errors),
+        "results": [{
+            "scenario": result.scenario.id,
+            "title": result.scenario.title,
+            "path": result.path,
+            "mode": result.mode,
+            "outcome": result.outcome,
+            "duration_s": round(result.duration_s, 3),
+            "evidence": result.scenario.evidence.model_dump(exclude_defaults=True),
+            "steps": [_step_document(result, step) for step in result.steps],
+        } for result in results],
+    })
+
+
+_MARK = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**"}
+
+
+def markdown(document: dict[str, Any]) -> str:
+    summary = document["summary"]
+    lines = [
+        "# responses-parity report",
+        "",
+        f"Target **{document['target']['name']}** ({document['target']['base_url']}, model "
+        f"`{document['target']['model']}`), {document['started_at']}, {document['duration_s']}s.  ",
+        f"responses-parity {document['tool']['version']}, scenario format {document['scenario_format']}, "
+        + ", ".join(f"{name} SDK {version}" for name, version in document["sdk"].items()) + ".",
+        "",
+        f"{summary['pass']} passed, {summary['fail']} failed, {summary['error']} could not run "
+        f"({summary['units']} scenario runs); {summary['file_errors']} scenario file error(s).",
+        "",
+        "| scenario | " + " | ".join(MODES) + " |",
+        "|---|" + "---|" * len(MODES),
+    ]
+    by_scenario: dict[str, dict[str, str]] = {}
+    for result in document["results"]:
+        by_scenario.setdefault(result["scenario"], {})[result["mode"]] = _MARK[result["outcome"]]
+    for scenario, modes in by_scenario.items():
+        lines.append(f"| {scenario} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
+    problems = [r for r in document["results"] if r["outcome"] != "pass"]
+    if problems:
+        lines += ["", "## What differs", ""]
+    for result in problems:
+        lines.append(f"### {result['scenario']} [{result['mode']}]")
+        lines.append("")
+        for step in result["steps"]:
+            if step["outcome"] == "pass":
+                continue
+            if step["error"]:
+                lines.append(f"- step `{step['step']}` could not run: {step['error']}")
+            for finding in step["findings"]:
+                if Severity[finding["severity"].upper()] >= Severity.WARNING:
+                    lines.append(f"- step `{step['step']}`: {finding['severity']} ({finding['kind']}, "
+                                 f"`{finding['rule']}`): {finding['message']}")
+            if step["exchange_file"]:
+                lines.append(f"  - raw exchange: [{step['exchange_file']}]({step['exchange_file']})")
+        lines.append("")
+    if document["file_errors"]:
+        lines += ["", "## Scenario file errors", ""] + [f"- {error}" for error in document["file_errors"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(directory: Path, results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
+    """Write the report folder (replacing what a previous run left there); returns the document."""
+    directory.mkdir(parents=True, exist_ok=True)
+    exchanges = directory / "exchanges"
+    exchanges.mkdir(exist_ok=True)
+    for old in exchanges.glob("*.json"):
+        old.unlink()
+    document = results_document(results, info)
+    (directory / "results.json").write_text(json.dumps(document, indent=2) + "\n")
+    (directory / "report.md").write_text(markdown(document))
+    for result in results:
+        for step in result.steps:
+            if step.outcome != "pass" and step.exchange is not None:
+                saved = step.exchange.to_file() | {"observed": step.observed.to_dict() if step.observed else None}
+                (exchanges / _exchange_name(result, step)).write_text(json.dumps(redact(saved), indent=2) + "\n")
+    return document

@@ -1,0 +1,260 @@
+"""The engine: run a scenario's steps in one stream mode against one target, check each
+exchange, and report results as events. The CLI, the pytest plugin and the reports only
+consume what it produces; it imports none of them.
+
+Per scenario run the engine picks a fresh run token, registers the scripted model turns
+with the upstream, and marks every request's first user message with the run and the step
+that started its conversation, so the upstream answers the right turn even when runs go in
+parallel or the gateway rewrites the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
+from .compare import compare, compare_upstream, upstream_anomalies
+from .contract import Contract, project
+from .exchange import Exchange
+from .findings import Finding, HarnessError, Kind, Severity
+from .fixture_client import FixtureClient, Observed
+from .grammar import check_stream
+from .loader import LoadedScenario
+from .placeholders import OutputView, render
+from .scenario import Expect, Mode, Scenario, Step
+from .targets import Target, send
+
+Outcome = Literal["pass", "fail", "error"]
+_CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+                     "mcp_approval_response", "function_call_output"}
+
+
+@dataclass
+class StepResult:
+    step_id: str
+    exchange: Exchange | None = None
+    contract: Contract | None = None
+    findings: list[Finding] = field(default_factory=list)
+    observed: Observed | None = None
+    error: str | None = None
+    """Why the harness could not run the step (not a fault of the target)."""
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.error is not None:
+            return "error"
+        return "fail" if any(f.severity >= Severity.ERROR for f in self.findings) else "pass"
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    path: str
+    mode: Mode
+    target: str
+    steps: list[StepResult] = field(default_factory=list)
+    duration_s: float = 0.0
+
+    @property
+    def outcome(self) -> Outcome:
+        outcomes = {step.outcome for step in self.steps}
+        return "error" if "error" in outcomes else "fail" if "fail" in outcomes else "pass"
+
+    @property
+    def findings(self) -> list[tuple[str, Finding]]:
+        return [(step.step_id, finding) for step in self.steps for finding in step.findings]
+
+
+@dataclass(frozen=True)
+class UnitStarted:
+    scenario_id: str
+    mode: Mode
+
+
+@dataclass(frozen=True)
+class UnitFinished:
+    result: ScenarioResult
+    done: int
+    total: int
+
+
+EngineEvent = UnitStarted | UnitFinished
+
+
+def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
+    """The body with `marker` appended to its first user message (unchanged if it has none)."""
+    content = body.get("input")
+    if isinstance(content, str):
+        return body | {"input": f"{content} {marker}"}
+    if not isinstance(content, list):
+        return body
+    items = list(content)
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message":
+            text = item.get("content")
+            if isinstance(text, str):
+                items[index] = item | {"content": f"{text} {marker}"}
+            elif isinstance(text, list):
+                items[index] = item | {"content": [*text, {"type": "input_text", "text": marker}]}
+            return body | {"input": items}
+    return body
+
+
+def _step_view(exchange: Exchange) -> dict[str, Any]:
+    response = exchange.response_object() or {}
+    return {"response": response, "output": OutputView(response.get("output") or []), "status": exchange.status,
+            "body": exchange.body}
+
+
+@dataclass
+class _Chains:
+    """Which step started the conversation each step belongs to."""
+
+    chain_of: list[int] = field(default_factory=list)
+    by_response: dict[str, int] = field(default_factory=dict)
+    by_conversation: dict[str, int] = field(default_factory=dict)
+    last: int | None = None
+
+    def place(self, index: int, step: Step, steps: Sequence[Step], body: Any) -> int:
+        body = body if isinstance(body, dict) else {}
+        conversation = body.get("conversation")
+        conversation = conversation.get("id") if isinstance(conversation, dict) else conversation
+        items = body.get("input") if isinstance(body.get("input"), list) else []
+        replays = any(isinstance(i, dict) and (i.get("type") in _CONTINUATION_ITEM_TYPES
+                                               or i.get("role") == "assistant") for i in items)
+        if step.continues is not None:
+            chain = self.chain_of[[s.id for s in steps].index(step.continues)]
+        elif body.get("previous_response_id") in self.by_response:
+            chain = self.by_response[body["previous_response_id"]]
+        elif conversation in self.by_conversation:
+            chain = self.by_conversation[conversation]
+        elif replays and self.last is not None:
+            chain = self.last
+        else:
+            chain = index
+        if isinstance(conversation, str):
+            self.by_conversation.setdefault(conversation, chain)
+        self.chain_of.append(chain)
+        self.last = chain
+        return chain
+
+
+@dataclass
+class _Run:
+    """One scenario run in one mode: its token, placeholder context, chains and what the
+    fixtures had logged before the current step."""
+
+    token: str
+    scenario: Scenario
+    mode: Mode
+    context: dict[str, Any]
+    chains: _Chains = field(default_factory=_Chains)
+    seen: Observed = field(default_factory=Observed)
+
+
+class Engine:
+    def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
+                 on_event: Callable[[EngineEvent], None] | None = None) -> None:
+        self.target = target
+        self.http = http
+        self.fixtures = fixtures
+        self.on_event = on_event or (lambda event: None)
+
+    def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
+        mcp = {name: self.fixtures.mcp[name].for_run(run) for name in scenario.mcp} if self.fixtures else {}
+        return {"model": self.target.model, "responses_path": self.target.responses_path, "run": {"token": run},
+                "mcp": mcp}
+
+    async def run(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
+        scenario = loaded.scenario
+        started = time.monotonic()
+        result = ScenarioResult(scenario, str(loaded.path), mode, self.target.name)
+        token = new_run_token()
+        run = _Run(token, scenario, mode, self._context(token, scenario))
+        try:
+            for index, step in enumerate(scenario.steps):
+                step_result = await self._step(run, index, step)
+                result.steps.append(step_result)
+                if step_result.exchange is not None:
+                    run.context[step.id] = _step_view(step_result.exchange)
+        finally:
+            if self.fixtures is not None and self.target.scripted:
+                await self.fixtures.forget(token)
+        result.duration_s = time.monotonic() - started
+        return result
+
+    async def _step(self, run: _Run, index: int, step: Step) -> StepResult:
+        where = f"steps[{index}] ({step.id})"
+        try:
+            path = render(step.path, run.context, f"{where}.path")
+            body = render(step.request, run.context, f"{where}.request")
+            expect = step.expect.model_copy(
+                update={"response": render(step.expect.response, run.context, f"{where}.expect.response")})
+        except HarnessError as error:
+            run.chains.chain_of.append(index)
+            return StepResult(step.id, error=str(error))
+        creates = step.method == "POST" and path == self.target.responses_path and isinstance(body, dict)
+        stream = step.stream if step.stream is not None else (creates and run.mode == "stream")
+        if creates and stream:
+            body = body | {"stream": True}
+        chain = run.chains.place(index, step, run.scenario.steps, body)
+        scripted = self.fixtures is not None and self.target.scripted
+        try:
+            if scripted:
+                if isinstance(body, dict):
+                    body = mark_first_user_message(body, run_marker(run.token, chain))
+                await self.fixtures.register(run.token, RunScript(steps=[s.model for s in run.scenario.steps],
+                                                                  chain_of=run.chains.chain_of))
+            exchange = await send(self.http, self.target, step.method, str(path), body)
+            contract = project(exchange)
+            findings = self._check(expect, exchange, contract)
+            observed = None
+            if scripted:
+                total = await self.fixtures.observed(run.token, run.scenario.mcp)
+                observed, run.seen = total.since(run.seen), total
+                findings += upstream_anomalies(observed)
+                if expect.upstream is not None:
+                    findings += compare_upstream(expect.upstream, observed)
+        except HarnessError as error:
+            return StepResult(step.id, error=str(error))
+        response_id = (contract.response_fields or {}).get("id")
+        if isinstance(response_id, str):
+            run.chains.by_response[response_id] = chain
+        return StepResult(step.id, exchange, contract, findings, observed)
+
+    @staticmethod
+    def _check(expect: Expect, exchange: Exchange, contract: Contract) -> list[Finding]:
+        findings: list[Finding] = []
+        if exchange.transport_error:
+            findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
+        if exchange.streamed and exchange.status == 200:
+            findings += check_stream(exchange.events)
+        findings += compare(expect, contract, exchange.streamed)
+        return findings
+
+    async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1) -> list[ScenarioResult]:
+        """Run every (scenario, mode) unit, at most `jobs` at a time; results in input order."""
+        gate = asyncio.Semaphore(max(jobs, 1))
+        done = 0
+
+        async def one(unit: tuple[LoadedScenario, Mode]) -> ScenarioResult:
+            nonlocal done
+            async with gate:
+                self.on_event(UnitStarted(unit[0].scenario.id, unit[1]))
+                result = await self.run(*unit)
+            done += 1
+            self.on_event(UnitFinished(result, done, len(units)))
+            return result
+
+        return list(await asyncio.gather(*(one(unit) for unit in units)))
+
+
+def units_of(scenarios: Sequence[LoadedScenario], modes: Sequence[Mode]) -> list[tuple[LoadedScenario, Mode]]:
+    """Each scenario in each requested mode it supports."""
+    return [(s, mode) for s in scenarios for mode in s.scenario.modes if mode in modes]

@@ -1,0 +1,175 @@
+"""The scenario file format: a scenario is steps, each a request, a scripted model and an
+expectation that states OpenAI's behaviour.
+
+These models are the single source of the format: the loader validates with them, and the
+JSON Schema shipped for editors (`scenarios/scenario.schema.json`) is generated from them
+(`parity schema`). Every object forbids unknown keys, so a typo is an error, not a no-op.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from ..fixtures.mcp import FIXTURE_SERVERS
+from ..fixtures.upstream.script import ModelTurn
+
+FORMAT_VERSION = 1
+Mode = Literal["nonstream", "stream"]
+MODES: tuple[Mode, ...] = ("nonstream", "stream")
+STEP_ID = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Evidence(_Strict):
+    """Where the expectation comes from. A scenario states OpenAI's behaviour as recorded
+    traffic shows it; where nothing is recorded it says so (`unrecorded`) and names the
+    contract notes it relies on."""
+
+    recordings: list[str] = Field(default_factory=list,
+                                  description="Recorded OpenAI exchanges that show this behaviour.")
+    contract: str | None = Field(default=None, description="Section of OpenAI's contract notes relied on.")
+    unrecorded: bool = Field(default=False, description="No recording shows this; the expectation is inferred.")
+    note: str | None = None
+
+    @model_validator(mode="after")
+    def _has_a_source(self) -> Evidence:
+        if not self.recordings and not self.contract:
+            raise ValueError("name the recordings or the contract section the expectation comes from")
+        if self.unrecorded and self.recordings:
+            raise ValueError("an unrecorded expectation cannot name recordings")
+        return self
+
+
+def _item_shorthand(value: Any) -> Any:
+    return {"type": value} if isinstance(value, str) else value
+
+
+class ItemExpect(_Strict):
+    """An expected output item. The shorthand `message` means `{type: message}`."""
+
+    type: str
+    status: str | None = None
+    role: str | None = None
+    name: str | None = None
+    server_label: str | None = None
+    error_type: str | None = Field(default=None, description="For mcp_call: the type of its `error`.")
+    approval_linked: bool | None = Field(default=None,
+                                         description="For mcp_call: whether `approval_request_id` is set.")
+
+
+ItemSpec = Annotated[ItemExpect, BeforeValidator(_item_shorthand, json_schema_input_type=str | ItemExpect)]
+
+
+class ErrorExpect(_Strict):
+    """The error envelope's fields; a field left out is not compared, `null` means null."""
+
+    type: str | None = None
+    code: str | None = None
+    param: str | None = None
+
+
+def _interrupt_shorthand(value: Any) -> Any:
+    return {"on": value} if isinstance(value, str) else value
+
+
+class InterruptExpect(_Strict):
+    """What the response stops on and waits for the client: a client-executed function call,
+    an MCP approval request, or nothing. The shorthand `none` means `{on: none}`."""
+
+    on: Literal["none", "function_call", "mcp_approval_request"]
+    tool: str | None = None
+
+
+InterruptSpec = Annotated[InterruptExpect, BeforeValidator(_interrupt_shorthand,
+                                                           json_schema_input_type=str | InterruptExpect)]
+
+
+class UpstreamExpect(_Strict):
+    """What the gateway sent to the scripted model and to the MCP fixtures during the step."""
+
+    model_calls: int | None = Field(default=None, ge=0, description="Number of model requests.")
+    never_sent: list[str] = Field(default_factory=list,
+                                  description="Item types that must not appear in any model request.")
+    last_input: list[str] | None = Field(default=None,
+                                         description="Item types of the last model request's input, in order.")
+    instructions: str | None = Field(default=None, description="The instructions every model request carries.")
+    tool_runs: dict[str, int] | None = Field(default=None,
+                                             description="MCP tool executions by tool name (tools not named "
+                                                         "are not counted).")
+
+
+class Expect(_Strict):
+    """The step's expected contract. It holds for both stream modes; `events` applies to
+    streams only. Anything left out is not compared."""
+
+    http_status: int | None = None
+    error: ErrorExpect | None = None
+    status: str | None = None
+    incomplete_reason: str | None = None
+    usage: bool | None = Field(default=None, description="Whether `usage` is present.")
+    output: list[ItemSpec] | None = None
+    interrupt: InterruptSpec | None = None
+    response: dict[str, Any] | None = Field(default=None,
+                                            description="Top-level Response fields that must equal these values "
+                                                        "(placeholders allowed).")
+    events: list[str] | None = Field(default=None,
+                                     description="The stream's event types in order, runs of one type collapsed.")
+    upstream: UpstreamExpect | None = None
+
+
+class Step(_Strict):
+    id: str = Field(description="Lower-case identifier; later steps reach this step's results as {{id....}}.")
+    title: str | None = None
+    method: Literal["GET", "POST", "DELETE"] = "POST"
+    path: str = Field(default="{{responses_path}}", description="Request path, with placeholders.")
+    request: dict[str, Any] | None = Field(default=None, description="JSON body, with placeholders.")
+    stream: bool | None = Field(default=None, description="Default: follow the run's mode for POST to "
+                                                         "the Responses path, never stream otherwise.")
+    continues: str | None = Field(default=None, description="The step whose conversation this one continues "
+                                                             "(normally inferred).")
+    model: list[ModelTurn] = Field(default_factory=list, description="The scripted model's turns in this step.")
+    expect: Expect = Field(default_factory=Expect)
+
+    @model_validator(mode="after")
+    def _valid_id(self) -> Step:
+        if not STEP_ID.match(self.id):
+            raise ValueError(f"step id {self.id!r} must match {STEP_ID.pattern}")
+        return self
+
+
+class Scenario(_Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    tags: list[str] = Field(default_factory=list)
+    evidence: Evidence
+    modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
+    mcp: list[str] = Field(default_factory=list, description="MCP fixture servers the scenario uses.")
+    steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        seen: set[str] = set()
+        for step in self.steps:
+            if step.id in seen:
+                raise ValueError(f"step id {step.id!r} is used twice")
+            if step.continues is not None and step.continues not in seen:
+                raise ValueError(f"step {step.id!r} continues {step.continues!r}, which is not an earlier step")
+            seen.add(step.id)
+        for name in self.mcp:
+            if name not in FIXTURE_SERVERS:
+                raise ValueError(f"unknown MCP fixture {name!r} (known: {', '.join(sorted(FIXTURE_SERVERS))})")
+        return self
+
+
+def scenario_json_schema() -> dict[str, Any]:
+    """The JSON Schema of scenario files, as shipped for editors."""
+    schema = Scenario.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://responses-parity.dev/scenario.v{FORMAT_VERSION}.schema.json"
+    return schema

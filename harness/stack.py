@@ -1,0 +1,114 @@
+"""The servers a run needs, each on a loopback port in a thread of this process: the scripted
+upstream, the MCP fixtures, and (for the `reference` target) the reference gateway.
+
+Every server binds its socket before it starts, so a port given as 0 is free and known at
+once. Stopping a stack stops exactly the servers it started.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.types import ASGIApp
+
+from ..fixtures.mcp import FIXTURE_SERVERS, McpFixtureHost
+from ..fixtures.upstream import SERVICE_NAME, build_upstream_app
+from ..reference_impl import GatewayConfig, build_gateway_app
+from .findings import HarnessError
+from .fixture_client import McpFixture
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_UPSTREAM_PORT = 8642
+START_TIMEOUT_S = 15.0
+
+
+class ServerThread:
+    """One ASGI app served by uvicorn on a loopback port, in a daemon thread."""
+
+    def __init__(self, app: ASGIApp, port: int = 0, host: str = LOOPBACK) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+        except OSError as error:
+            self._socket.close()
+            raise HarnessError(f"cannot listen on {host}:{port}: {error.strerror}") from error
+        self.port = self._socket.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
+                                        name=f"parity-server-{self.port}", daemon=True)
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise HarnessError(f"the server on {self.url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=5)
+        self._socket.close()
+
+
+def upstream_is_running(url: str) -> bool:
+    """Whether a scripted upstream already answers at `url`."""
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=2)
+        return response.status_code == 200 and response.json().get("service") == SERVICE_NAME
+    except (httpx.HTTPError, ValueError):
+        return False
+
+
+@dataclass
+class Stack(AbstractContextManager["Stack"]):
+    """Servers for one run. With `upstream_url` set, that upstream is used and none started;
+    otherwise one starts on `upstream_port` (0: any free port)."""
+
+    mcp_names: Iterable[str] = ()
+    with_reference: bool = True
+    upstream_url: str | None = None
+    upstream_port: int = 0
+    gateway_config: dict[str, Any] = field(default_factory=dict)
+    mcp: dict[str, McpFixture] = field(default_factory=dict, init=False)
+    reference_url: str | None = field(default=None, init=False)
+    _servers: list[ServerThread] = field(default_factory=list, init=False)
+
+    def _start(self, app: ASGIApp, port: int = 0) -> ServerThread:
+        server = ServerThread(app, port).start()
+        self._servers.append(server)
+        return server
+
+    def __enter__(self) -> Stack:
+        try:
+            if self.upstream_url is None:
+                self.upstream_url = self._start(build_upstream_app(), self.upstream_port).url
+            for name in sorted(set(self.mcp_names)):
+                self.mcp[name] = McpFixture(name, self._start(McpFixtureHost(FIXTURE_SERVERS[name]())).url)
+            if self.with_reference:
+                config = GatewayConfig(upstream_url=f"{self.upstream_url}/v1", **self.gateway_config)
+                self.reference_url = self._start(build_gateway_app(config)).url
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for server in reversed(self._servers):
+            server.stop()
+        self._servers.clear()

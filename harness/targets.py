@@ -1,0 +1,78 @@
+"""Targets (what the harness talks to) and sending one request to them.
+
+Every request has a deadline. A target that hangs, resets the connection or cuts a stream
+short gives an `Exchange` with `transport_error` set and whatever arrived: a finding for the
+report, never a stuck or crashed run.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import httpx
+
+from .exchange import KEPT_HEADERS, Exchange
+from .sse import TeeStream, iter_sse
+
+DEFAULT_MODEL = "parity-model"
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    base_url: str
+    responses_path: str = "/v1/responses"
+    model: str = DEFAULT_MODEL
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Sent with every request (API key, extra headers); never written to a report."""
+    timeout_s: float = 60.0
+    scripted: bool = True
+    """Whether the target's model is the scripted upstream (False for live OpenAI)."""
+
+    def url(self, path: str) -> str:
+        return self.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
+               disconnect_after: int | None = None) -> Exchange:
+    """Send one request and read the whole answer (JSON or SSE) within the target's timeout.
+    With `disconnect_after`, a stream is dropped after that many events."""
+    url = target.url(path)
+    exchange = Exchange(method=method, url=url, request_body=body)
+    tee: TeeStream | None = None
+    started = time.monotonic()
+    try:
+        with anyio.fail_after(target.timeout_s):
+            async with client.stream(method, url, json=body, headers=dict(target.headers)) as response:
+                exchange.status = response.status_code
+                exchange.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+                if "text/event-stream" in response.headers.get("content-type", ""):
+                    tee = TeeStream(response.aiter_bytes())
+                    count = 0
+                    async for _ in iter_sse(tee):
+                        count += 1
+                        if disconnect_after is not None and count >= disconnect_after:
+                            break
+                else:
+                    raw = await response.aread()
+                    exchange.body = _decode(raw)
+    except TimeoutError:
+        exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
+    except httpx.HTTPError as error:
+        exchange.transport_error = f"{type(error).__name__}: {error}"
+    if tee is not None:
+        exchange.sse = tee.text
+    exchange.elapsed_s = time.monotonic() - started
+    return exchange
+
+
+def _decode(raw: bytes) -> Any:
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", errors="replace")

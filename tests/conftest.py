@@ -1,0 +1,54 @@
+"""Shared test fixtures: one stack of real servers on loopback for the whole test session,
+and a helper that runs a scenario (given as YAML text) against any target."""
+
+from __future__ import annotations
+
+import asyncio
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from responses_parity.fixtures.mcp import FIXTURE_SERVERS
+from responses_parity.harness.fixture_client import FixtureClient
+from responses_parity.harness.loader import LoadedScenario, load_file
+from responses_parity.harness.runner import Engine, ScenarioResult
+from responses_parity.harness.scenario import Mode
+from responses_parity.harness.stack import Stack
+from responses_parity.harness.targets import Target
+
+RunScenario = Callable[..., ScenarioResult]
+
+
+@pytest.fixture(scope="session")
+def stack() -> Iterator[Stack]:
+    with Stack(mcp_names=FIXTURE_SERVERS, with_reference=True) as running:
+        yield running
+
+
+def write_scenario(directory: Path, text: str, name: str = "scenario.yaml") -> Path:
+    path = directory / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+@pytest.fixture
+def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
+    """Run a scenario written as YAML against a target URL (default: the reference gateway)."""
+
+    def run(text: str, mode: Mode = "nonstream", target_url: str | None = None) -> ScenarioResult:
+        path = write_scenario(tmp_path, text)
+        scenario = load_file(path)
+        assert not isinstance(scenario, list), scenario
+        target = Target("test", target_url or stack.reference_url or "", timeout_s=20)
+
+        async def go() -> ScenarioResult:
+            async with httpx.AsyncClient() as http:
+                fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp)
+                return await Engine(target, http, fixtures).run(LoadedScenario(scenario, path), mode)
+
+        return asyncio.run(go())
+
+    return run

@@ -1,0 +1,87 @@
+"""Gateways that get one thing wrong: the reference gateway behind a middleware that rewrites
+its `/v1/responses` answers. Used to prove the harness catches each fault."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from responses_parity.harness.sse import parse_sse
+
+Events = list[dict[str, Any]]
+
+
+class RewritingGateway:
+    def __init__(self, app: ASGIApp, events: Callable[[Events], Events] | None = None,
+                 body: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+        self.app = app
+        self.rewrite_events = events or (lambda e: e)
+        self.rewrite_body = body or (lambda b: b)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/v1/responses":
+            await self.app(scope, receive, send)
+            return
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body"):
+                return
+            body = b"".join(chunks)
+            headers = dict(start["headers"])
+            if b"text/event-stream" in headers.get(b"content-type", b""):
+                events = self.rewrite_events([e.payload for e in parse_sse(body.decode()) if e.payload])
+                body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+            elif start["status"] == 200:
+                body = json.dumps(self.rewrite_body(json.loads(body))).encode()
+            headers[b"content-length"] = str(len(body)).encode()
+            await send(start | {"headers": list(headers.items())})
+            await send({"type": "http.response.body", "body": body})
+
+        await self.app(scope, receive, capture)
+
+
+def renumber(events: Events) -> Events:
+    return [event | {"sequence_number": index} for index, event in enumerate(events)]
+
+
+def without_message_done(events: Events) -> Events:
+    """Drops the message's output_item.done (numbering kept consistent)."""
+    return renumber([e for e in events
+                     if not (e["type"] == "response.output_item.done" and e["item"]["type"] == "message")])
+
+
+def numbered_from_one(events: Events) -> Events:
+    return [event | {"sequence_number": index + 1} for index, event in enumerate(events)]
+
+
+def _retype(item: dict[str, Any]) -> dict[str, Any]:
+    return item | {"type": "output_message"} if item.get("type") == "message" else item
+
+
+def _retype_response(response: dict[str, Any]) -> dict[str, Any]:
+    return response | {"output": [_retype(item) for item in response.get("output", [])]}
+
+
+def message_as_wrong_type_events(events: Events) -> Events:
+    rewritten = []
+    for event in events:
+        if "item" in event:
+            event = event | {"item": _retype(event["item"])}
+        if "response" in event:
+            event = event | {"response": _retype_response(event["response"])}
+        rewritten.append(event)
+    return rewritten
+
+
+def message_as_wrong_type_body(body: dict[str, Any]) -> dict[str, Any]:
+    return _retype_response(body)

@@ -1,0 +1,118 @@
+"""`parity` end to end: exit codes 0/1/2, report files, and no secret in any report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import write_scenario
+
+from responses_parity.harness.cli import main
+
+PASSING = """
+id: passing
+title: passing
+evidence: {recordings: [stream-text__openllmetry__1]}
+steps:
+  - id: ask
+    request: {model: "{{model}}", input: "Hi"}
+    model: [{text: "Hello"}]
+    expect: {status: completed, output: [message]}
+"""
+
+FAILING = """
+id: failing
+title: expects an item the gateway does not produce
+evidence: {recordings: [stream-text__openllmetry__1]}
+mcp: [calc]
+steps:
+  - id: ask
+    request:
+      model: "{{model}}"
+      input: "Hi"
+      tools:
+        - type: mcp
+          server_label: calc
+          server_url: "{{mcp.calc.url}}"
+          authorization: "sk-mcp-secret-0123456789"
+          headers: {X-Api-Key: "header-secret-value"}
+          require_approval: never
+    model: [{text: "Hello"}]
+    expect: {status: completed, output: [function_call]}
+"""
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def test_validate_names_file_and_field_of_a_typo_and_exits_2(tmp_path: Path) -> None:
+    path = write_scenario(tmp_path, PASSING.replace("expect:", "expekt:"))
+    code, output = invoke("validate", str(path))
+    assert code == 2
+    error_lines = [line for line in output.splitlines() if line.startswith("error")]
+    assert error_lines == [f"error {path}: scenario 'passing': steps[0].expekt: unknown field (did you mean "
+                           "'expect'?)"]
+
+
+def test_run_passes_and_writes_reports(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING)
+    reports = tmp_path / "reports"
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
+    assert code == 0, output
+    document = json.loads((reports / "results.json").read_text())
+    assert document["summary"] == {"units": 2, "pass": 2, "fail": 0, "error": 0, "file_errors": 0}
+    assert set(document["sdk"]) == {"openai", "mcp"} and document["scenario_format"] == 1
+    assert "| passing | pass | pass |" in (reports / "report.md").read_text()
+
+
+def test_run_exits_1_when_a_scenario_fails_and_saves_its_exchange(tmp_path: Path) -> None:
+    write_scenario(tmp_path, FAILING)
+    reports = tmp_path / "reports"
+    code, _ = invoke("run", str(tmp_path), "--report-dir", str(reports), "--mode", "nonstream")
+    assert code == 1
+    assert "output item types differ" in (reports / "report.md").read_text()
+    saved = json.loads((reports / "exchanges" / "failing__nonstream__ask.json").read_text())
+    assert saved["response"]["status"] == 200 and saved["request"]["body"]["input"].startswith("Hi")
+
+
+def test_a_broken_file_exits_2_and_the_others_still_run(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING, "good.yaml")
+    write_scenario(tmp_path, PASSING.replace("id: passing", "id: broken").replace("title:", "titel:"), "bad.yaml")
+    reports = tmp_path / "reports"
+    code, _ = invoke("run", str(tmp_path), "--report-dir", str(reports))
+    assert code == 2
+    document = json.loads((reports / "results.json").read_text())
+    assert document["summary"]["pass"] == 2
+    assert [error.split(": ", 1)[1] for error in document["file_errors"]] == [
+        "scenario 'broken': title: Field required",
+        "scenario 'broken': titel: unknown field (did you mean 'title'?)",
+    ]
+
+
+def test_a_broken_file_and_a_failing_scenario_exit_2(tmp_path: Path) -> None:
+    write_scenario(tmp_path, FAILING, "failing.yaml")
+    write_scenario(tmp_path, "id: [", "bad.yaml")
+    code, _ = invoke("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"), "--mode", "nonstream")
+    assert code == 2
+
+
+def test_unknown_scenario_id_is_a_usage_error(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING)
+    code, output = invoke("run", str(tmp_path), "--scenario", "nope", "--report-dir", str(tmp_path / "r"))
+    assert code == 2 and "no scenario with id nope" in output
+
+
+def test_no_secret_reaches_a_report(tmp_path: Path) -> None:
+    write_scenario(tmp_path, FAILING)
+    reports = tmp_path / "reports"
+    code, _ = invoke("run", str(tmp_path), "--report-dir", str(reports), "--api-key", "sk-cli-secret-0123456789",
+                     "--header", "X-Team-Token: team-secret-value")
+    assert code == 1
+    written = "".join(path.read_text() for path in reports.rglob("*") if path.is_file())
+    for secret in ("sk-cli-secret-0123456789", "team-secret-value", "sk-mcp-secret-0123456789",
+                   "header-secret-value"):
+        assert secret not in written
+    assert "<redacted>" in written

@@ -1,0 +1,110 @@
+"""Stream grammar: real-OpenAI-shaped streams pass; each broken rule is caught and named."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai_streams import message_item, numbered_events, response, sse_text, text_events
+
+from responses_parity.harness.findings import Severity
+from responses_parity.harness.grammar import check_stream
+from responses_parity.harness.sse import parse_sse
+
+
+def check(events: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
+    return [(str(f.severity), f.rule, f.message) for f in check_stream(parse_sse(sse_text(events)))]
+
+
+def errors(events: list[dict[str, Any]]) -> list[str]:
+    return [message for severity, _, message in check(events) if severity == "error"]
+
+
+def test_an_openai_text_stream_passes_without_findings() -> None:
+    assert check(text_events(["Once", " upon", " a time."])) == []
+
+
+def test_a_stream_recorded_before_sequence_numbers_is_only_a_note() -> None:
+    findings = check(text_events(["Hi", "!"], numbered=False))
+    assert [(s, r) for s, r, _ in findings] == [("note", "grammar.sequence_numbers")]
+
+
+def test_numbering_must_start_at_zero_and_go_up_by_one() -> None:
+    events = text_events(["Hi"])
+    events[3]["sequence_number"] = 7
+    assert errors(events) == ["event 3 (response.content_part.added) has sequence_number 7, expected 3: "
+                              "numbering starts at 0 and goes up by 1"]
+
+
+def test_an_item_never_closed_is_an_error() -> None:
+    events = numbered_events([e for e in text_events(["Hi"]) if e["type"] != "response.output_item.done"])
+    assert "message at output_index 0 is added but never closed with response.output_item.done" in errors(events)
+
+
+def test_deltas_must_concatenate_to_the_done_text() -> None:
+    events = text_events(["Hel", "lo"])
+    events[6]["text"] = "Help"
+    assert any("concatenate to 'Hello', but response.output_text.done says 'Help'" in e for e in errors(events))
+
+
+def test_exactly_one_terminal_event_and_it_is_last() -> None:
+    events = text_events(["Hi"])
+    events.append(dict(events[-1]))
+    assert errors(numbered_events(events)) == ["the stream has 2 terminal events: response.completed, "
+                                               "response.completed"]
+    assert "the stream ended without a terminal event (response.completed, response.incomplete or " \
+           "response.failed)" in errors(text_events(["Hi"])[:-1])
+
+
+def test_the_terminal_output_must_equal_the_items_done() -> None:
+    events = text_events(["Hi"])
+    events[-1]["response"]["output"] = [message_item("Bye")]
+    assert errors(events) == ["response.completed output[0] differs from the item its output_item.done carried "
+                              "(fields: content)"]
+
+
+def test_item_ids_must_match_the_item_at_their_index() -> None:
+    events = text_events(["Hi"])
+    events[4]["item_id"] = "msg_other"
+    assert "response.output_text.delta names item_id 'msg_other', but output_index 0 is item 'msg_1'" in \
+        errors(events)
+
+
+def list_tools_item(index: int, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": f"mcpl_{index}", "type": "mcp_list_tools", "server_label": f"s{index}", "tools": tools}
+
+
+def test_several_mcp_servers_with_only_the_last_list_closed_is_a_note() -> None:
+    # As OpenAI streams it: all lists start, complete out of order, and only the last gets output_item.done.
+    tool = [{"name": "t", "input_schema": {}, "annotations": None, "description": None}]
+    events = [{"type": "response.created", "response": response("in_progress")},
+              {"type": "response.in_progress", "response": response("in_progress")}]
+    for index in range(3):
+        events += [{"type": "response.output_item.added", "output_index": index, "item": list_tools_item(index, [])},
+                   {"type": "response.mcp_list_tools.in_progress", "output_index": index, "item_id": f"mcpl_{index}"}]
+    for index in (1, 0, 2):
+        events.append({"type": "response.mcp_list_tools.completed", "output_index": index, "item_id": f"mcpl_{index}"})
+    events.append({"type": "response.output_item.done", "output_index": 2, "item": list_tools_item(2, tool)})
+    final = [list_tools_item(i, tool) for i in range(3)]
+    events.append({"type": "response.completed", "response": response("completed", final)})
+    findings = check(numbered_events(events))
+    assert [s for s, _, _ in findings] == ["note", "note"]
+    assert "OpenAI closes only the last of several" in findings[0][2]
+
+
+def test_a_failed_stream_may_leave_items_open() -> None:
+    events = text_events(["Hi"])[:5]
+    events += [{"type": "error", "error": {"type": "server_error", "code": "server_error", "message": "boom",
+                                           "param": None}},
+               {"type": "response.failed", "response": response("failed")}]
+    findings = check(numbered_events(events))
+    assert all(s == "note" for s, _, _ in findings), findings
+
+
+def test_events_must_carry_a_type() -> None:
+    events = text_events(["Hi"])
+    events[2] = {"sequence_number": 2}
+    assert "event 2 has no `type`" in errors(events)
+
+
+def test_severities_order() -> None:
+    assert Severity.NOTE < Severity.WARNING < Severity.ERROR

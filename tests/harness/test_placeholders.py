@@ -1,0 +1,41 @@
+"""Placeholders take values from earlier steps, keep types for whole-value placeholders, and
+fail with a message naming the place."""
+
+from __future__ import annotations
+
+import pytest
+
+from responses_parity.harness.findings import HarnessError
+from responses_parity.harness.placeholders import OutputView, referenced_names, render
+
+CONTEXT = {
+    "model": "m",
+    "ask": {"response": {"id": "resp_1", "max_output_tokens": 64},
+            "output": OutputView([{"type": "mcp_list_tools", "id": "mcpl_1"},
+                                  {"type": "function_call", "call_id": "call_9", "id": "fc_1"}])},
+}
+
+
+def test_a_whole_value_placeholder_keeps_its_type() -> None:
+    assert render("{{ ask.response.max_output_tokens }}", CONTEXT, "x") == 64
+    assert render("{{ask.output.function_call}}", CONTEXT, "x") == {"type": "function_call", "call_id": "call_9",
+                                                                    "id": "fc_1"}
+
+
+def test_text_with_placeholders_is_a_string() -> None:
+    assert render("id={{ask.response.id}}, model={{model}}", CONTEXT, "x") == "id=resp_1, model=m"
+
+
+def test_output_by_type_and_by_position() -> None:
+    assert render({"a": ["{{ask.output.function_call.call_id}}", "{{ask.output[0].id}}"]}, CONTEXT, "x") == \
+        {"a": ["call_9", "mcpl_1"]}
+
+
+def test_an_unresolvable_placeholder_names_the_place() -> None:
+    with pytest.raises(HarnessError, match=r"steps\[1\].request.input: cannot resolve .*mcp_call"):
+        render("{{ask.output.mcp_call.id}}", CONTEXT, "steps[1].request.input")
+
+
+def test_referenced_names() -> None:
+    assert referenced_names({"a": ["{{ask.response.id}}", "{{ model }}-{{mcp.calc.url}}"], "b": 3}) == \
+        {"ask", "model", "mcp"}

@@ -1,0 +1,118 @@
+"""The loop's decisions, one rule per test (pure functions: no I/O, no loop)."""
+
+from __future__ import annotations
+
+from responses_parity.reference_impl.chain import ApprovalDecision, Chain, History, PendingApproval
+from responses_parity.reference_impl.client import ApprovalPolicy, CreateRequest, McpTool
+from responses_parity.reference_impl.errors import UpstreamError
+from responses_parity.reference_impl.loop.actions import (
+    CallLlm, Completed, ExecuteTools, Failed, Finish, InterruptForApproval,
+)
+from responses_parity.reference_impl.loop.decide import (
+    decide_after_call_llm, decide_after_execute_tools, decide_start, partition_calls,
+)
+from responses_parity.reference_impl.loop.state import GatewayTool, LoopContext, LoopState, ServerBinding, TurnResult
+from responses_parity.reference_impl.mcp_servers import ListedTool, McpServer
+from responses_parity.reference_impl.upstream.items import ToolCall
+
+
+def tool(name: str, approval: str = "never") -> GatewayTool:
+    policy = McpTool("calc", "http://x/mcp", approval=ApprovalPolicy(approval))  # type: ignore[arg-type]
+    return GatewayTool(ServerBinding(McpServer("calc", "http://x/mcp"), policy), ListedTool(name, None, {}, None))
+
+
+TOOLS = {"add": tool("add"), "echo": tool("echo"), "gated": tool("gated", "always")}
+
+
+def call(name: str, k: int = 0) -> ToolCall:
+    return ToolCall(f"call_{name}{k}", name, "{}")
+
+
+def context(budget: int = 10) -> LoopContext:
+    request = CreateRequest(model="m", input_items=[], raw={})
+    return LoopContext(request, History(Chain(), (), 0), (), None, None, budget, "resp_x", 0)  # type: ignore[arg-type]
+
+
+def state(*calls: ToolCall, executed: int = 0, offered: bool = True) -> LoopState:
+    loop_state = LoopState([], {}, {}, gateway_tools=dict(TOOLS), tool_calls_executed=executed)
+    loop_state.latest_turn = TurnResult(list(calls), tools_offered=offered)
+    return loop_state
+
+
+def test_no_tool_calls_finishes() -> None:
+    assert decide_after_call_llm(context(), state()) == Finish(Completed())
+
+
+def test_gateway_calls_run_before_anything_else() -> None:
+    action = decide_after_call_llm(context(), state(call("add"), call("get_weather")))
+    assert isinstance(action, ExecuteTools)
+    assert [g.call.name for g in action.plan.run] == ["add"]
+    assert [c.name for c in action.plan.hand_back] == ["get_weather"]
+
+
+def test_after_running_tools_with_client_calls_pending_the_response_ends_with_them() -> None:
+    plan = partition_calls(TurnResult([call("add"), call("get_weather")]), TOOLS, 10)
+    assert decide_after_execute_tools(context(), state(), plan) == Finish(Completed(), plan.hand_back)
+
+
+def test_after_running_tools_the_model_is_called_again() -> None:
+    plan = partition_calls(TurnResult([call("add")]), TOOLS, 10)
+    assert decide_after_execute_tools(context(), state(executed=1), plan) == CallLlm(with_tools=True)
+
+
+def test_once_the_budget_is_spent_the_model_answers_without_tools() -> None:
+    plan = partition_calls(TurnResult([call("add")]), TOOLS, 1)
+    assert decide_after_execute_tools(context(budget=1), state(executed=1), plan) == CallLlm(with_tools=False)
+
+
+def test_calls_past_the_budget_are_ignored() -> None:
+    plan = partition_calls(TurnResult([call("add", 0), call("add", 1), call("echo")]), TOOLS, 2)
+    assert [g.call.call_id for g in plan.run] == ["call_add0", "call_add1"]
+    assert [c.name for c in plan.ignored] == ["echo"]
+
+
+def test_calls_made_when_no_tools_were_offered_are_ignored() -> None:
+    assert decide_after_call_llm(context(), state(call("add"), offered=False)) == Finish(Completed())
+
+
+def test_one_approval_boundary_at_a_time() -> None:
+    action = decide_after_call_llm(context(), state(call("gated", 0), call("gated", 1)))
+    assert isinstance(action, InterruptForApproval) and action.call.call.call_id == "call_gated0"
+
+
+def test_immediate_calls_run_before_the_approval_interrupt() -> None:
+    action = decide_after_call_llm(context(), state(call("add"), call("gated")))
+    assert isinstance(action, ExecuteTools) and [g.call.name for g in action.plan.gated] == ["gated"]
+    assert isinstance(decide_after_execute_tools(context(), state(executed=1), action.plan), InterruptForApproval)
+
+
+def test_an_approved_call_runs_before_the_model_is_asked() -> None:
+    pending = PendingApproval("mcpr_1", "calc", call("gated"))
+    history = History(Chain(), (ApprovalDecision(pending, approve=True),), 0)
+    action = decide_start(history, budget=5)
+    assert isinstance(action, ExecuteTools) and action.plan.run[0].approval_request_id == "mcpr_1"
+
+
+def test_a_denied_call_asks_the_model() -> None:
+    pending = PendingApproval("mcpr_1", "calc", call("gated"))
+    assert decide_start(History(Chain(), (ApprovalDecision(pending, approve=False),), 0), budget=5) == CallLlm()
+
+
+def test_a_failed_model_call_fails_the_response() -> None:
+    failed = state()
+    error = UpstreamError(503, "overloaded")
+    failed.latest_turn = TurnResult(error=error)
+    assert decide_after_call_llm(context(), failed) == Finish(Failed(error))
+
+
+def test_a_turn_cut_at_max_output_tokens_is_incomplete() -> None:
+    cut = state()
+    cut.latest_turn = TurnResult(incomplete_reason="max_output_tokens")
+    assert decide_after_call_llm(context(), cut) == Finish(Completed("max_output_tokens"))
+
+
+def test_taking_the_next_action_leaves_finish_behind() -> None:
+    loop_state = state()
+    loop_state.set_next_action(CallLlm())
+    assert loop_state.take_next_action() == CallLlm()
+    assert loop_state.take_next_action() == Finish(Completed())
