@@ -151,13 +151,10 @@ def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
 def list_(paths: tuple[Path, ...], tags: tuple[str, ...]) -> None:
     """List scenarios: id, modes, tags and title."""
     catalogue = _catalogue(paths)
-    table = Table(show_header=True)
-    for column in ("id", "modes", "tags", "title"):
-        table.add_column(column)
     for loaded in catalogue.select((), tags):
-        s = loaded.scenario
-        table.add_row(s.id, ",".join(s.modes), ",".join(s.tags), s.title)
-    out.print(table)
+        scenario = loaded.scenario
+        out.print(f"[bold]{scenario.id}[/bold] [dim]{'/'.join(scenario.modes)} · {', '.join(scenario.tags)}[/dim]")
+        out.print(f"    {scenario.title}", soft_wrap=True)
     sys.exit(EXIT_USAGE if catalogue.errors else EXIT_OK)
 
 

@@ -60,8 +60,18 @@ def compare_output(expected: list[ItemExpect], actual: tuple[ItemShape, ...]) ->
     return [_mismatch(Kind.ITEMS, "expect.output", message, expected_labels, actual_labels)]
 
 
+_RESPONSE_LEVEL = ("status", "incomplete_reason", "usage", "output", "interrupt", "response")
+
+
 def compare(expect: Expect, contract: Contract, streamed: bool) -> list[Finding]:
     findings: list[Finding] = []
+    if contract.response_fields is None and any(getattr(expect, name) is not None for name in _RESPONSE_LEVEL):
+        where = "no terminal event carries one" if streamed else (
+            "the body is an error envelope" if contract.error else "the body is not one")
+        findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response_object",
+                                  f"the answer (HTTP {contract.http_status}) carries no Response object: {where}",
+                                  "a Response object", None))
+        expect = expect.model_copy(update=dict.fromkeys(_RESPONSE_LEVEL))
     if expect.http_status is not None and contract.http_status != expect.http_status:
         findings.append(_mismatch(Kind.STATUS, "expect.http_status",
                                   f"HTTP status {contract.http_status}, expected {expect.http_status}",

@@ -38,11 +38,12 @@ def write_scenario(directory: Path, text: str, name: str = "scenario.yaml") -> P
 def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
     """Run a scenario written as YAML against a target URL (default: the reference gateway)."""
 
-    def run(text: str, mode: Mode = "nonstream", target_url: str | None = None) -> ScenarioResult:
+    def run(text: str, mode: Mode = "nonstream", target_url: str | None = None,
+            timeout_s: float = 20) -> ScenarioResult:
         path = write_scenario(tmp_path, text)
         scenario = load_file(path)
         assert not isinstance(scenario, list), scenario
-        target = Target("test", target_url or stack.reference_url or "", timeout_s=20)
+        target = Target("test", target_url or stack.reference_url or "", timeout_s=timeout_s)
 
         async def go() -> ScenarioResult:
             async with httpx.AsyncClient() as http:

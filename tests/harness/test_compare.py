@@ -14,7 +14,8 @@ def test_list_diff_names_missing_and_unexpected() -> None:
 
 
 def test_item_fields_are_compared_only_where_stated() -> None:
-    contract = Contract(200, status="completed", output=(ItemShape("mcp_call", status="failed", name="fail"),))
+    contract = Contract(200, status="completed", output=(ItemShape("mcp_call", status="failed", name="fail"),),
+                        response_fields={"status": "completed"})
     assert compare(Expect.model_validate({"output": ["mcp_call"]}), contract, False) == []
     [finding] = compare(Expect.model_validate({"output": [{"type": "mcp_call", "status": "completed"}]}),
                         contract, False)
@@ -29,7 +30,8 @@ def test_error_fields_null_is_compared_missing_is_not() -> None:
 
 
 def test_interrupt_and_events() -> None:
-    contract = Contract(200, status="completed", interrupt=Interrupt("function_call", "get_weather"))
+    contract = Contract(200, status="completed", interrupt=Interrupt("function_call", "get_weather"),
+                        response_fields={"status": "completed"})
     [finding] = compare(Expect.model_validate({"interrupt": "none"}), contract, False)
     assert finding.message == "the response stops on function_call (get_weather), expected none"
 
@@ -46,3 +48,9 @@ def test_upstream_expectations() -> None:
         "model request 2 carried mcp_list_tools, which must never reach the model",
         "the MCP tool 'add' ran 2 time(s), expected 1",
     ]
+
+
+def test_an_answer_without_a_response_object_is_one_finding() -> None:
+    contract = Contract(400, error=ErrorShape("invalid_request_error", "x", None, True))
+    [finding] = compare(Expect.model_validate({"status": "completed", "output": ["message"]}), contract, False)
+    assert finding.message == "the answer (HTTP 400) carries no Response object: the body is an error envelope"
