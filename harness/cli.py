@@ -31,7 +31,7 @@ from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, ServerThread
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SCHEMA_FILE = "scenario.schema.json"
-_STYLE = {"pass": "green", "fail": "red", "error": "yellow"}
+_STYLE = {"pass": "green", "fail": "red", "error": "yellow", "unsupported": "blue"}
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -79,6 +79,8 @@ def _progress(event: EngineEvent) -> None:
         width = len(str(event.total))
         out.print(f"[{event.done:>{width}}/{event.total}] [{style}]{result.outcome:<5}[/{style}] "
                   f"{result.scenario.id} [dim]\\[{result.mode}] {result.duration_s:.2f}s[/dim]")
+        if result.unsupported:
+            out.print(f"        [dim]{result.unsupported}[/dim]", soft_wrap=True)
         for step, finding in result.findings:
             if finding.severity >= Severity.ERROR:
                 out.print(f"        [dim]{step}:[/dim] {finding.message}", soft_wrap=True)
@@ -125,7 +127,7 @@ def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
         raise click.UsageError(f"no scenario with id {', '.join(unknown)}")
     modes: tuple[Mode, ...] = MODES if mode == "both" else (mode,)  # type: ignore[assignment]
     units = units_of(catalogue.select(ids, tags), modes)
-    mcp_names = {name for loaded, _ in units for name in loaded.scenario.mcp}
+    mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     started, clock = datetime.now(UTC), time.monotonic()
     out.print(f"Running {len(units)} scenario run(s) against [bold]{options.target}[/bold] ...")
     try:
@@ -138,8 +140,10 @@ def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
     write_reports(report_dir, results, info)
     if results:
         out.print(_summary(results))
-    failed = sum(1 for r in results if r.outcome != "pass")
-    out.print(f"{len(results) - failed} passed, {failed} failed; report: {report_dir / 'report.md'}")
+    failed = sum(1 for r in results if r.outcome in ("fail", "error"))
+    unsupported = sum(1 for r in results if r.outcome == "unsupported")
+    out.print(f"{len(results) - failed - unsupported} passed, {failed} failed, {unsupported} unsupported; "
+              f"report: {report_dir / 'report.md'}")
     if catalogue.errors:
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_FAILED if failed else EXIT_OK)

@@ -7,14 +7,17 @@ scenario's expectation states OpenAI's behaviour.
 from __future__ import annotations
 
 import difflib
+import json
 from typing import Any
 
 from deepdiff import DeepDiff
 
+from ..fixtures.recording import fingerprint
 from .contract import Contract, ItemShape
+from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .fixture_client import Observed
-from .scenario import Expect, ItemExpect, UpstreamExpect
+from .scenario import Expect, ItemExpect, UpstreamExpect, Variant
 
 
 def _mismatch(kind: Kind, rule: str, message: str, expected: Any, actual: Any) -> Finding:
@@ -63,7 +66,30 @@ def compare_output(expected: list[ItemExpect], actual: tuple[ItemShape, ...]) ->
 _RESPONSE_LEVEL = ("status", "incomplete_reason", "usage", "output", "interrupt", "response")
 
 
-def compare(expect: Expect, contract: Contract, streamed: bool) -> list[Finding]:
+def compare(expect: Expect, contract: Contract, exchange: Exchange) -> list[Finding]:
+    """Findings for every stated field that differs (variants included)."""
+    findings = _compare_fields(expect, contract, exchange)
+    if expect.variants:
+        findings += compare_variants(expect.variants, contract, exchange)
+    return findings
+
+
+def compare_variants(variants: list[Variant], contract: Contract, exchange: Exchange) -> list[Finding]:
+    """A note naming the first known variant the answer matches, or an error listing how it
+    differs from each."""
+    misses = []
+    for variant in variants:
+        differences = [f for f in compare(variant.expect, contract, exchange) if f.severity >= Severity.ERROR]
+        if not differences:
+            return [Finding(Kind.VARIANT, Severity.NOTE, "expect.variants", f"shows the known variant: {variant.name}",
+                            actual=variant.name)]
+        misses.append(f"{variant.name}: {differences[0].message}")
+    return [_mismatch(Kind.VARIANT, "expect.variants", "matches none of the known variants (" + "; ".join(misses)
+                      + ")", [v.name for v in variants], None)]
+
+
+def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> list[Finding]:
+    streamed = exchange.streamed
     findings: list[Finding] = []
     if contract.response_fields is None and any(getattr(expect, name) is not None for name in _RESPONSE_LEVEL):
         where = "no terminal event carries one" if streamed else (
@@ -114,6 +140,12 @@ def compare(expect: Expect, contract: Contract, streamed: bool) -> list[Finding]
         if diff := DeepDiff(expect.response, actual, ignore_order=False):
             findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response",
                                       f"response fields differ: {diff.pretty()}", expect.response, actual))
+    raw = exchange.sse if streamed else json.dumps(exchange.body)
+    for text in expect.absent_text:
+        if text in (raw or ""):
+            findings.append(Finding(Kind.SECRET, Severity.ERROR, "expect.absent_text",
+                                    "the answer contains a value it must never show (a secret given in the "
+                                    "request)"))
     if expect.events is not None and streamed:
         actual_events = list(contract.stream.events) if contract.stream else []
         if actual_events != expect.events:
@@ -148,6 +180,26 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
             findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_input",
                                       f"the last model request's input differs: {list_diff(expect.last_input, actual)}",
                                       expect.last_input, actual))
+    if expect.tool_choices is not None:
+        choices = [request.get("tool_choice") for request in requests]
+        if choices != expect.tool_choices:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.tool_choices",
+                                      f"the model requests carried tool_choice {choices}, expected "
+                                      f"{expect.tool_choices}", expect.tool_choices, choices))
+    if expect.last_tool_output_contains is not None:
+        outputs = requests[-1]["tool_outputs"] if requests else []
+        if not any(expect.last_tool_output_contains in output for output in outputs):
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_tool_output_contains",
+                                      f"no tool output in the last model request contains "
+                                      f"{expect.last_tool_output_contains!r} (outputs: {outputs})",
+                                      expect.last_tool_output_contains, outputs))
+    if expect.mcp_authorization is not None:
+        wanted = fingerprint(f"Bearer {expect.mcp_authorization}")
+        without = [call["method"] for call in observed.mcp_calls if call["headers"].get("authorization") != wanted]
+        if without or not observed.mcp_calls:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.mcp_authorization",
+                                      f"{len(without)} of {len(observed.mcp_calls)} MCP request(s) did not carry the "
+                                      "request's `authorization` as a bearer token", "all", len(without)))
     if expect.tool_runs is not None:
         runs = observed.tool_runs()
         for tool, count in expect.tool_runs.items():

@@ -31,6 +31,8 @@ class Exchange:
     """The raw `text/event-stream` body, when the target streamed."""
     transport_error: str | None = None
     """Why no complete answer arrived (timeout, connection reset); None when one did."""
+    disconnected: bool = False
+    """The harness went away on purpose before the answer ended (a scenario's `disconnect`)."""
     elapsed_s: float = 0.0
     meta: dict[str, Any] = field(default_factory=dict)
 
@@ -53,6 +55,17 @@ class Exchange:
         if self.streamed:
             terminal = self.terminal_event()
             return terminal.get("response") if terminal else None
+        return self._json_response()
+
+    def latest_response(self) -> dict[str, Any] | None:
+        """The Response object, or for a stream cut short the newest snapshot it carried."""
+        if self.streamed:
+            snapshots = [e.payload["response"] for e in self.events
+                         if e.payload is not None and isinstance(e.payload.get("response"), dict)]
+            return snapshots[-1] if snapshots else None
+        return self._json_response()
+
+    def _json_response(self) -> dict[str, Any] | None:
         if isinstance(self.body, dict) and self.body.get("object") == "response":
             return self.body
         return None
@@ -63,6 +76,7 @@ class Exchange:
             "response": {"status": self.status, "headers": self.headers, "body": None if self.streamed else self.body,
                          "sse": self.sse},
             **({"transport_error": self.transport_error} if self.transport_error else {}),
+            **({"disconnected": True} if self.disconnected else {}),
             **({"meta": self.meta} if self.meta else {}),
         }
 
@@ -79,5 +93,6 @@ class Exchange:
             body=response.get("body"),
             sse=response.get("sse"),
             transport_error=data.get("transport_error"),
+            disconnected=bool(data.get("disconnected")),
             meta=data.get("meta") or {},
         )

@@ -36,6 +36,8 @@ class Kind(StrEnum):
     EVENT_SEQUENCE = "event_sequence"
     STREAM_GRAMMAR = "stream_grammar"
     UPSTREAM_REQUEST = "upstream_request"
+    SECRET = "secret"
+    VARIANT = "variant"
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from .findings import HarnessError
 
 BUILTIN_NAMES = frozenset({"model", "mcp", "responses_path", "run"})
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
-_WHOLE = re.compile(r"^\s*\{\{(?P<expr>.*?)\}\}\s*$", re.S)
+_WHOLE = re.compile(r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\s*$", re.S)
 
 
 class OutputView:

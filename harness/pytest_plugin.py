@@ -140,6 +140,8 @@ class ScenarioItem(pytest.Item):
 
     def runtest(self) -> None:
         result = self.config.stash[_STATE].session().run([(self.loaded, self.mode)])[0]
+        if result.unsupported is not None:
+            pytest.skip(f"unsupported by the target: {result.unsupported}")
         if result.outcome != "pass":
             raise ScenarioFailed(result)
 

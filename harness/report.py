@@ -63,7 +63,8 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
         "target": {"name": info.target.name, "base_url": info.target.base_url, "model": info.target.model},
         "started_at": info.started_at.isoformat(timespec="seconds"),
         "duration_s": round(info.duration_s, 3),
-        "summary": {"units": len(results), **{k: outcomes.get(k, 0) for k in ("pass", "fail", "error")},
+        "summary": {"units": len(results),
+                    **{k: outcomes.get(k, 0) for k in ("pass", "fail", "error", "unsupported")},
                     "file_errors": len(info.file_errors)},
         "file_errors": list(info.file_errors),
         "results": [{
@@ -72,6 +73,8 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
             "path": result.path,
             "mode": result.mode,
             "outcome": result.outcome,
+            "unsupported": result.unsupported,
+            "openai_counterpart": result.scenario.openai_counterpart,
             "duration_s": round(result.duration_s, 3),
             "evidence": result.scenario.evidence.model_dump(exclude_defaults=True),
             "steps": [_step_document(result, step) for step in result.steps],
@@ -79,7 +82,7 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
     })
 
 
-_MARK = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**"}
+_MARK = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**", "unsupported": "unsupported"}
 
 
 def markdown(document: dict[str, Any]) -> str:
@@ -92,8 +95,9 @@ def markdown(document: dict[str, Any]) -> str:
         f"responses-parity {document['tool']['version']}, scenario format {document['scenario_format']}, "
         + ", ".join(f"{name} SDK {version}" for name, version in document["sdk"].items()) + ".",
         "",
-        f"{summary['pass']} passed, {summary['fail']} failed, {summary['error']} could not run "
-        f"({summary['units']} scenario runs); {summary['file_errors']} scenario file error(s).",
+        f"{summary['pass']} passed, {summary['fail']} failed, {summary['error']} could not run, "
+        f"{summary['unsupported']} unsupported by the target ({summary['units']} scenario runs); "
+        f"{summary['file_errors']} scenario file error(s).",
         "",
         "| scenario | " + " | ".join(MODES) + " |",
         "|---|" + "---|" * len(MODES),
@@ -103,7 +107,7 @@ def markdown(document: dict[str, Any]) -> str:
         by_scenario.setdefault(result["scenario"], {})[result["mode"]] = _MARK[result["outcome"]]
     for scenario, modes in by_scenario.items():
         lines.append(f"| {scenario} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
-    problems = [r for r in document["results"] if r["outcome"] != "pass"]
+    problems = [r for r in document["results"] if r["outcome"] in ("fail", "error")]
     if problems:
         lines += ["", "## What differs", ""]
     for result in problems:

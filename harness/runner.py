@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol
 
 import httpx
 
@@ -27,10 +28,10 @@ from .fixture_client import FixtureClient, Observed
 from .grammar import check_stream
 from .loader import LoadedScenario
 from .placeholders import OutputView, render
-from .scenario import Expect, Mode, Scenario, Step
+from .scenario import Expect, GatewaySetup, Mode, Scenario, Step
 from .targets import Target, send
 
-Outcome = Literal["pass", "fail", "error"]
+Outcome = Literal["pass", "fail", "error", "unsupported"]
 _CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
                      "mcp_approval_response", "function_call_output"}
 
@@ -60,9 +61,13 @@ class ScenarioResult:
     target: str
     steps: list[StepResult] = field(default_factory=list)
     duration_s: float = 0.0
+    unsupported: str | None = None
+    """Why the target cannot run this scenario at all (not a failure)."""
 
     @property
     def outcome(self) -> Outcome:
+        if self.unsupported is not None:
+            return "unsupported"
         outcomes = {step.outcome for step in self.steps}
         return "error" if "error" in outcomes else "fail" if "fail" in outcomes else "pass"
 
@@ -107,7 +112,7 @@ def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]
 
 
 def _step_view(exchange: Exchange) -> dict[str, Any]:
-    response = exchange.response_object() or {}
+    response = exchange.latest_response() or {}
     return {"response": response, "output": OutputView(response.get("output") or []), "status": exchange.status,
             "body": exchange.body}
 
@@ -145,6 +150,14 @@ class _Chains:
         return chain
 
 
+class GatewayProvider(Protocol):
+    """Starts a gateway configured as a scenario's `gateway:` setup asks, for one run."""
+
+    def gateway(self, setup: GatewaySetup, run: str) -> AbstractAsyncContextManager[str]:
+        """An async context giving the base URL of the configured gateway."""
+        ...
+
+
 @dataclass
 class _Run:
     """One scenario run in one mode: its token, placeholder context, chains and what the
@@ -160,14 +173,16 @@ class _Run:
 
 class Engine:
     def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
-                 on_event: Callable[[EngineEvent], None] | None = None) -> None:
+                 on_event: Callable[[EngineEvent], None] | None = None,
+                 gateways: GatewayProvider | None = None) -> None:
         self.target = target
         self.http = http
         self.fixtures = fixtures
         self.on_event = on_event or (lambda event: None)
+        self.gateways = gateways
 
     def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
-        mcp = {name: self.fixtures.mcp[name].for_run(run) for name in scenario.mcp} if self.fixtures else {}
+        mcp = {name: self.fixtures.mcp[name].for_run(run) for name in scenario.fixtures} if self.fixtures else {}
         return {"model": self.target.model, "responses_path": self.target.responses_path, "run": {"token": run},
                 "mcp": mcp}
 
@@ -177,50 +192,69 @@ class Engine:
         result = ScenarioResult(scenario, str(loaded.path), mode, self.target.name)
         token = new_run_token()
         run = _Run(token, scenario, mode, self._context(token, scenario))
+        if scenario.gateway is not None and self.gateways is None:
+            result.unsupported = ("the scenario configures the gateway (its `gateway:` section); the harness can "
+                                  f"do that only for gateways it starts itself, not for {self.target.name}")
+            return result
         try:
-            for index, step in enumerate(scenario.steps):
-                step_result = await self._step(run, index, step)
-                result.steps.append(step_result)
-                if step_result.exchange is not None:
-                    run.context[step.id] = _step_view(step_result.exchange)
+            async with self._target_for(scenario, token) as target:
+                for index, step in enumerate(scenario.steps):
+                    if step.modes is not None and mode not in step.modes:
+                        run.chains.chain_of.append(index)
+                        continue
+                    step_result = await self._step(target, run, index, step)
+                    result.steps.append(step_result)
+                    if step_result.exchange is not None:
+                        run.context[step.id] = _step_view(step_result.exchange)
         finally:
             if self.fixtures is not None and self.target.scripted:
                 await self.fixtures.forget(token)
         result.duration_s = time.monotonic() - started
         return result
 
-    async def _step(self, run: _Run, index: int, step: Step) -> StepResult:
+    @asynccontextmanager
+    async def _target_for(self, scenario: Scenario, run: str) -> AsyncIterator[Target]:
+        """The target itself, or a gateway configured for this run as the scenario asks."""
+        if scenario.gateway is None or self.gateways is None:
+            yield self.target
+            return
+        async with self.gateways.gateway(scenario.gateway, run) as base_url:
+            yield replace(self.target, base_url=base_url)
+
+    async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
         where = f"steps[{index}] ({step.id})"
         try:
             path = render(step.path, run.context, f"{where}.path")
             body = render(step.request, run.context, f"{where}.request")
-            expect = step.expect.model_copy(
-                update={"response": render(step.expect.response, run.context, f"{where}.expect.response")})
+            expect = step.expectation(run.mode)
+            expect = expect.model_copy(
+                update={"response": render(expect.response, run.context, f"{where}.expect.response")})
         except HarnessError as error:
             run.chains.chain_of.append(index)
             return StepResult(step.id, error=str(error))
-        creates = step.method == "POST" and path == self.target.responses_path and isinstance(body, dict)
+        creates = step.method == "POST" and path == target.responses_path and isinstance(body, dict)
         stream = step.stream if step.stream is not None else (creates and run.mode == "stream")
         if creates and stream:
             body = body | {"stream": True}
         chain = run.chains.place(index, step, run.scenario.steps, body)
         scripted = self.fixtures is not None and self.target.scripted
+        if not step.send:
+            return await self._observe_only(run, step, expect, scripted)
         try:
             if scripted:
                 if isinstance(body, dict):
                     body = mark_first_user_message(body, run_marker(run.token, chain))
                 await self.fixtures.register(run.token, RunScript(steps=[s.model for s in run.scenario.steps],
                                                                   chain_of=run.chains.chain_of))
-            exchange = await send(self.http, self.target, step.method, str(path), body)
+            if step.wait:
+                await asyncio.sleep(step.wait)
+            exchange = await send(self.http, target, step.method, str(path), body, disconnect=step.disconnect)
             contract = project(exchange)
             findings = self._check(expect, exchange, contract)
             observed = None
             if scripted:
-                total = await self.fixtures.observed(run.token, run.scenario.mcp)
-                observed, run.seen = total.since(run.seen), total
-                findings += upstream_anomalies(observed)
-                if expect.upstream is not None:
-                    findings += compare_upstream(expect.upstream, observed)
+                observed, upstream_findings = await self._observe(run, expect)
+                findings += upstream_findings
         except HarnessError as error:
             return StepResult(step.id, error=str(error))
         response_id = (contract.response_fields or {}).get("id")
@@ -228,14 +262,34 @@ class Engine:
             run.chains.by_response[response_id] = chain
         return StepResult(step.id, exchange, contract, findings, observed)
 
+    async def _observe(self, run: _Run, expect: Expect) -> tuple[Observed, list[Finding]]:
+        """What reached the fixtures since the last step, and how it differs from `expect.upstream`."""
+        assert self.fixtures is not None
+        total = await self.fixtures.observed(run.token, run.scenario.fixtures)
+        observed, run.seen = total.since(run.seen), total
+        findings = upstream_anomalies(observed)
+        if expect.upstream is not None:
+            findings += compare_upstream(expect.upstream, observed)
+        return observed, findings
+
+    async def _observe_only(self, run: _Run, step: Step, expect: Expect, scripted: bool) -> StepResult:
+        await asyncio.sleep(step.wait)
+        if not scripted:
+            return StepResult(step.id)
+        try:
+            observed, findings = await self._observe(run, expect)
+        except HarnessError as error:
+            return StepResult(step.id, error=str(error))
+        return StepResult(step.id, findings=findings, observed=observed)
+
     @staticmethod
     def _check(expect: Expect, exchange: Exchange, contract: Contract) -> list[Finding]:
         findings: list[Finding] = []
         if exchange.transport_error:
             findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
-        if exchange.streamed and exchange.status == 200:
+        if exchange.streamed and exchange.status == 200 and not exchange.disconnected:
             findings += check_stream(exchange.events)
-        findings += compare(expect, contract, exchange.streamed)
+        findings += compare(expect, contract, exchange)
         return findings
 
     async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1) -> list[ScenarioResult]:

@@ -93,6 +93,16 @@ InterruptSpec = Annotated[InterruptExpect, BeforeValidator(_interrupt_shorthand,
 class UpstreamExpect(_Strict):
     """What the gateway sent to the scripted model and to the MCP fixtures during the step."""
 
+    tool_choices: list[Any] | None = Field(
+        default=None, description="The tool_choice of each model request, in order, written the Responses way: "
+                                  "auto, none, required, {type: function, name}, {type: allowed_tools, ...}; "
+                                  "null where the request had no tools.")
+    last_tool_output_contains: str | None = Field(
+        default=None, description="Text that one of the tool outputs in the last model request contains.")
+    mcp_authorization: str | None = Field(
+        default=None, description="Every MCP request carried `Authorization: Bearer <this>` (compared by "
+                                  "fingerprint; the value never reaches a report).")
+
     model_calls: int | None = Field(default=None, ge=0, description="Number of model requests.")
     never_sent: list[str] = Field(default_factory=list,
                                   description="Item types that must not appear in any model request.")
@@ -102,6 +112,14 @@ class UpstreamExpect(_Strict):
     tool_runs: dict[str, int] | None = Field(default=None,
                                              description="MCP tool executions by tool name (tools not named "
                                                          "are not counted).")
+
+
+class Variant(_Strict):
+    """One known way a target may behave where OpenAI's behaviour is not recorded."""
+
+    name: str
+    expect: Expect
+    note: str | None = None
 
 
 class Expect(_Strict):
@@ -121,6 +139,25 @@ class Expect(_Strict):
     events: list[str] | None = Field(default=None,
                                      description="The stream's event types in order, runs of one type collapsed.")
     upstream: UpstreamExpect | None = None
+    absent_text: list[str] = Field(default_factory=list,
+                                   description="Strings the raw answer (body or stream) must not contain.")
+    variants: list[Variant] | None = Field(
+        default=None, description="Known end states where OpenAI's is not recorded: the step passes when one "
+                                  "matches, and the report names which.")
+
+
+class Disconnect(_Strict):
+    """The client goes away mid-response: after the first event of a type (streams), or after
+    some seconds (either mode)."""
+
+    after_event: str | None = None
+    after_seconds: float | None = Field(default=None, gt=0, le=60)
+
+    @model_validator(mode="after")
+    def _one(self) -> Disconnect:
+        if (self.after_event is None) == (self.after_seconds is None):
+            raise ValueError("give exactly one of `after_event` and `after_seconds`")
+        return self
 
 
 class Step(_Strict):
@@ -133,8 +170,22 @@ class Step(_Strict):
                                                          "the Responses path, never stream otherwise.")
     continues: str | None = Field(default=None, description="The step whose conversation this one continues "
                                                              "(normally inferred).")
+    modes: list[Mode] | None = Field(default=None, description="Run this step only in these stream modes.")
+    wait: float = Field(default=0, ge=0, le=60, description="Seconds to wait before sending the request.")
+    send: bool = Field(default=True, description="False: send nothing; wait, then check only `upstream` "
+                                                 "(what reached the fixtures meanwhile).")
+    disconnect: Disconnect | None = None
     model: list[ModelTurn] = Field(default_factory=list, description="The scripted model's turns in this step.")
     expect: Expect = Field(default_factory=Expect)
+    per_mode: dict[Mode, Expect] = Field(
+        default_factory=dict, description="Where OpenAI itself differs by stream mode: fields set here replace "
+                                          "those of `expect` in that mode.")
+
+    def expectation(self, mode: Mode) -> Expect:
+        override = self.per_mode.get(mode)
+        if override is None:
+            return self.expect
+        return self.expect.model_copy(update={name: getattr(override, name) for name in override.model_fields_set})
 
     @model_validator(mode="after")
     def _valid_id(self) -> Step:
@@ -143,11 +194,32 @@ class Step(_Strict):
         return self
 
 
+class ConfiguredServer(_Strict):
+    """An MCP fixture the gateway knows from its own configuration, not from the request."""
+
+    label: str
+    fixture: str
+    transport: Literal["streamable_http", "sse"] = "streamable_http"
+    hidden: bool = False
+    require_approval: Literal["always", "never"] = "never"
+
+
+class GatewaySetup(_Strict):
+    """Gateway configuration a scenario needs. Only targets the harness configures itself
+    (the reference gateway, peer profiles) can run such a scenario; others report it as
+    unsupported."""
+
+    mcp_servers: list[ConfiguredServer] = Field(default_factory=list)
+
+
 class Scenario(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
     tags: list[str] = Field(default_factory=list)
     evidence: Evidence
+    openai_counterpart: bool = Field(default=True, description="False for gateway-policy scenarios: OpenAI has "
+                                                               "no such behaviour to compare with.")
+    gateway: GatewaySetup | None = None
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
     mcp: list[str] = Field(default_factory=list, description="MCP fixture servers the scenario uses.")
     steps: list[Step] = Field(min_length=1)
@@ -161,10 +233,17 @@ class Scenario(_Strict):
             if step.continues is not None and step.continues not in seen:
                 raise ValueError(f"step {step.id!r} continues {step.continues!r}, which is not an earlier step")
             seen.add(step.id)
-        for name in self.mcp:
+        configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
+        for name in [*self.mcp, *configured]:
             if name not in FIXTURE_SERVERS:
                 raise ValueError(f"unknown MCP fixture {name!r} (known: {', '.join(sorted(FIXTURE_SERVERS))})")
         return self
+
+    @property
+    def fixtures(self) -> list[str]:
+        """Every MCP fixture the scenario needs: named in requests or in the gateway setup."""
+        configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
+        return sorted({*self.mcp, *configured})
 
 
 def scenario_json_schema() -> dict[str, Any]:

@@ -58,7 +58,8 @@ class Session:
         assert self.stack.upstream_url is not None
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
             fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
-            return await Engine(self.target, http, fixtures, on_event).run_all(units, jobs)
+            engine = Engine(self.target, http, fixtures, on_event, self.stack.reference_gateways())
+            return await engine.run_all(units, jobs)
 
 
 def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:

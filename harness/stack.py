@@ -7,11 +7,12 @@ once. Stopping a stack stops exactly the servers it started.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterable
-from contextlib import AbstractContextManager
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,9 +22,10 @@ from starlette.types import ASGIApp
 
 from ..fixtures.mcp import FIXTURE_SERVERS, McpFixtureHost
 from ..fixtures.upstream import SERVICE_NAME, build_upstream_app
-from ..reference_impl import GatewayConfig, build_gateway_app
+from ..reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
 from .findings import HarnessError
 from .fixture_client import McpFixture
+from .scenario import GatewaySetup
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_UPSTREAM_PORT = 8642
@@ -72,6 +74,34 @@ def upstream_is_running(url: str) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class ReferenceGateways:
+    """Starts a reference gateway for one run, configured as a scenario's `gateway:` asks, its
+    MCP servers pointing at the run's own fixture URLs."""
+
+    upstream_url: str
+    mcp: Mapping[str, McpFixture]
+    base_config: Mapping[str, Any] = field(default_factory=dict)
+
+    def config(self, setup: GatewaySetup, run: str) -> GatewayConfig:
+        servers = []
+        for configured in setup.mcp_servers:
+            fixture = self.mcp[configured.fixture].for_run(run)
+            url = fixture.sse_url if configured.transport == "sse" else fixture.url
+            servers.append(McpServerConfig(configured.label, url, configured.transport,
+                                           require_approval=configured.require_approval, hidden=configured.hidden))
+        return GatewayConfig(upstream_url=f"{self.upstream_url}/v1", mcp_servers=tuple(servers), **self.base_config)
+
+    @asynccontextmanager
+    async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
+        app = build_gateway_app(self.config(setup, run))
+        server = await asyncio.to_thread(ServerThread(app).start)
+        try:
+            yield server.url
+        finally:
+            await asyncio.to_thread(server.stop)
+
+
 @dataclass
 class Stack(AbstractContextManager["Stack"]):
     """Servers for one run. With `upstream_url` set, that upstream is used and none started;
@@ -107,6 +137,12 @@ class Stack(AbstractContextManager["Stack"]):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+    def reference_gateways(self) -> ReferenceGateways | None:
+        """Configured reference gateways, when this stack serves the reference target."""
+        if not self.with_reference or self.upstream_url is None:
+            return None
+        return ReferenceGateways(self.upstream_url, self.mcp, self.gateway_config)
 
     def close(self) -> None:
         for server in reversed(self._servers):

@@ -17,6 +17,7 @@ import anyio
 import httpx
 
 from .exchange import KEPT_HEADERS, Exchange
+from .scenario import Disconnect
 from .sse import TeeStream, iter_sse
 
 DEFAULT_MODEL = "parity-model"
@@ -39,30 +40,43 @@ class Target:
 
 
 async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
-               disconnect_after: int | None = None) -> Exchange:
+               disconnect: Disconnect | None = None) -> Exchange:
     """Send one request and read the whole answer (JSON or SSE) within the target's timeout.
-    With `disconnect_after`, a stream is dropped after that many events."""
+    With `disconnect`, the connection is dropped early, on purpose: on a client of its own,
+    closed at once, since a cancelled request may otherwise linger in a shared pool."""
+    if disconnect is not None:
+        async with httpx.AsyncClient() as own:
+            return await _send(own, target, method, path, body, disconnect=disconnect)
+    return await _send(client, target, method, path, body, disconnect=None)
+
+
+async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
+                disconnect: Disconnect | None) -> Exchange:
     url = target.url(path)
     exchange = Exchange(method=method, url=url, request_body=body)
     tee: TeeStream | None = None
     started = time.monotonic()
+    after_seconds = disconnect.after_seconds if disconnect else None
+    after_event = disconnect.after_event if disconnect else None
     try:
-        with anyio.fail_after(target.timeout_s):
+        with anyio.fail_after(after_seconds or target.timeout_s):
             async with client.stream(method, url, json=body, headers=dict(target.headers)) as response:
                 exchange.status = response.status_code
                 exchange.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     tee = TeeStream(response.aiter_bytes())
-                    count = 0
-                    async for _ in iter_sse(tee):
-                        count += 1
-                        if disconnect_after is not None and count >= disconnect_after:
+                    async for event in iter_sse(tee):
+                        if after_event is not None and event.type == after_event:
+                            exchange.disconnected = True
                             break
                 else:
                     raw = await response.aread()
                     exchange.body = _decode(raw)
     except TimeoutError:
-        exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
+        if after_seconds is not None:
+            exchange.disconnected = True
+        else:
+            exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
     except httpx.HTTPError as error:
         exchange.transport_error = f"{type(error).__name__}: {error}"
     if tee is not None:

@@ -48,7 +48,8 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
         async def go() -> ScenarioResult:
             async with httpx.AsyncClient() as http:
                 fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp)
-                return await Engine(target, http, fixtures).run(LoadedScenario(scenario, path), mode)
+                engine = Engine(target, http, fixtures, gateways=stack.reference_gateways())
+                return await engine.run(LoadedScenario(scenario, path), mode)
 
         return asyncio.run(go())
 

@@ -2,8 +2,9 @@
 
 Two ways to continue a conversation upstream:
 - `replay` sends the whole transcript every turn with `store: false`;
-- `previous_response_id` chains on the upstream's own store and sends only the items added
-  since the last model turn (the new tool outputs), with `store: true`.
+- `previous_response_id` chains on the upstream's own store and sends only what was added
+  since the last model turn and did not come from the model (tool outputs, user messages),
+  with `store: true`.
 """
 
 from __future__ import annotations
@@ -38,6 +39,11 @@ def wire_item(item: TranscriptItem) -> dict[str, Any] | None:
     return None
 
 
+def said_by_model(item: TranscriptItem) -> bool:
+    """Whether the item is the model's own output (which a chained upstream already holds)."""
+    return isinstance(item, ToolCall | Reasoning) or (isinstance(item, Message) and item.role == "assistant")
+
+
 def transcript_item(item: dict[str, Any]) -> Message | ToolCall | Reasoning | None:
     """A Responses output item as a transcript item."""
     kind = item.get("type")
@@ -64,7 +70,7 @@ class ResponsesAdapter:
 
     def payload(self, turn: TurnRequest) -> dict[str, Any]:
         chained = self._chaining == "previous_response_id" and turn.previous_response_id is not None
-        items = turn.transcript[turn.new_from:] if chained else turn.transcript
+        items = [i for i in turn.transcript[turn.new_from:] if not said_by_model(i)] if chained else turn.transcript
         body: dict[str, Any] = {
             "model": turn.model,
             "input": [wired for item in items if (wired := wire_item(item)) is not None],

@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from responses_parity.harness.compare import compare, compare_upstream, list_diff
 from responses_parity.harness.contract import Contract, ErrorShape, Interrupt, ItemShape
+from responses_parity.harness.exchange import Exchange
 from responses_parity.harness.fixture_client import Observed
 from responses_parity.harness.scenario import Expect, UpstreamExpect
+
+JSON = Exchange("POST", "u", status=200, body={})
 
 
 def test_list_diff_names_missing_and_unexpected() -> None:
@@ -16,23 +19,23 @@ def test_list_diff_names_missing_and_unexpected() -> None:
 def test_item_fields_are_compared_only_where_stated() -> None:
     contract = Contract(200, status="completed", output=(ItemShape("mcp_call", status="failed", name="fail"),),
                         response_fields={"status": "completed"})
-    assert compare(Expect.model_validate({"output": ["mcp_call"]}), contract, False) == []
+    assert compare(Expect.model_validate({"output": ["mcp_call"]}), contract, JSON) == []
     [finding] = compare(Expect.model_validate({"output": [{"type": "mcp_call", "status": "completed"}]}),
-                        contract, False)
+                        contract, JSON)
     assert finding.message == "output[0]: expected mcp_call(completed), got mcp_call(fail, failed)"
 
 
 def test_error_fields_null_is_compared_missing_is_not() -> None:
     contract = Contract(400, error=ErrorShape("invalid_request_error", None, "input", True))
-    assert compare(Expect.model_validate({"error": {"code": None}}), contract, False) == []
-    [finding] = compare(Expect.model_validate({"error": {"param": None}}), contract, False)
+    assert compare(Expect.model_validate({"error": {"code": None}}), contract, JSON) == []
+    [finding] = compare(Expect.model_validate({"error": {"param": None}}), contract, JSON)
     assert finding.message == "error.param is 'input', expected None"
 
 
 def test_interrupt_and_events() -> None:
     contract = Contract(200, status="completed", interrupt=Interrupt("function_call", "get_weather"),
                         response_fields={"status": "completed"})
-    [finding] = compare(Expect.model_validate({"interrupt": "none"}), contract, False)
+    [finding] = compare(Expect.model_validate({"interrupt": "none"}), contract, JSON)
     assert finding.message == "the response stops on function_call (get_weather), expected none"
 
 
@@ -52,5 +55,5 @@ def test_upstream_expectations() -> None:
 
 def test_an_answer_without_a_response_object_is_one_finding() -> None:
     contract = Contract(400, error=ErrorShape("invalid_request_error", "x", None, True))
-    [finding] = compare(Expect.model_validate({"status": "completed", "output": ["message"]}), contract, False)
+    [finding] = compare(Expect.model_validate({"status": "completed", "output": ["message"]}), contract, JSON)
     assert finding.message == "the answer (HTTP 400) carries no Response object: the body is an error envelope"

@@ -24,6 +24,7 @@ def test_a_whole_value_placeholder_keeps_its_type() -> None:
 
 def test_text_with_placeholders_is_a_string() -> None:
     assert render("id={{ask.response.id}}, model={{model}}", CONTEXT, "x") == "id=resp_1, model=m"
+    assert render("{{model}}/{{ask.response.id}}", CONTEXT, "x") == "m/resp_1"
 
 
 def test_output_by_type_and_by_position() -> None:
