@@ -158,6 +158,7 @@ def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> l
 def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding]:
     findings: list[Finding] = []
     requests = observed.model_requests
+    last_types: list[str] = requests[-1]["item_types"] if requests else []
     if expect.model_calls is not None and len(requests) != expect.model_calls:
         findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.model_calls",
                                   f"the gateway called the model {len(requests)} time(s), expected "
@@ -174,12 +175,16 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
                 findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.instructions",
                                           f"model request {number} carried instructions {instructions!r}",
                                           expect.instructions, instructions))
-    if expect.last_input is not None:
-        actual = requests[-1]["item_types"] if requests else []
-        if actual != expect.last_input:
-            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_input",
-                                      f"the last model request's input differs: {list_diff(expect.last_input, actual)}",
-                                      expect.last_input, actual))
+    if expect.last_input is not None and last_types != expect.last_input:
+        findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_input",
+                                  f"the last model request's input differs: {list_diff(expect.last_input, last_types)}",
+                                  expect.last_input, last_types))
+    if expect.last_input_counts is not None:
+        counts = {item_type: last_types.count(item_type) for item_type in expect.last_input_counts}
+        if counts != expect.last_input_counts:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_input_counts",
+                                      f"the last model request's input holds {counts}, expected "
+                                      f"{expect.last_input_counts}", expect.last_input_counts, counts))
     if expect.tool_choices is not None:
         choices = [request.get("tool_choice") for request in requests]
         if choices != expect.tool_choices:

@@ -108,6 +108,9 @@ class UpstreamExpect(_Strict):
                                   description="Item types that must not appear in any model request.")
     last_input: list[str] | None = Field(default=None,
                                          description="Item types of the last model request's input, in order.")
+    last_input_counts: dict[str, int] | None = Field(
+        default=None, description="How many items of each type the last model request's input holds, in any "
+                                  "order (types not named are not counted).")
     instructions: str | None = Field(default=None, description="The instructions every model request carries.")
     tool_runs: dict[str, int] | None = Field(default=None,
                                              description="MCP tool executions by tool name (tools not named "

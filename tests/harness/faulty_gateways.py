@@ -85,3 +85,64 @@ def message_as_wrong_type_events(events: Events) -> Events:
 
 def message_as_wrong_type_body(body: dict[str, Any]) -> dict[str, Any]:
     return _retype_response(body)
+
+
+class RewritingRequests:
+    """Rewrites the JSON body of requests before the wrapped app (a gateway, or an upstream
+    proxy) sees them."""
+
+    def __init__(self, app: ASGIApp, rewrite: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.app = app
+        self.rewrite = rewrite
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = json.dumps(self.rewrite(json.loads(b"".join(chunks)))).encode()
+        headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
+        scope = scope | {"headers": [*headers, (b"content-length", str(len(body)).encode())]}
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def reexecute_replayed_calls(body: dict[str, Any]) -> dict[str, Any]:
+    """A gateway that runs replayed mcp_call items again (as if each were an approved request)."""
+    items = []
+    for item in body.get("input") if isinstance(body.get("input"), list) else []:
+        if isinstance(item, dict) and item.get("type") == "mcp_call":
+            request_id = "mcpr_" + item["id"].removeprefix("mcp_")
+            items += [{"type": "mcp_approval_request", "id": request_id, "server_label": item["server_label"],
+                       "name": item["name"], "arguments": item["arguments"]},
+                      {"type": "mcp_approval_response", "approval_request_id": request_id, "approve": True}]
+        else:
+            items.append(item)
+    return body | {"input": items} if isinstance(body.get("input"), list) else body
+
+
+def forget_replayed_lists(body: dict[str, Any]) -> dict[str, Any]:
+    """A gateway that ignores replayed mcp_list_tools items (so it lists again)."""
+    if not isinstance(body.get("input"), list):
+        return body
+    kept = [i for i in body["input"] if not (isinstance(i, dict) and i.get("type") == "mcp_list_tools")]
+    return body | {"input": kept}
+
+
+def leak_list_tools_upstream(body: dict[str, Any]) -> dict[str, Any]:
+    """What reaches the model from a gateway that sends its mcp_list_tools items upstream."""
+    leaked = {"type": "mcp_list_tools", "id": "mcpl_leaked", "server_label": "calc", "tools": []}
+    return body | {"input": [leaked, *body.get("input", [])]}

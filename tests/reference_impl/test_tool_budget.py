@@ -1,0 +1,21 @@
+"""The tool budget of a response is min(max_tool_calls, the gateway's own cap)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from responses_parity.reference_impl.config import GatewayConfig
+from responses_parity.reference_impl.mcp_servers import McpConnector
+from responses_parity.reference_impl.service import ResponsesService
+from responses_parity.reference_impl.store import SqliteStore
+
+
+@pytest.mark.parametrize(("requested", "cap", "budget"), [(None, 3, 3), (5, 3, 3), (2, 3, 2), (1, 32, 1)])
+def test_budget(requested: int | None, cap: int, budget: int) -> None:
+    service = ResponsesService(GatewayConfig(upstream_url="http://127.0.0.1:9/v1", tool_call_cap=cap),
+                               SqliteStore(":memory:"), adapter=None, connector=McpConnector(1))  # type: ignore[arg-type]
+    body = {"model": "m", "input": "x"} | ({"max_tool_calls": requested} if requested else {})
+    ctx, _ = asyncio.run(service.prepare(body))
+    assert ctx.tool_budget == budget
