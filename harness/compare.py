@@ -17,7 +17,7 @@ from .contract import Contract, ItemShape
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .fixture_client import Observed
-from .scenario import Expect, ItemExpect, UpstreamExpect, Variant
+from .scenario import Expect, ItemExpect, PageExpect, UpstreamExpect, Variant
 
 
 def _mismatch(kind: Kind, rule: str, message: str, expected: Any, actual: Any) -> Finding:
@@ -71,6 +71,28 @@ def compare(expect: Expect, contract: Contract, exchange: Exchange) -> list[Find
     findings = _compare_fields(expect, contract, exchange)
     if expect.variants:
         findings += compare_variants(expect.variants, contract, exchange)
+    return findings
+
+
+def compare_page(expect: PageExpect, body: Any) -> list[Finding]:
+    data = body.get("data") if isinstance(body, dict) else None
+    if not isinstance(data, list) or body.get("object") != "list":
+        return [_mismatch(Kind.RESPONSE_FIELD, "expect.page", "the body is not a list page "
+                          "({object: list, data, first_id, last_id, has_more})", "a list", None)]
+    findings = []
+    ids = [item.get("id") for item in data]
+    edges = {"first_id": ids[0] if ids else None, "last_id": ids[-1] if ids else None}
+    for name, wanted in edges.items():
+        if body.get(name) != wanted:
+            findings.append(_mismatch(Kind.RESPONSE_FIELD, f"page.{name}", f"{name} is {body.get(name)!r} but the "
+                                      f"page's {'first' if name == 'first_id' else 'last'} item is {wanted!r}",
+                                      wanted, body.get(name)))
+    actual = {"count": len(data), "has_more": body.get("has_more"), "types": [item.get("type") for item in data],
+              "ids": ids}
+    for name in sorted(expect.model_fields_set):
+        if getattr(expect, name) != actual[name]:
+            findings.append(_mismatch(Kind.ITEMS, f"expect.page.{name}", f"the page's {name} is {actual[name]!r}, "
+                                      f"expected {getattr(expect, name)!r}", getattr(expect, name), actual[name]))
     return findings
 
 
@@ -140,6 +162,14 @@ def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> l
         if diff := DeepDiff(expect.response, actual, ignore_order=False):
             findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response",
                                       f"response fields differ: {diff.pretty()}", expect.response, actual))
+    if expect.body is not None:
+        body = exchange.body if isinstance(exchange.body, dict) else {}
+        actual = {key: body.get(key) for key in expect.body}
+        if diff := DeepDiff(expect.body, actual, ignore_order=False):
+            findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.body", f"body fields differ: {diff.pretty()}",
+                                      expect.body, actual))
+    if expect.page is not None:
+        findings += compare_page(expect.page, exchange.body)
     raw = exchange.sse if streamed else json.dumps(exchange.body)
     for text in expect.absent_text:
         if text in (raw or ""):

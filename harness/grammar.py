@@ -1,7 +1,8 @@
 """Stream grammar: rules every Responses event stream keeps, checked without a reference.
 
-Each rule is a function `<aspect>_conformance(events) -> findings`. The rules follow what real
-OpenAI streams do, so real OpenAI traffic passes them:
+Each rule is a function `<aspect>_conformance(events, resumed_after) -> findings`; a stream
+resumed with `starting_after=N` numbers its events from N + 1 and may name items added before
+it began. The rules follow what real OpenAI streams do, so real OpenAI traffic passes them:
 - streams recorded before `sequence_number` existed are a legacy note, not an error;
 - `obfuscation` fields, the nested `error` event and the absence of `[DONE]` are normal;
 - with several MCP servers OpenAI closes only the last `mcp_list_tools` item with
@@ -40,7 +41,7 @@ def _payloads(events: list[SseEvent]) -> list[dict[str, Any]]:
     return [e.payload for e in events if e.payload is not None]
 
 
-def framing_conformance(events: list[SseEvent]) -> list[Finding]:
+def framing_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     findings = []
     for position, event in enumerate(events):
         if event.is_done_sentinel:
@@ -56,7 +57,7 @@ def framing_conformance(events: list[SseEvent]) -> list[Finding]:
     return findings
 
 
-def sequence_conformance(events: list[SseEvent]) -> list[Finding]:
+def sequence_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     payloads = _payloads(events)
     numbered = [p for p in payloads if "sequence_number" in p]
     if not numbered:
@@ -66,26 +67,33 @@ def sequence_conformance(events: list[SseEvent]) -> list[Finding]:
         missing = next(p.get("type") for p in payloads if "sequence_number" not in p)
         return [_finding(Severity.ERROR, "sequence_numbers", f"some events have `sequence_number` and some do "
                          f"not (first without: {missing})")]
+    start = 0 if resumed_after is None else resumed_after + 1
     for position, payload in enumerate(payloads):
-        if payload["sequence_number"] != position:
+        if payload["sequence_number"] != start + position:
             return [_finding(Severity.ERROR, "sequence_numbers",
                              f"event {position} ({payload.get('type')}) has sequence_number "
-                             f"{payload['sequence_number']}, expected {position}: numbering starts at 0 and "
-                             f"goes up by 1", expected=position, actual=payload["sequence_number"])]
+                             f"{payload['sequence_number']}, expected {start + position}: numbering starts at "
+                             f"{start} and goes up by 1", expected=start + position, actual=payload["sequence_number"])]
     return []
 
 
-def lifecycle_conformance(events: list[SseEvent]) -> list[Finding]:
+def _opening(types: list[str | None]) -> list[Finding]:
+    """A whole stream opens with response.created, then (response.queued and) response.in_progress."""
+    if types[0] != "response.created":
+        return [_finding(Severity.ERROR, "lifecycle", f"the first event is {types[0]}, not response.created")]
+    after_created = types[2:3] if types[1:2] == ["response.queued"] else types[1:2]
+    if after_created and after_created[0] != "response.in_progress":
+        return [_finding(Severity.WARNING, "lifecycle", f"response.created is followed by {after_created[0]}, "
+                         "not response.in_progress as in OpenAI's streams")]
+    return []
+
+
+def lifecycle_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     payloads = _payloads(events)
     if not payloads:
-        return [_finding(Severity.ERROR, "lifecycle", "the stream carries no events")]
-    findings = []
+        return [] if resumed_after is not None else [_finding(Severity.ERROR, "lifecycle", "the stream is empty")]
     types = [p.get("type") for p in payloads]
-    if types[0] != "response.created":
-        findings.append(_finding(Severity.ERROR, "lifecycle", f"the first event is {types[0]}, not response.created"))
-    elif len(types) > 1 and types[1] != "response.in_progress":
-        findings.append(_finding(Severity.WARNING, "lifecycle", f"response.created is followed by {types[1]}, "
-                                 "not response.in_progress as in OpenAI's streams"))
+    findings = _opening(types) if resumed_after is None else []
     terminals = [i for i, t in enumerate(types) if t in TERMINAL_EVENTS]
     if not terminals:
         findings.append(_finding(Severity.ERROR, "terminal", "the stream ended without a terminal event "
@@ -112,7 +120,7 @@ class _Item:
     open_parts: set[int] = field(default_factory=set)
 
 
-def item_lifecycle_conformance(events: list[SseEvent]) -> list[Finding]:
+def item_lifecycle_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     findings: list[Finding] = []
     items: dict[int, _Item] = {}
     payloads = _payloads(events)
@@ -132,8 +140,9 @@ def item_lifecycle_conformance(events: list[SseEvent]) -> list[Finding]:
             items[index] = _Item(payload.get("item") or {})
             continue
         if item is None:
-            findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} before its "
-                                     "output_item.added"))
+            if resumed_after is None:
+                findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} before its "
+                                         "output_item.added"))
             continue
         if item.done is not None:
             findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} after its "
@@ -178,7 +187,7 @@ def item_lifecycle_conformance(events: list[SseEvent]) -> list[Finding]:
     return findings
 
 
-def delta_conformance(events: list[SseEvent]) -> list[Finding]:
+def delta_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     findings = []
     streamed: dict[tuple[str, Any, Any], str] = {}
     for payload in _payloads(events):
@@ -191,14 +200,14 @@ def delta_conformance(events: list[SseEvent]) -> list[Finding]:
             delta_kind = _DONE_TO_DELTA[kind]
             _, value_field, sub = _DELTAS[delta_kind]
             key = (delta_kind, payload.get("item_id"), payload.get(sub) if sub else None)
-            if key in streamed and streamed[key] != payload.get(value_field):
+            if key in streamed and streamed[key] != payload.get(value_field) and resumed_after is None:
                 findings.append(_finding(Severity.ERROR, "deltas", f"the {delta_kind} events of item "
                                          f"{payload.get('item_id')!r} concatenate to {streamed[key][:60]!r}, but "
                                          f"{kind} says {str(payload.get(value_field))[:60]!r}"))
     return findings
 
 
-def terminal_output_conformance(events: list[SseEvent]) -> list[Finding]:
+def terminal_output_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     payloads = _payloads(events)
     terminal = next((p for p in reversed(payloads) if p.get("type") in TERMINAL_EVENTS), None)
     if terminal is None:
@@ -209,7 +218,7 @@ def terminal_output_conformance(events: list[SseEvent]) -> list[Finding]:
     added = {p["output_index"] for p in payloads
              if p.get("type") == "response.output_item.added" and isinstance(p.get("output_index"), int)}
     findings = []
-    if terminal.get("type") != "response.failed" and len(output) != len(added):
+    if terminal.get("type") != "response.failed" and resumed_after is None and len(output) != len(added):
         findings.append(_finding(Severity.ERROR, "terminal_output", f"{terminal['type']} lists {len(output)} output "
                                  f"items, but the stream added {len(added)}", expected=len(added), actual=len(output)))
     for index, item in enumerate(output):
@@ -221,12 +230,12 @@ def terminal_output_conformance(events: list[SseEvent]) -> list[Finding]:
     return findings
 
 
-RULES: tuple[Callable[[list[SseEvent]], list[Finding]], ...] = (
+RULES: tuple[Callable[[list[SseEvent], int | None], list[Finding]], ...] = (
     framing_conformance, sequence_conformance, lifecycle_conformance, item_lifecycle_conformance,
     delta_conformance, terminal_output_conformance,
 )
 
 
-def check_stream(events: list[SseEvent]) -> list[Finding]:
-    """Every grammar rule's findings for one stream."""
-    return [finding for rule in RULES for finding in rule(events)]
+def check_stream(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """Every grammar rule's findings for one stream (resumed after sequence number N, or whole)."""
+    return [finding for rule in RULES for finding in rule(events, resumed_after)]

@@ -138,7 +138,8 @@ def _placeholder_errors(scenario: Scenario) -> list[str]:
     earlier: set[str] = set()
     for index, step in enumerate(scenario.steps):
         try:
-            names = referenced_names([step.path, step.request, step.expect.response])
+            names = referenced_names([step.path, step.request, step.expect.response, step.expect.body,
+                                      step.expect.page.ids if step.expect.page else None])
         except jinja2.TemplateSyntaxError as error:
             errors.append(f"steps[{index}]: placeholder syntax: {error.message}")
             continue

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from urllib.parse import parse_qs, urlsplit
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
@@ -90,6 +91,22 @@ class UnitFinished:
 
 
 EngineEvent = UnitStarted | UnitFinished
+
+
+def _rendered(expect: Expect, context: dict[str, Any], where: str) -> Expect:
+    """The expectation with the placeholders in its values resolved."""
+    update: dict[str, Any] = {name: render(getattr(expect, name), context, f"{where}.expect.{name}")
+                              for name in ("response", "body") if getattr(expect, name) is not None}
+    if expect.page is not None and expect.page.ids is not None:
+        ids = render(expect.page.ids, context, f"{where}.expect.page.ids")
+        update["page"] = expect.page.model_copy(update={"ids": ids})
+    return expect.model_copy(update=update)
+
+
+def resumed_after(url: str) -> int | None:
+    """N for a resumed stream (`...?stream=true&starting_after=N`), else None."""
+    values = parse_qs(urlsplit(url).query).get("starting_after")
+    return int(values[0]) if values and values[0].lstrip("-").isdigit() else None
 
 
 def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
@@ -226,9 +243,7 @@ class Engine:
         try:
             path = render(step.path, run.context, f"{where}.path")
             body = render(step.request, run.context, f"{where}.request")
-            expect = step.expectation(run.mode)
-            expect = expect.model_copy(
-                update={"response": render(expect.response, run.context, f"{where}.expect.response")})
+            expect = _rendered(step.expectation(run.mode), run.context, where)
         except HarnessError as error:
             run.chains.chain_of.append(index)
             return StepResult(step.id, error=str(error))
@@ -288,7 +303,7 @@ class Engine:
         if exchange.transport_error:
             findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
         if exchange.streamed and exchange.status == 200 and not exchange.disconnected:
-            findings += check_stream(exchange.events)
+            findings += check_stream(exchange.events, resumed_after(exchange.url))
         findings += compare(expect, contract, exchange)
         return findings
 

@@ -117,6 +117,16 @@ class UpstreamExpect(_Strict):
                                                          "are not counted).")
 
 
+class PageExpect(_Strict):
+    """A list page (`{object: list, data, first_id, last_id, has_more}`): input items,
+    conversation items. `first_id` and `last_id` are always checked against `data`."""
+
+    count: int | None = Field(default=None, ge=0)
+    has_more: bool | None = None
+    types: list[str] | None = Field(default=None, description="Item types of `data`, in order.")
+    ids: list[str] | None = Field(default=None, description="Item ids of `data`, in order (placeholders allowed).")
+
+
 class Variant(_Strict):
     """One known way a target may behave where OpenAI's behaviour is not recorded."""
 
@@ -139,6 +149,10 @@ class Expect(_Strict):
     response: dict[str, Any] | None = Field(default=None,
                                             description="Top-level Response fields that must equal these values "
                                                         "(placeholders allowed).")
+    body: dict[str, Any] | None = Field(default=None,
+                                        description="Top-level fields of a JSON body (any endpoint) that must equal "
+                                                    "these values (placeholders allowed).")
+    page: PageExpect | None = Field(default=None, description="A list page's contents (list endpoints).")
     events: list[str] | None = Field(default=None,
                                      description="The stream's event types in order, runs of one type collapsed.")
     upstream: UpstreamExpect | None = None

@@ -1,11 +1,15 @@
 """The reference gateway's HTTP surface. `GatewayError` becomes OpenAI's error JSON here, and
-only here; an unknown route or method gets OpenAI's `Invalid URL` 404."""
+only here; an unknown route or method gets OpenAI's `Invalid URL` 404.
+
+Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
+&starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
+`GET /v1/responses/{id}/input_items`; and the Conversations API (`conversations.py`).
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -18,25 +22,20 @@ from starlette.routing import Route
 from starlette.types import Receive
 
 from .config import GatewayConfig
+from .conversations import conversation_routes
 from .errors import GatewayError, InvalidRequest, NotFound
 from .event_log import sse_frame
+from .json_body import read_json
 from .loop.driver import LoopResult
 from .mcp_servers import McpConnector
+from .pagination import list_query, page
 from .service import ResponsesService, Run
-from .store import ResponseStore, SqliteStore
+from .store import SqliteStore, StoredResponse
 from .upstream import make_adapter
 
 
 def error_response(error: GatewayError) -> JSONResponse:
     return JSONResponse(error.body(), status_code=error.status)
-
-
-async def _read_json(request: Request) -> Any:
-    try:
-        return json.loads(await request.body())
-    except ValueError as error:
-        raise InvalidRequest("We could not parse the JSON body of your request. The OpenAI API expects a "
-                             "JSON payload.") from error
 
 
 async def _disconnected(receive: Receive) -> None:
@@ -59,28 +58,50 @@ async def _until_done_or_gone(request: Request, run: Run) -> LoopResult | None:
     return run.task.result()
 
 
-async def _stream(run: Run) -> AsyncIterator[bytes]:
-    """SSE frames as the loop emits them; a client that disconnects cancels the loop."""
+async def _stream(run: Run, after: int = -1) -> AsyncIterator[bytes]:
+    """SSE frames as the loop emits them. A client that goes away cancels a synchronous loop;
+    a background one keeps running."""
     try:
-        async for event in run.log.follow():
+        async for event in run.log.follow(after):
             yield sse_frame(event)
     finally:
-        if not run.task.done():
+        if not run.task.done() and not run.ctx.request.background:
             run.task.cancel()
 
 
-def build_gateway_app(config: GatewayConfig, *, store: ResponseStore | None = None,
-                      connector: McpConnector | None = None) -> Starlette:
-    """The ASGI app. The store defaults to SQLite at `config.store_path`."""
-    store = store or SqliteStore(config.store_path)
-    connector = connector or McpConnector(config.mcp_timeout_s)
+async def _replay(events: list[dict[str, Any]], after: int) -> AsyncIterator[bytes]:
+    for event in events:
+        if event["sequence_number"] > after:
+            yield sse_frame(event)
+
+
+def _starting_after(request: Request) -> int:
+    raw = request.query_params.get("starting_after", "-1")
+    try:
+        return int(raw)
+    except ValueError as error:
+        raise InvalidRequest(f"Invalid type for 'starting_after': expected an integer, but got '{raw}'.",
+                             param="starting_after", code="invalid_type") from error
+
+
+def build_gateway_app(config: GatewayConfig) -> Starlette:
+    """The ASGI app, with its SQLite store at `config.store_path`."""
+    store = SqliteStore(config.store_path)
     http = httpx.AsyncClient(timeout=httpx.Timeout(config.upstream_timeout_s, connect=10.0))
-    service = ResponsesService(config, store, make_adapter(config, http), connector)
+    service = ResponsesService(config, store, store, make_adapter(config, http), McpConnector(config.mcp_timeout_s))
+
+    async def stored(response_id: str) -> StoredResponse:
+        found = await store.get(response_id)
+        if found is None:
+            raise NotFound(f"Response with id '{response_id}' not found.")
+        return found
 
     async def create_response(request: Request) -> Response:
-        run = await service.start(await _read_json(request))
+        run = await service.start(await read_json(request))
         if run.ctx.request.stream:
             return StreamingResponse(_stream(run), media_type="text/event-stream")
+        if run.ctx.request.background:
+            return JSONResponse(run.live_response() if run.log.events else (await stored(run.ctx.response_id)).response)
         result = await _until_done_or_gone(request, run)
         if result is None:
             return Response(status_code=499)
@@ -90,16 +111,29 @@ def build_gateway_app(config: GatewayConfig, *, store: ResponseStore | None = No
 
     async def get_response(request: Request) -> Response:
         response_id = request.path_params["response_id"]
-        stored = await store.get(response_id)
-        if stored is None:
-            raise NotFound(f"Response with id '{response_id}' not found.")
-        return JSONResponse(stored.response)
+        found = await stored(response_id)
+        running = service.running.get(response_id)
+        if request.query_params.get("stream") != "true":
+            return JSONResponse(running.live_response() if running and running.log.events else found.response)
+        if not found.response.get("background") or not found.streamed:
+            raise InvalidRequest("You can only start a new stream from a background response if you created it "
+                                 "with stream=true.", param="stream")
+        after = _starting_after(request)
+        frames = _stream(running, after) if running else _replay(await store.events(response_id), after)
+        return StreamingResponse(frames, media_type="text/event-stream")
 
     async def delete_response(request: Request) -> Response:
         response_id = request.path_params["response_id"]
         if not await store.delete(response_id):
             raise NotFound(f"Response with id '{response_id}' not found.")
         return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+
+    async def cancel_response(request: Request) -> Response:
+        return JSONResponse(await service.cancel(request.path_params["response_id"]))
+
+    async def input_items(request: Request) -> Response:
+        found = await stored(request.path_params["response_id"])
+        return JSONResponse(page(found.input_items, *list_query(request.query_params)))
 
     async def on_gateway_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, GatewayError)
@@ -117,6 +151,7 @@ def build_gateway_app(config: GatewayConfig, *, store: ResponseStore | None = No
         try:
             yield
         finally:
+            await service.shutdown()
             await http.aclose()
             store.close()
 
@@ -125,6 +160,9 @@ def build_gateway_app(config: GatewayConfig, *, store: ResponseStore | None = No
             Route("/v1/responses", create_response, methods=["POST"]),
             Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
             Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
+            Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
+            Route("/v1/responses/{response_id}/input_items", input_items, methods=["GET"]),
+            *conversation_routes(store),
         ],
         exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
         lifespan=lifespan,

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from .ids import new_id
+
 REDACTED = "<redacted>"
 
 
@@ -119,6 +121,25 @@ class CreateRequest:
         """The request fields that shape the model's answer and go upstream unchanged."""
         keys = ("temperature", "top_p", "max_output_tokens", "reasoning", "text", "top_logprobs", "user")
         return {key: self.raw[key] for key in keys if self.raw.get(key) is not None}
+
+
+def item_resource(item: dict[str, Any]) -> dict[str, Any]:
+    """An input item as stored and listed (input_items, conversation items): a message gets
+    `status` and its content as a list of parts."""
+    if item.get("type") != "message":
+        return item
+    content = item.get("content")
+    if isinstance(content, str):
+        part = "output_text" if item.get("role") == "assistant" else "input_text"
+        content = [{"type": part, "text": content} | ({"annotations": []} if part == "output_text" else {})]
+    return {"id": item["id"], "type": "message", "status": item.get("status") or "completed",
+            "role": item["role"], "content": content}
+
+
+def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Input items as stored and listed: each with an id (messages get a `msg_` one)."""
+    return [item_resource(item if item.get("id") else {"id": new_id("msg" if item["type"] == "message" else "item"),
+                                                       **item}) for item in items]
 
 
 def response_object(request: CreateRequest, *, response_id: str, created_at: int, status: str,

@@ -1,11 +1,13 @@
-"""Where responses are kept: the `ResponseStore` interface and its SQLite implementation.
+"""Where state is kept: the store interfaces and their SQLite implementation.
 
-A stored response is the Response object the client sees, the input items it was created
-from (with ids), and the `Chain` a continuation needs. Secrets never get here: MCP
-`authorization` and header values live only in the request being served.
+- `ResponseStore`: each response's Response object, the input items it was created from (with
+  ids), the `Chain` a continuation needs, and (for background responses) its stream events.
+- `ConversationStore`: conversations and their items, in order.
 
-SQLite runs in worker threads behind one lock (a connection is used by one thread at a
-time); a file database uses WAL so readers do not wait for writers.
+Secrets never get here: MCP `authorization` and header values live only in the request being
+served. SQLite runs in worker threads behind one lock (a connection is used by one thread at a
+time); a file database uses WAL, so it survives restarts and readers do not wait for writers.
+A second backend implements the same two protocols.
 """
 
 from __future__ import annotations
@@ -25,17 +27,41 @@ class StoredResponse:
     response: dict[str, Any]
     input_items: list[dict[str, Any]]
     chain: Chain
+    streamed: bool = False
+    """Created with `stream: true` (a background response can then be streamed again)."""
 
     @property
     def id(self) -> str:
         return self.response["id"]
 
 
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    created_at: int
+    metadata: dict[str, str]
+
+    def resource(self) -> dict[str, Any]:
+        return {"id": self.id, "object": "conversation", "created_at": self.created_at, "metadata": self.metadata}
+
+
 class ResponseStore(Protocol):
     async def save(self, record: StoredResponse) -> None: ...
     async def get(self, response_id: str) -> StoredResponse | None: ...
     async def delete(self, response_id: str) -> bool: ...
+    async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None: ...
+    async def events(self, response_id: str) -> list[dict[str, Any]]: ...
     def close(self) -> None: ...
+
+
+class ConversationStore(Protocol):
+    async def create_conversation(self, conversation: Conversation, items: list[dict[str, Any]]) -> None: ...
+    async def get_conversation(self, conversation_id: str) -> Conversation | None: ...
+    async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation | None: ...
+    async def delete_conversation(self, conversation_id: str) -> bool: ...
+    async def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
+    async def items(self, conversation_id: str) -> list[dict[str, Any]]: ...
+    async def delete_item(self, conversation_id: str, item_id: str) -> bool: ...
 
 
 _SCHEMA = """
@@ -43,14 +69,36 @@ CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY,
     created_at INTEGER NOT NULL,
     status TEXT NOT NULL,
+    streamed INTEGER NOT NULL DEFAULT 0,
     response TEXT NOT NULL,
     input_items TEXT NOT NULL,
     chain TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS response_events (
+    response_id TEXT NOT NULL,
+    sequence_number INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    PRIMARY KEY (response_id, sequence_number)
+);
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS conversation_items (
+    conversation_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    item_id TEXT NOT NULL,
+    item TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, position)
 );
 """
 
 
 class SqliteStore:
+    """Both stores in one SQLite database (`:memory:` keeps nothing across restarts)."""
+
     def __init__(self, path: str) -> None:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -64,25 +112,106 @@ class SqliteStore:
                 return self._db.execute(sql, params).fetchall()
         return await asyncio.to_thread(work)
 
+    async def _many(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Run statements in one transaction."""
+        def work() -> None:
+            with self._lock:
+                self._db.execute("BEGIN")
+                try:
+                    for sql, params in statements:
+                        self._db.execute(sql, params)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+        await asyncio.to_thread(work)
+
+    # -- responses -------------------------------------------------------------------------
+
     async def save(self, record: StoredResponse) -> None:
         response = record.response
         await self._run(
-            "INSERT OR REPLACE INTO responses (id, created_at, status, response, input_items, chain) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (record.id, response["created_at"], response["status"], json.dumps(response),
+            "INSERT OR REPLACE INTO responses (id, created_at, status, streamed, response, input_items, chain) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (record.id, response["created_at"], response["status"], int(record.streamed), json.dumps(response),
              json.dumps(record.input_items), json.dumps(record.chain.to_json())),
         )
 
     async def get(self, response_id: str) -> StoredResponse | None:
-        rows = await self._run("SELECT response, input_items, chain FROM responses WHERE id = ?", (response_id,))
+        rows = await self._run("SELECT response, input_items, chain, streamed FROM responses WHERE id = ?",
+                               (response_id,))
         if not rows:
             return None
-        response, input_items, chain = rows[0]
-        return StoredResponse(json.loads(response), json.loads(input_items), Chain.from_json(json.loads(chain)))
+        response, input_items, chain, streamed = rows[0]
+        return StoredResponse(json.loads(response), json.loads(input_items), Chain.from_json(json.loads(chain)),
+                              bool(streamed))
 
     async def delete(self, response_id: str) -> bool:
         found = await self._run("SELECT 1 FROM responses WHERE id = ?", (response_id,))
-        await self._run("DELETE FROM responses WHERE id = ?", (response_id,))
+        await self._many([("DELETE FROM responses WHERE id = ?", (response_id,)),
+                          ("DELETE FROM response_events WHERE response_id = ?", (response_id,))])
+        return bool(found)
+
+    async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None:
+        await self._many([("INSERT OR REPLACE INTO response_events (response_id, sequence_number, event) "
+                           "VALUES (?, ?, ?)", (response_id, e["sequence_number"], json.dumps(e))) for e in events])
+
+    async def events(self, response_id: str) -> list[dict[str, Any]]:
+        rows = await self._run("SELECT event FROM response_events WHERE response_id = ? ORDER BY sequence_number",
+                               (response_id,))
+        return [json.loads(row[0]) for row in rows]
+
+    # -- conversations ---------------------------------------------------------------------
+
+    async def create_conversation(self, conversation: Conversation, items: list[dict[str, Any]]) -> None:
+        await self._many([
+            ("INSERT INTO conversations (id, created_at, metadata) VALUES (?, ?, ?)",
+             (conversation.id, conversation.created_at, json.dumps(conversation.metadata))),
+            *self._item_inserts(conversation.id, 0, items),
+        ])
+
+    @staticmethod
+    def _item_inserts(conversation_id: str, start: int, items: list[dict[str, Any]]) -> list[tuple[str, tuple]]:
+        return [("INSERT INTO conversation_items (conversation_id, position, item_id, item) VALUES (?, ?, ?, ?)",
+                 (conversation_id, start + offset, item["id"], json.dumps(item))) for offset, item in enumerate(items)]
+
+    async def get_conversation(self, conversation_id: str) -> Conversation | None:
+        rows = await self._run("SELECT created_at, metadata FROM conversations WHERE id = ? AND deleted = 0",
+                               (conversation_id,))
+        return Conversation(conversation_id, rows[0][0], json.loads(rows[0][1])) if rows else None
+
+    async def update_conversation(self, conversation_id: str, metadata: dict[str, str]) -> Conversation | None:
+        await self._run("UPDATE conversations SET metadata = ? WHERE id = ? AND deleted = 0",
+                        (json.dumps(metadata), conversation_id))
+        return await self.get_conversation(conversation_id)
+
+    async def delete_conversation(self, conversation_id: str) -> bool:
+        """Marks the conversation deleted; as OpenAI documents, its items are not deleted."""
+        found = await self.get_conversation(conversation_id)
+        await self._run("UPDATE conversations SET deleted = 1 WHERE id = ?", (conversation_id,))
+        return found is not None
+
+    async def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
+        def work() -> None:
+            with self._lock:
+                (last,) = self._db.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items "
+                                           "WHERE conversation_id = ?", (conversation_id,)).fetchone()
+                self._db.execute("BEGIN")
+                for sql, params in self._item_inserts(conversation_id, last + 1, items):
+                    self._db.execute(sql, params)
+                self._db.execute("COMMIT")
+        await asyncio.to_thread(work)
+
+    async def items(self, conversation_id: str) -> list[dict[str, Any]]:
+        rows = await self._run("SELECT item FROM conversation_items WHERE conversation_id = ? ORDER BY position",
+                               (conversation_id,))
+        return [json.loads(row[0]) for row in rows]
+
+    async def delete_item(self, conversation_id: str, item_id: str) -> bool:
+        found = await self._run("SELECT 1 FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
+                                (conversation_id, item_id))
+        await self._run("DELETE FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
+                        (conversation_id, item_id))
         return bool(found)
 
     def close(self) -> None:

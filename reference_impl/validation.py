@@ -94,15 +94,16 @@ def _check_keys(param: str, item: dict[str, Any], shape: Shape, required: set[st
             raise missing(f"{param}.{key}")
 
 
-def _input_items(value: Any) -> list[dict[str, Any]]:
+def input_items(value: Any, name: str = "input") -> list[dict[str, Any]]:
+    """Validated input items (of `input`, or of a conversation's `items`)."""
     if isinstance(value, str):
         return [{"type": "message", "role": "user", "content": value}] if value else []
     if not isinstance(value, list):
-        raise invalid_type("input", "one of a string or array of input items", value)
+        raise invalid_type(name, "one of a string or array of input items", value)
     shapes = input_item_shapes()
     items: list[dict[str, Any]] = []
     for index, item in enumerate(value):
-        param = f"input[{index}]"
+        param = f"{name}[{index}]"
         if not isinstance(item, dict):
             raise invalid_type(param, "an object", item)
         item_type = item.get("type") or ("message" if "role" in item else None)
@@ -220,7 +221,7 @@ def _tool_choice(value: Any) -> None:
         raise invalid_value("tool_choice.type", kind, ("allowed_tools", "function", "mcp"))
 
 
-def _metadata(value: Any) -> None:
+def metadata(value: Any) -> None:
     if not isinstance(value, dict):
         raise invalid_type("metadata", "an object", value)
     if len(value) > 16:
@@ -248,7 +249,7 @@ def _conversation(value: Any) -> None:
 _CHECKS: dict[str, Callable[[Any], None]] = {
     "instructions": lambda v: _expect("instructions", v, str, "a string"),
     "tool_choice": _tool_choice,
-    "metadata": _metadata,
+    "metadata": metadata,
     "temperature": lambda v: _number_in_range("temperature", v, 0, 2, integer=False),
     "top_p": lambda v: _number_in_range("top_p", v, 0, 1, integer=False),
     "max_output_tokens": lambda v: _number_in_range("max_output_tokens", v, 16, None, integer=True),
@@ -287,18 +288,18 @@ def validate_create(body: Any) -> CreateRequest:
                                  code="unsupported_parameter")
         if key not in known:
             raise unknown(key, key, known)
-    input_items: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
     tools: tuple[Tool, ...] = ()
     for key, value in body.items():
         if key == "input":
-            input_items = _input_items(value)
+            items = input_items(value)
         elif key == "tools" and value is not None:
             tools = _tools(value)
         elif key in _CHECKS and value is not None:
             _CHECKS[key](value)
     conversation = body.get("conversation")
     conversation_id = conversation.get("id") if isinstance(conversation, dict) else conversation
-    if not input_items and body.get("previous_response_id") is None and conversation_id is None:
+    if not items and body.get("previous_response_id") is None and conversation_id is None:
         raise InvalidRequest("One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' "
                              "must be provided.", code="missing_required_parameter")
     if body.get("previous_response_id") is not None and conversation_id is not None:
@@ -309,7 +310,7 @@ def validate_create(body: Any) -> CreateRequest:
         raise InvalidRequest("Background mode requires 'store' to be true.", param="background")
     return CreateRequest(
         model=body["model"],
-        input_items=input_items,
+        input_items=items,
         raw=body,
         tools=tools,
         instructions=body.get("instructions"),

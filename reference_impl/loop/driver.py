@@ -44,9 +44,13 @@ def snapshot(ctx: LoopContext, status: str, output: list[dict[str, Any]] | None 
 
 
 async def drive(ctx: LoopContext, state: LoopState, emitter: Emitter) -> LoopResult:
-    start = snapshot(ctx, "in_progress")
-    emitter.lifecycle("response.created", start)
-    emitter.lifecycle("response.in_progress", start)
+    if ctx.request.background:
+        queued = snapshot(ctx, "queued")
+        emitter.lifecycle("response.created", queued)
+        emitter.lifecycle("response.queued", queued)
+    else:
+        emitter.lifecycle("response.created", snapshot(ctx, "in_progress"))
+    emitter.lifecycle("response.in_progress", snapshot(ctx, "in_progress"))
     failure = await _list_tools(ctx, state, emitter)
     for decision in ctx.history.decisions:
         if not decision.approve:

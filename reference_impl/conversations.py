@@ -1,0 +1,134 @@
+"""The Conversations API: `/v1/conversations` and its items.
+
+A conversation is created with metadata and up to 20 items; its items are listed with cursor
+pagination, added (up to 20 at a time), read and deleted one by one. Deleting a conversation
+answers `conversation.deleted` and, as OpenAI documents, leaves its items alone. Responses
+created with `conversation` read its items as history and append their input and output
+(see `service.py`).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .client import with_ids
+from .errors import InvalidRequest, NotFound
+from .ids import new_id
+from .json_body import read_json
+from .pagination import list_query, page
+from .store import Conversation, ConversationStore
+from .validation import input_items, invalid_type, metadata, missing, unknown
+
+MAX_ITEMS = 20
+
+
+async def _json_object(request: Request) -> dict[str, Any]:
+    body = await read_json(request)
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise invalid_type("body", "an object", body)
+    return body
+
+
+def _only(body: dict[str, Any], known: frozenset[str]) -> None:
+    for key in body:
+        if key not in known:
+            raise unknown(key, key, known)
+
+
+def _items(value: Any) -> list[dict[str, Any]]:
+    items = input_items(value, "items")
+    if len(items) > MAX_ITEMS:
+        raise InvalidRequest(f"Invalid 'items': array too long. Expected an array with maximum length {MAX_ITEMS}, "
+                             f"but got an array with length {len(items)} instead.", param="items",
+                             code="array_above_max_length")
+    return with_ids(items)
+
+
+def conversation_routes(store: ConversationStore) -> list[Route]:
+    async def existing(conversation_id: str) -> Conversation:
+        conversation = await store.get_conversation(conversation_id)
+        if conversation is None:
+            raise NotFound(f"Conversation with id '{conversation_id}' not found.")
+        return conversation
+
+    async def create(request: Request) -> Response:
+        body = await _json_object(request)
+        _only(body, frozenset({"metadata", "items"}))
+        if body.get("metadata") is not None:
+            metadata(body["metadata"])
+        items = _items(body.get("items") or [])
+        conversation = Conversation(new_id("conv"), int(time.time()), body.get("metadata") or {})
+        await store.create_conversation(conversation, items)
+        return JSONResponse(conversation.resource())
+
+    async def read(request: Request) -> Response:
+        return JSONResponse((await existing(request.path_params["conversation_id"])).resource())
+
+    async def update(request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        await existing(conversation_id)
+        body = await _json_object(request)
+        _only(body, frozenset({"metadata"}))
+        if "metadata" not in body:
+            raise missing("metadata")
+        metadata(body["metadata"])
+        updated = await store.update_conversation(conversation_id, body["metadata"])
+        assert updated is not None
+        return JSONResponse(updated.resource())
+
+    async def delete(request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        await existing(conversation_id)
+        await store.delete_conversation(conversation_id)
+        return JSONResponse({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+
+    async def list_items(request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        await existing(conversation_id)
+        return JSONResponse(page(await store.items(conversation_id), *list_query(request.query_params)))
+
+    async def add_items(request: Request) -> Response:
+        conversation_id = request.path_params["conversation_id"]
+        await existing(conversation_id)
+        body = await _json_object(request)
+        _only(body, frozenset({"items"}))
+        if "items" not in body:
+            raise missing("items")
+        items = _items(body["items"])
+        await store.add_items(conversation_id, items)
+        return JSONResponse(page(items, "asc", MAX_ITEMS))
+
+    async def find_item(conversation_id: str, item_id: str) -> dict[str, Any]:
+        await existing(conversation_id)
+        for item in await store.items(conversation_id):
+            if item["id"] == item_id:
+                return item
+        raise NotFound(f"Item with id '{item_id}' not found.")
+
+    async def read_item(request: Request) -> Response:
+        return JSONResponse(await find_item(request.path_params["conversation_id"], request.path_params["item_id"]))
+
+    async def delete_item(request: Request) -> Response:
+        conversation_id, item_id = request.path_params["conversation_id"], request.path_params["item_id"]
+        await find_item(conversation_id, item_id)
+        await store.delete_item(conversation_id, item_id)
+        return JSONResponse((await existing(conversation_id)).resource())
+
+    base = "/v1/conversations/{conversation_id}"
+    return [
+        Route("/v1/conversations", create, methods=["POST"]),
+        Route(base, read, methods=["GET"]),
+        Route(base, update, methods=["POST"]),
+        Route(base, delete, methods=["DELETE"]),
+        Route(f"{base}/items", list_items, methods=["GET"]),
+        Route(f"{base}/items", add_items, methods=["POST"]),
+        Route(f"{base}/items/{{item_id}}", read_item, methods=["GET"]),
+        Route(f"{base}/items/{{item_id}}", delete_item, methods=["DELETE"]),
+    ]

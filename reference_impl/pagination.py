@@ -1,0 +1,46 @@
+"""Cursor pagination as OpenAI's list endpoints do it (input items, conversation items):
+`order` asc|desc (default desc), `limit` 1..100 (default 20), `after` / `before` item ids;
+the page is `{object: list, data, first_id, last_id, has_more}`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .errors import InvalidRequest
+from .validation import invalid_type, invalid_value
+
+ORDERS = ("asc", "desc")
+
+
+def list_query(query: Mapping[str, str]) -> tuple[str, int, str | None, str | None]:
+    """(order, limit, after, before) from a query string, or OpenAI's 400."""
+    order = query.get("order", "desc")
+    if order not in ORDERS:
+        raise invalid_value("order", order, ORDERS)
+    raw_limit = query.get("limit", "20")
+    try:
+        limit = int(raw_limit)
+    except ValueError as error:
+        raise invalid_type("limit", "an integer", raw_limit) from error
+    if limit < 1:
+        raise InvalidRequest(f"Invalid 'limit': integer below minimum value. Expected a value >= 1, but got {limit} "
+                             "instead.", param="limit", code="integer_below_min_value")
+    if limit > 100:
+        raise InvalidRequest(f"Invalid 'limit': integer above maximum value. Expected a value <= 100, but got "
+                             f"{limit} instead.", param="limit", code="integer_above_max_value")
+    return order, limit, query.get("after"), query.get("before")
+
+
+def page(items: list[dict[str, Any]], order: str, limit: int, after: str | None = None,
+         before: str | None = None) -> dict[str, Any]:
+    """One page of `items` (given oldest first)."""
+    ordered = items if order == "asc" else items[::-1]
+    ids = [item["id"] for item in ordered]
+    for name, cursor in (("after", after), ("before", before)):
+        if cursor is not None and cursor not in ids:
+            raise InvalidRequest(f"Invalid '{name}': no item with id '{cursor}' in this list.", param=name)
+    window = ordered[ids.index(after) + 1 if after else 0:ids.index(before) if before else len(ordered)]
+    data = window[:limit]
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": len(window) > limit}

@@ -1,0 +1,84 @@
+"""The SQLite store survives a restart and stays consistent under concurrent chained requests."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import httpx
+
+from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.harness.stack import ServerThread, Stack
+from responses_parity.reference_impl import GatewayConfig, build_gateway_app
+
+
+def register(stack: Stack, turns: list[list[dict]]) -> str:
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": turns})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    return run
+
+
+def gateway(stack: Stack, database: Path) -> ServerThread:
+    config = GatewayConfig(upstream_url=f"{stack.upstream_url}/v1", store_path=str(database))
+    return ServerThread(build_gateway_app(config)).start()
+
+
+def last_model_input(stack: Stack, run: str) -> list[str]:
+    return httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"][-1]["item_types"]
+
+
+def test_a_chain_continues_after_the_gateway_restarts(stack: Stack, tmp_path: Path) -> None:
+    database = tmp_path / "gateway.sqlite3"
+    run = register(stack, [[{"text": "Rome."}, {"text": "Madrid."}]])
+    first_gateway = gateway(stack, database)
+    try:
+        first = httpx.post(f"{first_gateway.url}/v1/responses", timeout=20,
+                           json={"model": "m", "input": f"Capital of Italy? {run_marker(run, 0)}"}).json()
+    finally:
+        first_gateway.stop()
+    second_gateway = gateway(stack, database)
+    try:
+        retrieved = httpx.get(f"{second_gateway.url}/v1/responses/{first['id']}")
+        assert retrieved.status_code == 200 and retrieved.json()["output"] == first["output"]
+        second = httpx.post(f"{second_gateway.url}/v1/responses", timeout=20,
+                            json={"model": "m", "input": "And of Spain?", "previous_response_id": first["id"]})
+    finally:
+        second_gateway.stop()
+    assert second.status_code == 200, second.text
+    assert second.json()["output"][0]["content"][0]["text"] == "Madrid."
+    assert last_model_input(stack, run) == ["message", "message", "message"]
+
+
+def test_fifty_concurrent_chained_requests(stack: Stack, tmp_path: Path) -> None:
+    server = gateway(stack, tmp_path / "gateway.sqlite3")
+    runs = [register(stack, [[{"text": f"first {i}"}, {"text": f"second {i}"}]]) for i in range(50)]
+
+    async def chains() -> list[tuple[dict, dict]]:
+        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+            async def start(index: int, run: str) -> dict:
+                answer = await client.post("/v1/responses", json={"model": "m",
+                                                                  "input": f"chain {index} {run_marker(run, 0)}"})
+                return answer.json()
+
+            firsts = await asyncio.gather(*(start(i, run) for i, run in enumerate(runs)))
+
+            async def follow(first: dict) -> dict:
+                answer = await client.post("/v1/responses", json={"model": "m", "input": "and then?",
+                                                                  "previous_response_id": first["id"]})
+                return answer.json()
+
+            seconds = await asyncio.gather(*(follow(first) for first in firsts))
+            retrieved = await asyncio.gather(*(client.get(f"/v1/responses/{r['id']}") for r in firsts + seconds))
+            assert all(answer.status_code == 200 for answer in retrieved)
+            return list(zip(firsts, seconds, strict=True))
+
+    try:
+        pairs = asyncio.run(chains())
+    finally:
+        server.stop()
+    for index, (first, second) in enumerate(pairs):
+        assert first["output"][0]["content"][0]["text"] == f"first {index}"
+        assert second["output"][0]["content"][0]["text"] == f"second {index}"
+        assert second["previous_response_id"] == first["id"]
+        assert last_model_input(stack, runs[index]) == ["message", "message", "message"]
