@@ -226,7 +226,10 @@ def serve_mcp(name: str, port: int) -> None:
               help="Gateway settings (YAML).")
 @click.option("--upstream", default=None, help="Model base URL, e.g. http://127.0.0.1:8642/v1 "
                                                "(default: a scripted upstream started alongside).")
-def serve_reference(port: int, config_file: Path | None, upstream: str | None) -> None:
+@click.option("--store", "store_path", default="reference.sqlite3", show_default=True,
+              help="SQLite file for responses and conversations (':memory:' keeps nothing); a --config "
+                   "file's store_path wins.")
+def serve_reference(port: int, config_file: Path | None, upstream: str | None, store_path: str) -> None:
     """The reference gateway."""
     extra: ServerThread | None = None
     try:
@@ -237,7 +240,7 @@ def serve_reference(port: int, config_file: Path | None, upstream: str | None) -
                 extra = ServerThread(build_upstream_app()).start()
                 upstream = f"{extra.url}/v1"
                 out.print(f"scripted upstream listening on {extra.url}")
-            config = GatewayConfig(upstream_url=upstream)
+            config = GatewayConfig(upstream_url=upstream, store_path=store_path)
     except ConfigError as error:
         raise click.UsageError(str(error)) from error
     try:
