@@ -29,6 +29,14 @@ from .scenario import GatewaySetup
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_UPSTREAM_PORT = 8642
+FIXTURE_RANGES = ("127.0.0.0/8",)
+"""The reference gateway's outbound policy blocks loopback; the harness allows its fixtures there."""
+
+
+def reference_config(upstream_url: str, **settings: Any) -> GatewayConfig:
+    """A reference gateway's settings for harness runs: the scripted upstream, and the loopback
+    fixtures allowed by the outbound policy (unless `settings` say otherwise)."""
+    return GatewayConfig(upstream_url=f"{upstream_url}/v1", **({"outbound_allow": FIXTURE_RANGES} | settings))
 START_TIMEOUT_S = 15.0
 
 
@@ -90,7 +98,7 @@ class ReferenceGateways:
             url = fixture.sse_url if configured.transport == "sse" else fixture.url
             servers.append(McpServerConfig(configured.label, url, configured.transport,
                                            require_approval=configured.require_approval, hidden=configured.hidden))
-        return GatewayConfig(upstream_url=f"{self.upstream_url}/v1", mcp_servers=tuple(servers), **self.base_config)
+        return reference_config(self.upstream_url, mcp_servers=tuple(servers), **self.base_config)
 
     @asynccontextmanager
     async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
@@ -128,8 +136,8 @@ class Stack(AbstractContextManager["Stack"]):
             for name in sorted(set(self.mcp_names)):
                 self.mcp[name] = McpFixture(name, self._start(McpFixtureHost(FIXTURE_SERVERS[name]())).url)
             if self.with_reference:
-                config = GatewayConfig(upstream_url=f"{self.upstream_url}/v1", **self.gateway_config)
-                self.reference_url = self._start(build_gateway_app(config)).url
+                self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url,
+                                                                                    **self.gateway_config))).url
         except BaseException:
             self.close()
             raise

@@ -3,59 +3,40 @@ only here; an unknown route or method gets OpenAI's `Invalid URL` 404.
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
-`GET /v1/responses/{id}/input_items`; and the Conversations API (`conversations.py`).
+`GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`);
+`POST /v1/chat/completions` (`chat/routes.py`); and `GET /admin/audit/{run_id}`, the audit
+records of one loop run (a response id, or a chat completion id).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Receive
 
+from .chat.routes import chat_routes
 from .config import GatewayConfig
 from .conversations import conversation_routes
-from .errors import GatewayError, InvalidRequest, NotFound
+from .errors import GatewayError, InvalidRequest, NotFound, RateLimited
 from .event_log import sse_frame
 from .json_body import read_json
-from .loop.driver import LoopResult
-from .mcp_servers import McpConnector
+from .outbound import Resolver, system_resolver
 from .pagination import list_query, page
+from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
-from .store import SqliteStore, StoredResponse
-from .upstream import make_adapter
+from .store import StoredResponse
+from .until_done import run_until_done_or_gone
 
 
 def error_response(error: GatewayError) -> JSONResponse:
-    return JSONResponse(error.body(), status_code=error.status)
-
-
-async def _disconnected(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
-async def _until_done_or_gone(request: Request, run: Run) -> LoopResult | None:
-    """The loop's result, or None after cancelling it because the client went away."""
-    gone = asyncio.create_task(_disconnected(request.receive))
-    try:
-        await asyncio.wait({run.task, gone}, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        gone.cancel()
-    if not run.task.done():
-        run.task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await run.task
-        return None
-    return run.task.result()
+    headers = {"retry-after": str(error.retry_after_s)} if isinstance(error, RateLimited) else None
+    return JSONResponse(error.body(), status_code=error.status, headers=headers)
 
 
 async def _stream(run: Run, after: int = -1) -> AsyncIterator[bytes]:
@@ -65,7 +46,7 @@ async def _stream(run: Run, after: int = -1) -> AsyncIterator[bytes]:
         async for event in run.log.follow(after):
             yield sse_frame(event)
     finally:
-        if not run.task.done() and not run.ctx.request.background:
+        if run.task is not None and not run.task.done() and not run.request.background:
             run.task.cancel()
 
 
@@ -84,11 +65,12 @@ def _starting_after(request: Request) -> int:
                              param="starting_after", code="invalid_type") from error
 
 
-def build_gateway_app(config: GatewayConfig) -> Starlette:
-    """The ASGI app, with its SQLite store at `config.store_path`."""
-    store = SqliteStore(config.store_path)
-    http = httpx.AsyncClient(timeout=httpx.Timeout(config.upstream_timeout_s, connect=10.0))
-    service = ResponsesService(config, store, store, make_adapter(config, http), McpConnector(config.mcp_timeout_s))
+def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolver) -> Starlette:
+    """The ASGI app, with its SQLite store at `config.store_path`; `resolver` resolves the
+    host names the outbound policy checks."""
+    runtime = Runtime.build(config, resolver)
+    store = runtime.store
+    service = ResponsesService(runtime)
 
     async def stored(response_id: str) -> StoredResponse:
         found = await store.get(response_id)
@@ -97,12 +79,13 @@ def build_gateway_app(config: GatewayConfig) -> Starlette:
         return found
 
     async def create_response(request: Request) -> Response:
-        run = await service.start(await read_json(request))
-        if run.ctx.request.stream:
+        run = await service.start(await read_json(request), key_fingerprint(request.headers.get("authorization")))
+        assert run.task is not None
+        if run.request.stream:
             return StreamingResponse(_stream(run), media_type="text/event-stream")
-        if run.ctx.request.background:
-            return JSONResponse(run.live_response() if run.log.events else (await stored(run.ctx.response_id)).response)
-        result = await _until_done_or_gone(request, run)
+        if run.request.background:
+            return JSONResponse(run.live_response() if run.log.events else (await stored(run.response_id)).response)
+        result = await run_until_done_or_gone(request, run.task)
         if result is None:
             return Response(status_code=499)
         if result.error is not None:
@@ -135,6 +118,10 @@ def build_gateway_app(config: GatewayConfig) -> Starlette:
         found = await stored(request.path_params["response_id"])
         return JSONResponse(page(found.input_items, *list_query(request.query_params)))
 
+    async def audit(request: Request) -> Response:
+        run_id = request.path_params["run_id"]
+        return JSONResponse({"run_id": run_id, "records": await store.audit(run_id)})
+
     async def on_gateway_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, GatewayError)
         return error_response(error)
@@ -152,8 +139,7 @@ def build_gateway_app(config: GatewayConfig) -> Starlette:
             yield
         finally:
             await service.shutdown()
-            await http.aclose()
-            store.close()
+            await runtime.close()
 
     return Starlette(
         routes=[
@@ -163,6 +149,8 @@ def build_gateway_app(config: GatewayConfig) -> Starlette:
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", input_items, methods=["GET"]),
             *conversation_routes(store),
+            *chat_routes(runtime),
+            Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],
         exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
         lifespan=lifespan,

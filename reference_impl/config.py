@@ -2,20 +2,32 @@
 
 ```yaml
 upstream:
-  url: http://127.0.0.1:8642/v1       # base URL of an OpenAI-compatible model server
-  wire: responses                      # responses | chat
+  url: http://127.0.0.1:8642/v1       # base URL of the model server
+  wire: responses                      # responses | chat | anthropic
   chaining: replay                     # replay | previous_response_id (responses wire only)
   api_key_env: UPSTREAM_API_KEY        # read the key from this variable, never from the file
 store_path: reference.sqlite3          # ":memory:" keeps nothing across restarts
 tool_call_cap: 32                      # the gateway's own cap on tool calls per response
+max_concurrent_runs: 16                # loop runs at once per API key; more get a 429
+tool_listing_ttl_s: 600                # how long listings of the servers below are reused
 mcp_servers:                           # gateway-configured MCP servers
   - {label: calc, url: "http://127.0.0.1:8643/mcp", transport: streamable_http,
-     require_approval: never, hidden: false}
+     require_approval: never, hidden: false, enabled: true}
+outbound:                              # where the loop may connect (MCP servers)
+  block: [203.0.113.0/24]              # added to the default blocked ranges
+  allow: []                            # overrides every blocked range, e.g. [127.0.0.0/8]
+tool_cache: {ttl_s: 0, secret_env: TOOL_CACHE_SECRET}   # 0: off
+chat:                                  # /v1/chat/completions with the agent loop
+  max_rounds: 10                       # 1..50
+  deadline_s: 120
+  stream_mode: final_only              # final_only | disabled
+  opt_out_header: x-mcp-opt-out        # a truthy value (true/1/yes) skips the loop
 ```
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -23,9 +35,11 @@ from typing import Any, Literal
 
 import yaml
 
-UpstreamWire = Literal["responses", "chat"]
+UpstreamWire = Literal["responses", "chat", "anthropic"]
 UpstreamChaining = Literal["replay", "previous_response_id"]
 McpTransport = Literal["streamable_http", "sse"]
+ChatStreamMode = Literal["final_only", "disabled"]
+MAX_CHAT_ROUNDS = 50
 
 
 class ConfigError(ValueError):
@@ -51,16 +65,26 @@ class GatewayConfig:
     upstream_url: str
     upstream_wire: UpstreamWire = "responses"
     upstream_chaining: UpstreamChaining = "replay"
-    upstream_api_key: str | None = None
+    upstream_api_key: str | None = field(default=None, repr=False)
     upstream_timeout_s: float = 120.0
     mcp_timeout_s: float = 30.0
     tool_call_cap: int = 32
+    max_concurrent_runs: int = 16
     store_path: str = ":memory:"
     mcp_servers: tuple[McpServerConfig, ...] = ()
+    tool_listing_ttl_s: float = 600.0
+    outbound_block: tuple[str, ...] = ()
+    outbound_allow: tuple[str, ...] = ()
+    tool_cache_ttl_s: float = 0.0
+    tool_cache_secret: str | None = field(default=None, repr=False)
+    chat_max_rounds: int = 10
+    chat_deadline_s: float = 120.0
+    chat_stream_mode: ChatStreamMode = "final_only"
+    chat_opt_out_header: str = "x-mcp-opt-out"
 
     def __post_init__(self) -> None:
-        if self.upstream_wire not in ("responses", "chat"):
-            raise ConfigError(f"upstream.wire: expected 'responses' or 'chat', got {self.upstream_wire!r}")
+        if self.upstream_wire not in ("responses", "chat", "anthropic"):
+            raise ConfigError(f"upstream.wire: expected responses, chat or anthropic, got {self.upstream_wire!r}")
         if self.upstream_chaining not in ("replay", "previous_response_id"):
             raise ConfigError(f"upstream.chaining: expected 'replay' or 'previous_response_id', "
                               f"got {self.upstream_chaining!r}")
@@ -68,6 +92,27 @@ class GatewayConfig:
             raise ConfigError("upstream.chaining: previous_response_id needs the responses wire")
         if self.tool_call_cap < 1:
             raise ConfigError(f"tool_call_cap: must be >= 1, got {self.tool_call_cap}")
+        if self.max_concurrent_runs < 1:
+            raise ConfigError(f"max_concurrent_runs: must be >= 1, got {self.max_concurrent_runs}")
+        if not 1 <= self.chat_max_rounds <= MAX_CHAT_ROUNDS:
+            raise ConfigError(f"chat.max_rounds: must be 1..{MAX_CHAT_ROUNDS}, got {self.chat_max_rounds}")
+        if self.chat_deadline_s <= 0:
+            raise ConfigError(f"chat.deadline_s: must be > 0, got {self.chat_deadline_s}")
+        if self.chat_stream_mode not in ("final_only", "disabled"):
+            raise ConfigError(f"chat.stream_mode: expected final_only or disabled, got {self.chat_stream_mode!r}")
+        if self.tool_cache_ttl_s > 0 and not self.tool_cache_secret:
+            raise ConfigError("tool_cache: a ttl_s above 0 needs a secret (secret_env)")
+        for name, cidrs in (("outbound.block", self.outbound_block), ("outbound.allow", self.outbound_allow)):
+            for cidr in cidrs:
+                try:
+                    ipaddress.ip_network(cidr, strict=False)
+                except ValueError as error:
+                    raise ConfigError(f"{name}: {cidr!r} is not an address range ({error})") from error
+
+    @property
+    def loop_on_chat(self) -> bool:
+        """Whether chat completions run through the agent loop (some MCP server is enabled)."""
+        return any(server.enabled for server in self.mcp_servers)
 
     @classmethod
     def from_file(cls, path: str | Path) -> GatewayConfig:
@@ -77,37 +122,61 @@ class GatewayConfig:
             raise ConfigError(f"{path}: {error}") from error
         try:
             return cls.from_mapping(raw)
-        except ConfigError as error:
+        except (ConfigError, TypeError, ValueError) as error:
             raise ConfigError(f"{path}: {error}") from error
 
     @classmethod
     def from_mapping(cls, raw: dict[str, Any]) -> GatewayConfig:
-        upstream = dict(raw.get("upstream") or {})
+        _known("", raw, {"upstream", "store_path", "tool_call_cap", "mcp_timeout_s", "mcp_servers",
+                         "max_concurrent_runs", "tool_listing_ttl_s", "outbound", "tool_cache", "chat"})
+        upstream = _section(raw, "upstream", {"url", "wire", "chaining", "api_key_env", "timeout_s"})
         if "url" not in upstream:
             raise ConfigError("upstream.url: required")
-        known_upstream = {"url", "wire", "chaining", "api_key_env", "timeout_s"}
-        if unknown := set(upstream) - known_upstream:
-            raise ConfigError(f"upstream: unknown field(s) {sorted(unknown)}")
-        known_top = {"upstream", "store_path", "tool_call_cap", "mcp_timeout_s", "mcp_servers"}
-        if unknown := set(raw) - known_top:
-            raise ConfigError(f"unknown field(s) {sorted(unknown)}")
+        outbound = _section(raw, "outbound", {"block", "allow"})
+        cache = _section(raw, "tool_cache", {"ttl_s", "secret_env"})
+        chat = _section(raw, "chat", {"max_rounds", "deadline_s", "stream_mode", "opt_out_header"})
         servers = []
         server_fields = {f.name for f in fields(McpServerConfig)}
         for index, entry in enumerate(raw.get("mcp_servers") or []):
             if not isinstance(entry, dict) or not {"label", "url"} <= set(entry):
                 raise ConfigError(f"mcp_servers[{index}]: needs 'label' and 'url'")
-            if unknown := set(entry) - server_fields:
-                raise ConfigError(f"mcp_servers[{index}]: unknown field(s) {sorted(unknown)}")
+            _known(f"mcp_servers[{index}]", entry, server_fields)
             servers.append(McpServerConfig(**entry))
-        key_env = upstream.get("api_key_env")
         return cls(
             upstream_url=upstream["url"],
             upstream_wire=upstream.get("wire", "responses"),
             upstream_chaining=upstream.get("chaining", "replay"),
-            upstream_api_key=os.environ.get(key_env) if key_env else None,
+            upstream_api_key=_env(upstream.get("api_key_env")),
             upstream_timeout_s=float(upstream.get("timeout_s", 120.0)),
             mcp_timeout_s=float(raw.get("mcp_timeout_s", 30.0)),
             tool_call_cap=int(raw.get("tool_call_cap", 32)),
+            max_concurrent_runs=int(raw.get("max_concurrent_runs", 16)),
             store_path=str(raw.get("store_path", ":memory:")),
             mcp_servers=tuple(servers),
+            tool_listing_ttl_s=float(raw.get("tool_listing_ttl_s", 600.0)),
+            outbound_block=tuple(outbound.get("block") or ()),
+            outbound_allow=tuple(outbound.get("allow") or ()),
+            tool_cache_ttl_s=float(cache.get("ttl_s", 0.0)),
+            tool_cache_secret=_env(cache.get("secret_env")),
+            chat_max_rounds=int(chat.get("max_rounds", 10)),
+            chat_deadline_s=float(chat.get("deadline_s", 120.0)),
+            chat_stream_mode=chat.get("stream_mode", "final_only"),
+            chat_opt_out_header=str(chat.get("opt_out_header", "x-mcp-opt-out")),
         )
+
+
+def _known(where: str, raw: dict[str, Any], known: set[str]) -> None:
+    if unknown := set(raw) - known:
+        raise ConfigError(f"{where + ': ' if where else ''}unknown field(s) {sorted(unknown)}")
+
+
+def _section(raw: dict[str, Any], name: str, known: set[str]) -> dict[str, Any]:
+    section = raw.get(name) or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{name}: expected a mapping")
+    _known(name, section, known)
+    return section
+
+
+def _env(name: str | None) -> str | None:
+    return os.environ.get(name) if name else None

@@ -4,6 +4,8 @@
      ├── InvalidRequest          400 invalid_request_error (validation, state lookups)
      ├── NotFound                404 invalid_request_error, code and param null
      ├── ExternalConnectorError  424 external_connector_error (an MCP server failed)
+     │    └── BlockedDestination  an MCP server's address is outside the outbound policy
+     ├── RateLimited             429 rate_limit_exceeded, with a retry hint
      └── UpstreamError           5xx (or the upstream's 4xx/429) when the model call failed
 
 Code anywhere in the gateway raises these; `app.py` turns them into HTTP at one edge, and
@@ -46,6 +48,17 @@ class NotFound(GatewayError):
 class ExternalConnectorError(GatewayError):
     def __init__(self, message: str) -> None:
         super().__init__(424, message, type="external_connector_error", param="tools", code="http_error")
+
+
+class BlockedDestination(ExternalConnectorError):
+    """The gateway refused to connect: the destination resolves to an address its outbound
+    policy blocks. The request is aborted; nothing of it reaches the model."""
+
+
+class RateLimited(GatewayError):
+    def __init__(self, message: str, retry_after_s: int) -> None:
+        super().__init__(429, message, type="requests", code="rate_limit_exceeded")
+        self.retry_after_s = retry_after_s
 
 
 class UpstreamError(GatewayError):

@@ -1,14 +1,21 @@
 """Reaching MCP servers with the `mcp` SDK: list their tools, call one.
 
 Each operation opens its own connection (streamable HTTP or SSE) and closes it, so nothing
-lives between requests. Failures come back as values in OpenAI's `mcp_call.error` shapes:
-`mcp_tool_execution_error` (the tool said `isError`), `mcp_protocol_error` (a JSON-RPC
-error), `http_error` (the server could not be reached or answered with an HTTP error).
+lives between requests. Every HTTP client comes from one factory, which is where the
+outbound address policy plugs in. Failures come back as values in OpenAI's `mcp_call.error`
+shapes: `mcp_tool_execution_error` (the tool said `isError`), `mcp_protocol_error` (a
+JSON-RPC error), `http_error` (the server could not be reached or answered with an HTTP
+error); a destination the policy blocks is `BlockedDestination`, never a tool result.
+
+Listings are read leniently: a tool whose `inputSchema` is missing, null or not an object is
+dropped and logged (the SDK would reject the whole listing), and a server left with no valid
+tool is logged as a warning.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -17,10 +24,19 @@ from typing import Any, Literal
 
 import anyio
 import httpx2
-from mcp import Client, MCPError
+import jsonschema
+from mcp import Client, MCPError, types
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from pydantic import TypeAdapter
+
+from .errors import BlockedDestination
+from .outbound import DestinationBlocked
+
+logger = logging.getLogger("responses_parity.reference_impl.mcp")
+_RAW = TypeAdapter(dict[str, Any])
+_MAX_PAGES = 100
 
 
 @dataclass(frozen=True)
@@ -54,11 +70,35 @@ class ListedTool:
 @dataclass(frozen=True)
 class CallResult:
     """`output` for the client when the call worked; `error` (OpenAI's shape) when not;
-    `model_text` is what the model reads either way."""
+    `model_text` is what the model reads either way. `blocked` is set instead when the
+    destination is refused: then the whole request is aborted."""
 
     output: str | None
     error: dict[str, Any] | None
     model_text: str
+    blocked: BlockedDestination | None = None
+
+
+def validate_arguments(schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """Why the arguments do not fit the tool's `inputSchema`, or None when they do."""
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(arguments))
+    if error is None:
+        return None
+    where = "/".join(str(part) for part in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def listed_tool(server: str, raw: dict[str, Any]) -> ListedTool | None:
+    """A tool from a raw `tools/list` entry, or None (logged) when it cannot be offered."""
+    name, schema = raw.get("name"), raw.get("inputSchema")
+    if not isinstance(name, str) or not isinstance(schema, dict):
+        logger.info("MCP server %r: dropping tool %r, its inputSchema is %s", server, name,
+                    "missing" if "inputSchema" not in raw else f"not an object ({type(schema).__name__})")
+        return None
+    annotations = raw.get("annotations") if isinstance(raw.get("annotations"), dict) else None
+    read_only = annotations.get("readOnlyHint") if annotations else None
+    return ListedTool(name, raw.get("description"), schema, {"read_only": read_only} if annotations else None)
 
 
 class McpUnavailable(Exception):
@@ -115,25 +155,30 @@ class McpConnector:
             return await operation()
 
     async def list_tools(self, server: McpServer) -> list[ListedTool]:
+        """The server's valid tools; raises `BlockedDestination` or `McpUnavailable`."""
         http_failures: list[int] = []
 
-        async def listing() -> list[ListedTool]:
+        async def listing() -> list[dict[str, Any]]:
+            raw: list[dict[str, Any]] = []
             async with self._client(server, http_failures) as client:
-                result = await client.list_tools()
-                return [
-                    ListedTool(
-                        name=tool.name,
-                        description=tool.description,
-                        input_schema=tool.input_schema,
-                        annotations={"read_only": tool.annotations.read_only_hint} if tool.annotations else None,
-                    )
-                    for tool in result.tools
-                ]
+                cursor: str | None = None
+                for _ in range(_MAX_PAGES):
+                    params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
+                    page = await client.session.send_request(types.ListToolsRequest(params=params), _RAW)
+                    raw += [tool for tool in page.get("tools") or [] if isinstance(tool, dict)]
+                    cursor = page.get("nextCursor")
+                    if not cursor:
+                        break
+            return raw
 
         try:
-            return await self._with_timeout(listing)
-        except Exception as error:
-            raise McpUnavailable(_describe(error, http_failures)) from error
+            raw_tools = await self._with_timeout(listing)
+        except Exception as error:  # every failure means "cannot be listed"
+            raise _blocked(error) or McpUnavailable(_describe(error, http_failures)) from error
+        tools = [tool for raw in raw_tools if (tool := listed_tool(server.label, raw)) is not None]
+        if not tools:
+            logger.warning("MCP server %r offers no valid tool (%d listed)", server.label, len(raw_tools))
+        return tools
 
     async def call_tool(self, server: McpServer, name: str, arguments: dict[str, Any]) -> CallResult:
         http_failures: list[int] = []
@@ -149,7 +194,9 @@ class McpConnector:
 
         try:
             return await self._with_timeout(calling)
-        except Exception as error:
+        except Exception as error:  # a failed connection is a failed call, not a crash
+            if (blocked := _blocked(error)) is not None:
+                return CallResult(None, None, "", blocked)
             message = _describe(error, http_failures)
             protocol = next((leaf for leaf in _leaves(error) if isinstance(leaf, MCPError)), None)
             if protocol is not None and not http_failures:
@@ -160,9 +207,16 @@ class McpConnector:
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
+    """The exceptions inside groups, and what caused each."""
     if isinstance(error, BaseExceptionGroup):
         return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
+    causes = [cause for cause in (error.__cause__, error.__context__) if cause is not None]
+    return [error, *(leaf for cause in causes for leaf in _leaves(cause))]
+
+
+def _blocked(error: BaseException) -> BlockedDestination | None:
+    found = next((leaf for leaf in _leaves(error) if isinstance(leaf, DestinationBlocked)), None)
+    return BlockedDestination(f"The gateway did not connect to the MCP server: {found}") if found else None
 
 
 def _describe(error: BaseException, http_failures: list[int]) -> str:

@@ -18,16 +18,16 @@ from typing import Any
 
 from .chain import Chain, history_from_input
 from .client import CreateRequest, with_ids
-from .config import GatewayConfig
 from .errors import InvalidRequest, NotFound
 from .event_log import EventLog
 from .ids import new_id
-from .loop.driver import LoopResult, drive, snapshot
-from .loop.emitter import Emitter
-from .loop.state import LoopContext, LoopState, ServerBinding
-from .mcp_servers import McpConnector, McpServer
-from .store import ConversationStore, ResponseStore, StoredResponse
-from .upstream.adapter import UpstreamAdapter
+from .loop.driver import drive
+from .loop.sink import LoopResult
+from .loop.state import LoopContext, LoopRequest, LoopState, ServerBinding
+from .mcp_servers import McpServer
+from .responses_sink import ResponsesSink
+from .runtime import Runtime
+from .store import StoredResponse
 from .validation import validate_create
 
 _KEPT_IN_CONVERSATIONS = ("completed", "incomplete")
@@ -35,27 +35,35 @@ _KEPT_IN_CONVERSATIONS = ("completed", "incomplete")
 
 @dataclass
 class Run:
-    """A response being created: its context, its event log, and the task driving the loop."""
+    """A response being created: its request, context, input items, sink and event log, and
+    (once started) the task driving the loop."""
 
+    request: CreateRequest
     ctx: LoopContext
+    input_items: list[dict[str, Any]]
+    sink: ResponsesSink
     log: EventLog
-    task: asyncio.Task[LoopResult]
+    task: asyncio.Task[LoopResult] | None = None
+
+    @property
+    def response_id(self) -> str:
+        return self.sink.response_id
 
     def live_response(self) -> dict[str, Any]:
         """The response as it stands: the newest snapshot, with the items done so far."""
         latest = next(e["response"] for e in reversed(self.log.events) if "response" in e)
-        done = [e["item"] for e in self.log.events if e["type"] == "response.output_item.done"]
-        return latest | {"output": done}
+        return latest | {"output": self.sink.finished_output()}
+
+
+def loop_request(request: CreateRequest) -> LoopRequest:
+    return LoopRequest(request.model, request.instructions, request.function_tools, request.tool_choice,
+                       request.parallel_tool_calls, request.stream, request.sampling())
 
 
 class ResponsesService:
-    def __init__(self, config: GatewayConfig, store: ResponseStore, conversations: ConversationStore,
-                 adapter: UpstreamAdapter, connector: McpConnector) -> None:
-        self.config = config
-        self.store = store
-        self.conversations = conversations
-        self.adapter = adapter
-        self.connector = connector
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.store = runtime.store
         self.running: dict[str, Run] = {}
 
     def _bindings(self, request: CreateRequest) -> tuple[ServerBinding, ...]:
@@ -66,20 +74,15 @@ class ResponsesService:
                 headers["Authorization"] = f"Bearer {tool.authorization}"
             server = McpServer(tool.server_label, tool.server_url, tool.transport, headers)
             bindings.append(ServerBinding(server, tool))
-        labels = {b.server.label for b in bindings}
-        for configured in self.config.mcp_servers:
-            if configured.enabled and configured.label not in labels:
-                server = McpServer(configured.label, configured.url, configured.transport, dict(configured.headers),
-                                   visible=not configured.hidden)
-                bindings.append(ServerBinding(server, None, configured.require_approval == "always"))
-        return tuple(bindings)
+        taken = {b.server.label for b in bindings}
+        return tuple(bindings + self.runtime.configured_bindings(taken, approvals=True))
 
     async def _history_before(self, request: CreateRequest) -> Chain | None:
         """The chain the request continues: its conversation's items, or its previous response."""
         if request.conversation_id is not None:
-            if await self.conversations.get_conversation(request.conversation_id) is None:
+            if await self.store.get_conversation(request.conversation_id) is None:
                 raise NotFound(f"Conversation with id '{request.conversation_id}' not found.")
-            return history_from_input(None, await self.conversations.items(request.conversation_id)).chain
+            return history_from_input(None, await self.store.items(request.conversation_id)).chain
         if request.previous_response_id is None:
             return None
         stored = await self.store.get(request.previous_response_id)
@@ -88,8 +91,9 @@ class ResponsesService:
                                  param="previous_response_id", code="previous_response_not_found")
         return stored.chain
 
-    async def prepare(self, body: Any) -> tuple[LoopContext, list[dict[str, Any]]]:
-        """The loop's context and the input items with ids; raises what OpenAI would refuse."""
+    async def prepare(self, body: Any, api_key: str) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
+        """The request, the loop's context and the input items with ids; raises what OpenAI
+        would refuse."""
         request = validate_create(body)
         input_items = with_ids(request.input_items)
         history = history_from_input(await self._history_before(request), input_items)
@@ -99,54 +103,58 @@ class ResponsesService:
             if decision.approve and decision.pending.server_label not in labels:
                 raise InvalidRequest(f"The approved call is for MCP server '{decision.pending.server_label}', "
                                      "which is not in this request's tools.", param="tools")
-        budget = min(request.max_tool_calls or self.config.tool_call_cap, self.config.tool_call_cap)
-        ctx = LoopContext(request, history, bindings, self.adapter, self.connector, budget,
-                          response_id=new_id("resp"), created_at=int(time.time()))
-        return ctx, input_items
+        cap = self.runtime.config.tool_call_cap
+        ctx = self.runtime.context(loop_request(request), history=history, bindings=bindings,
+                                   tool_budget=min(request.max_tool_calls or cap, cap),
+                                   tool_cache=self.runtime.tool_cache(api_key))
+        return request, ctx, input_items
 
-    async def start(self, body: Any) -> Run:
-        ctx, input_items = await self.prepare(body)
+    async def start(self, body: Any, api_key: str) -> Run:
+        request, ctx, input_items = await self.prepare(body, api_key)
+        release = self.runtime.limiter.acquire(api_key)
         log = EventLog()
-        if ctx.request.background:
-            queued = snapshot(ctx, "queued")
-            await self.store.save(StoredResponse(queued, input_items, ctx.history.chain, ctx.request.stream))
-        run = Run(ctx, log, asyncio.create_task(self._run(ctx, input_items, log)))
-        if ctx.request.background:
-            self.running[ctx.response_id] = run
-            run.task.add_done_callback(lambda _: self.running.pop(ctx.response_id, None))
+        run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)
+        if request.background:
+            await self.store.save(StoredResponse(run.sink.snapshot("queued"), input_items, ctx.history.chain,
+                                                 request.stream))
+        task = run.task = asyncio.create_task(self._run(run))
+        task.add_done_callback(lambda _: release())
+        if request.background:
+            self.running[run.response_id] = run
+            task.add_done_callback(lambda _: self.running.pop(run.response_id, None))
         return run
 
-    async def _run(self, ctx: LoopContext, input_items: list[dict[str, Any]], log: EventLog) -> LoopResult:
-        state = LoopState.start(ctx.history)
-        emitter = Emitter(log)
+    async def _run(self, run: Run) -> LoopResult:
+        state = LoopState.start(run.ctx.history)
         try:
-            result = await drive(ctx, state, emitter)
-            await self._save(ctx, input_items, state, result, log)
+            result = await drive(run.ctx, state, run.sink)
+            await self._save(run, state, result)
             return result
         except asyncio.CancelledError:
-            result = LoopResult(snapshot(ctx, "cancelled", emitter.finished_output(), usage=state.usage))
-            await asyncio.shield(self._save(ctx, input_items, state, result, log))
+            result = LoopResult(run.sink.snapshot("cancelled", run.sink.finished_output(), usage=state.usage))
+            await asyncio.shield(self._save(run, state, result))
             raise
         finally:
-            log.close()  # only now does a stream end: what it showed is already stored
+            run.log.close()  # only now does a stream end: what it showed is already stored
 
-    async def _save(self, ctx: LoopContext, input_items: list[dict[str, Any]], state: LoopState,
-                    result: LoopResult, log: EventLog) -> None:
-        request = ctx.request
+    async def _save(self, run: Run, state: LoopState, result: LoopResult) -> None:
+        request = run.request
+        await self.store.save_audit(run.response_id, state.audit)
         output = result.response["output"]
         if request.conversation_id is not None and result.response["status"] in _KEPT_IN_CONVERSATIONS:
-            await self.conversations.add_items(request.conversation_id, input_items + output)
+            await self.store.add_items(request.conversation_id, run.input_items + output)
         if not request.store:
             return
-        item_ids = ctx.history.chain.item_ids | {item["id"] for item in output}
-        await self.store.save(StoredResponse(result.response, input_items, state.chain(item_ids), request.stream))
+        item_ids = run.ctx.history.chain.item_ids | {item["id"] for item in output}
+        await self.store.save(StoredResponse(result.response, run.input_items, state.chain(item_ids),
+                                             request.stream))
         if request.background:
-            await self.store.save_events(ctx.response_id, log.events)
+            await self.store.save_events(run.response_id, run.log.events)
 
     async def cancel(self, response_id: str) -> dict[str, Any]:
         """Cancel a background response (again: the same final response)."""
         run = self.running.get(response_id)
-        if run is not None:
+        if run is not None and run.task is not None:
             run.task.cancel()
             await asyncio.gather(run.task, return_exceptions=True)
         stored = await self.store.get(response_id)
@@ -158,7 +166,7 @@ class ResponsesService:
 
     async def shutdown(self) -> None:
         """Cancel background responses still running (they are stored as cancelled)."""
-        runs = list(self.running.values())
-        for run in runs:
-            run.task.cancel()
-        await asyncio.gather(*(run.task for run in runs), return_exceptions=True)
+        tasks = [run.task for run in self.running.values() if run.task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

@@ -3,6 +3,7 @@
 - `ResponseStore`: each response's Response object, the input items it was created from (with
   ids), the `Chain` a continuation needs, and (for background responses) its stream events.
 - `ConversationStore`: conversations and their items, in order.
+- the audit trail of each loop run, and the signed tool-result cache (`tool_cache.py`).
 
 Secrets never get here: MCP `authorization` and header values live only in the request being
 served. SQLite runs in worker threads behind one lock (a connection is used by one thread at a
@@ -85,6 +86,18 @@ CREATE TABLE IF NOT EXISTS conversations (
     created_at INTEGER NOT NULL,
     metadata TEXT NOT NULL,
     deleted INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS audit (
+    run_id TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (run_id, position)
+);
+CREATE TABLE IF NOT EXISTS tool_cache (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL,
+    signature TEXT NOT NULL,
+    expires_at REAL NOT NULL
 );
 CREATE TABLE IF NOT EXISTS conversation_items (
     conversation_id TEXT NOT NULL,
@@ -213,6 +226,24 @@ class SqliteStore:
         await self._run("DELETE FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
                         (conversation_id, item_id))
         return bool(found)
+
+    # -- audit and tool cache ----------------------------------------------------------------
+
+    async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
+        await self._many([("INSERT OR REPLACE INTO audit (run_id, position, record) VALUES (?, ?, ?)",
+                            (run_id, position, json.dumps(record))) for position, record in enumerate(records)])
+
+    async def audit(self, run_id: str) -> list[dict[str, Any]]:
+        rows = await self._run("SELECT record FROM audit WHERE run_id = ? ORDER BY position", (run_id,))
+        return [json.loads(row[0]) for row in rows]
+
+    async def cache_get(self, key: str) -> tuple[str, str, float] | None:
+        rows = await self._run("SELECT value, signature, expires_at FROM tool_cache WHERE key = ?", (key,))
+        return (rows[0][0], rows[0][1], rows[0][2]) if rows else None
+
+    async def cache_put(self, key: str, value: str, signature: str, expires_at: float) -> None:
+        await self._run("INSERT OR REPLACE INTO tool_cache (key, value, signature, expires_at) VALUES (?, ?, ?, ?)",
+                        (key, value, signature, expires_at))
 
     def close(self) -> None:
         with self._lock:

@@ -6,6 +6,7 @@ Every action is a frozen value carrying its data; the driver matches on them exh
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 from ..errors import GatewayError
 from ..upstream.items import ToolCall
@@ -45,7 +46,15 @@ class Failed:
     error: GatewayError
 
 
-Outcome = Completed | Failed
+@dataclass(frozen=True)
+class Exhausted:
+    """The loop ran out of a budget of the gateway's own (model rounds, wall-clock time) and
+    ends with what it has."""
+
+    budget: Literal["rounds", "deadline"]
+
+
+Outcome = Completed | Failed | Exhausted
 
 
 @dataclass(frozen=True)

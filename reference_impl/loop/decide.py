@@ -6,7 +6,8 @@ Rules they keep:
 - a model turn's gateway calls run within the `max_tool_calls` budget; calls past it, or made
   when tools were withheld, are ignored; client function calls end the response;
 - one approval boundary at a time: the first gated call interrupts the response;
-- once the budget is spent, the model is called once more without tools for a final answer.
+- once the budget is spent, the model is called once more without tools for a final answer;
+- the gateway's own round budget, when it has one, ends the loop before a model call too many.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from collections.abc import Mapping
 from ..chain import History
 from ..upstream.items import ToolCall
 from .actions import (
-    CallLlm, CallPlan, Completed, ExecuteTools, Failed, Finish, GatewayCall, InterruptForApproval, NextAction,
+    CallLlm, CallPlan, Completed, ExecuteTools, Exhausted, Failed, Finish, GatewayCall, InterruptForApproval,
+    NextAction,
 )
 from .state import GatewayTool, LoopContext, LoopState, TurnResult
 
@@ -75,4 +77,6 @@ def decide_after_execute_tools(ctx: LoopContext, state: LoopState, plan: CallPla
         return InterruptForApproval(plan.gated[0], plan.hand_back)
     if plan.hand_back or not plan.run:
         return Finish(Completed(), plan.hand_back)
+    if ctx.max_rounds is not None and state.model_calls >= ctx.max_rounds:
+        return Finish(Exhausted("rounds"))
     return CallLlm(with_tools=remaining_budget(ctx, state) > 0)

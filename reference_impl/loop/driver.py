@@ -1,57 +1,55 @@
-"""The one agent loop behind `/v1/responses`: CallLlm, ExecuteTools, InterruptForApproval, Finish.
+"""The one agent loop behind `/v1/responses` and `/v1/chat/completions`: CallLlm,
+ExecuteTools, InterruptForApproval, Finish.
 
-Every request runs through `drive`, streamed or not; the event log behind it is what differs
-(an SSE sink, or the JSON body built from the terminal event). The driver only executes the
-action the decision functions chose; it never decides on its own.
+Every request of both surfaces runs through `drive`; what differs is the sink (Responses
+events and objects, or a chat completion) and the context's budgets. The driver only carries
+out the action the decision functions chose, and keeps an audit record of each model round
+and each tool dispatch.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
-from dataclasses import dataclass
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 
 from ..chain import PendingApproval, denial_transcript
-from ..client import response_object
-from ..errors import ExternalConnectorError, GatewayError, UpstreamError
-from ..mcp_servers import CallResult, McpUnavailable
+from ..errors import BlockedDestination, ExternalConnectorError, GatewayError, UpstreamError
+from ..mcp_servers import CallResult, McpUnavailable, validate_arguments
 from ..upstream.items import (
     ItemDone, ItemStarted, Message, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta,
     ToolCall, ToolOutput, TurnDone,
 )
 from .actions import (
-    CallLlm, CallPlan, Completed, ExecuteTools, Failed, Finish, InterruptForApproval, NextAction, Outcome,
+    CallLlm, CallPlan, Completed, ExecuteTools, Exhausted, Failed, Finish, InterruptForApproval, NextAction,
 )
 from .decide import decide_after_call_llm, decide_after_execute_tools, decide_start, remaining_budget
-from .emitter import Emitter
+from .sink import LoopResult, LoopSink
 from .state import LoopContext, LoopState, TurnResult
 from .tooling import expose_tools, turn_request
 
 
-@dataclass(frozen=True)
-class LoopResult:
-    """The terminal Response object, and the error when the loop failed."""
-
-    response: dict[str, Any]
-    error: GatewayError | None = None
-
-
-def snapshot(ctx: LoopContext, status: str, output: list[dict[str, Any]] | None = None,
-             **extra: Any) -> dict[str, Any]:
-    return response_object(ctx.request, response_id=ctx.response_id, created_at=ctx.created_at, status=status,
-                           output=output or [], **extra)
+@contextlib.asynccontextmanager
+async def _within_deadline(ctx: LoopContext) -> AsyncIterator[None]:
+    """Raises TimeoutError at the context's deadline, if it has one."""
+    if ctx.deadline is None:
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout_at(loop.time() + (ctx.deadline - time.monotonic())):
+        yield
 
 
-async def drive(ctx: LoopContext, state: LoopState, emitter: Emitter) -> LoopResult:
-    if ctx.request.background:
-        queued = snapshot(ctx, "queued")
-        emitter.lifecycle("response.created", queued)
-        emitter.lifecycle("response.queued", queued)
-    else:
-        emitter.lifecycle("response.created", snapshot(ctx, "in_progress"))
-    emitter.lifecycle("response.in_progress", snapshot(ctx, "in_progress"))
-    failure = await _list_tools(ctx, state, emitter)
+def _milliseconds(started: float) -> int:
+    return round((time.monotonic() - started) * 1000)
+
+
+async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> LoopResult:
+    sink.started()
+    failure = await _list_tools(ctx, state, sink)
     for decision in ctx.history.decisions:
         if not decision.approve:
             state.transcript += denial_transcript(decision)
@@ -60,40 +58,54 @@ async def drive(ctx: LoopContext, state: LoopState, emitter: Emitter) -> LoopRes
         action = state.take_next_action()
         match action:
             case CallLlm(with_tools=with_tools):
-                await _call_llm(ctx, state, emitter, with_tools)
+                try:
+                    async with _within_deadline(ctx):
+                        await _call_llm(ctx, state, sink, with_tools)
+                except TimeoutError:
+                    state.set_next_action(Finish(Exhausted("deadline")))
+                    continue
                 state.set_next_action(decide_after_call_llm(ctx, state))
             case ExecuteTools(plan=plan):
-                await _execute_tools(ctx, state, emitter, plan)
-                state.set_next_action(decide_after_execute_tools(ctx, state, plan))
+                try:
+                    async with _within_deadline(ctx):
+                        error = await _execute_tools(ctx, state, sink, plan)
+                except TimeoutError:
+                    state.set_next_action(Finish(Exhausted("deadline")))
+                    continue
+                state.set_next_action(Finish(Failed(error)) if error else decide_after_execute_tools(ctx, state, plan))
             case InterruptForApproval(call=call, hand_back=hand_back):
-                _hand_back(state, emitter, hand_back)
-                item = emitter.approval_request(call.server_label, call.call.name, call.call.arguments)
-                state.pending[item["id"]] = PendingApproval(item["id"], call.server_label, call.call)
-                return _finish(ctx, state, emitter, Completed())
+                _hand_back(state, sink, hand_back)
+                request_id = sink.approval_request(call.server_label, call.call.name, call.call.arguments)
+                state.pending[request_id] = PendingApproval(request_id, call.server_label, call.call)
+                return sink.finished(Completed(), state.usage)
             case Finish(outcome=outcome, hand_back=hand_back):
-                _hand_back(state, emitter, hand_back)
-                return _finish(ctx, state, emitter, outcome)
+                _hand_back(state, sink, hand_back)
+                return sink.finished(outcome, state.usage)
 
 
-async def _list_tools(ctx: LoopContext, state: LoopState, emitter: Emitter) -> NextAction | None:
-    """List every bound server not listed earlier in the chain; a server that cannot be
-    listed fails the response (OpenAI: HTTP 424, `mcp_list_tools.failed` in a stream)."""
+async def _list_tools(ctx: LoopContext, state: LoopState, sink: LoopSink) -> NextAction | None:
+    """List every bound server not listed earlier in the chain; a server that cannot be listed
+    fails the request (OpenAI: HTTP 424, `mcp_list_tools.failed` in a stream)."""
     bindings = [b for b in ctx.bindings if b.server.label not in state.listed]
-    started = {b.server.label: emitter.list_tools_started(b.server.label) for b in bindings if b.server.visible}
-    results = await asyncio.gather(*(ctx.connector.list_tools(b.server) for b in bindings), return_exceptions=True)
+    started = {b.server.label: sink.list_tools_started(b.server.label) for b in bindings if b.server.visible}
+    results = await asyncio.gather(*(ctx.catalog.list_tools(b.server, cached=b.policy is None) for b in bindings),
+                                   return_exceptions=True)
     failure: NextAction | None = None
     for binding, result in zip(bindings, results, strict=True):
         label = binding.server.label
-        if isinstance(result, BaseException) and not isinstance(result, McpUnavailable):
+        error: GatewayError | None = None
+        if isinstance(result, BlockedDestination):
+            error = result
+        elif isinstance(result, McpUnavailable):
+            error = ExternalConnectorError(f"Error retrieving tool list from MCP server: '{label}'. {result}")
+        elif isinstance(result, BaseException):
             raise result
-        error = f"Error retrieving tool list from MCP server: '{label}'. {result}" if isinstance(
-            result, McpUnavailable) else None
         tools = () if error else tuple(tool for tool in result if binding.offers(tool))
         if label in started:
-            index, item_id = started[label]
-            emitter.list_tools_done(index, item_id, label, [t.as_item_tool() for t in tools], error)
+            sink.list_tools_done(started[label], label, [t.as_item_tool() for t in tools],
+                                 error.message if error else None)
         if error:
-            failure = failure or Finish(Failed(ExternalConnectorError(error)))
+            failure = failure or Finish(Failed(error))
         else:
             state.listed[label] = tools
     reserved = frozenset(t.name for t in ctx.request.function_tools)
@@ -101,35 +113,35 @@ async def _list_tools(ctx: LoopContext, state: LoopState, emitter: Emitter) -> N
     return failure
 
 
-async def _call_llm(ctx: LoopContext, state: LoopState, emitter: Emitter, with_tools: bool) -> None:
+async def _call_llm(ctx: LoopContext, state: LoopState, sink: LoopSink, with_tools: bool) -> None:
     request = turn_request(ctx, state, with_tools)
     turn = TurnResult(tools_offered=bool(request.tools))
-    message: tuple[int, str] | None = None
-    reasoning: tuple[int, str] | None = None
+    message: Any = None
+    reasoning: Any = None
+    started = time.monotonic()
+    state.model_calls += 1
     try:
         async for event in ctx.adapter.stream_turn(request):
             match event:
                 case ItemStarted(kind="message"):
-                    message = emitter.message_started()
+                    message = sink.message_started()
                 case ItemStarted(kind="reasoning"):
-                    reasoning = emitter.reasoning_started()
+                    reasoning = sink.reasoning_started()
                 case TextDelta(delta=delta):
-                    message = message or emitter.message_started()
-                    emitter.text_delta(*message, delta)
-                case SummaryPartStarted(index=i) if reasoning:
-                    emitter.summary_part_started(*reasoning, i)
-                case SummaryDelta(index=i, delta=delta) if reasoning:
-                    emitter.summary_delta(*reasoning, i, delta)
-                case SummaryPartDone(index=i, text=text) if reasoning:
-                    emitter.summary_part_done(*reasoning, i, text)
+                    message = message or sink.message_started()
+                    sink.text_delta(message, delta)
+                case SummaryPartStarted(index=i) if reasoning is not None:
+                    sink.summary_part_started(reasoning, i)
+                case SummaryDelta(index=i, delta=delta) if reasoning is not None:
+                    sink.summary_delta(reasoning, i, delta)
+                case SummaryPartDone(index=i, text=text) if reasoning is not None:
+                    sink.summary_part_done(reasoning, i, text)
                 case ItemDone(item=Message() as item, incomplete=incomplete):
-                    message = message or emitter.message_started()
-                    emitter.message_done(*message, str(item.content), incomplete)
+                    sink.message_done(message or sink.message_started(), str(item.content), incomplete)
                     state.transcript.append(item)
                     message = None
                 case ItemDone(item=Reasoning() as item):
-                    reasoning = reasoning or emitter.reasoning_started()
-                    emitter.reasoning_done(*reasoning, item.summary)
+                    sink.reasoning_done(reasoning or sink.reasoning_started(), item.summary)
                     state.transcript.append(item)
                     reasoning = None
                 case ItemDone(item=ToolCall() as item):
@@ -140,7 +152,10 @@ async def _call_llm(ctx: LoopContext, state: LoopState, emitter: Emitter, with_t
                     turn.incomplete_reason = reason
     except UpstreamError as error:
         turn.error = error
-    state.model_calls += 1
+    finally:
+        status = "error" if turn.error else "incomplete" if turn.incomplete_reason else "ok"
+        state.audit.append({"kind": "model_round", "round": state.model_calls, "status": status,
+                            "tool_calls": len(turn.calls), "latency_ms": _milliseconds(started)})
     state.sent_upto = len(state.transcript)
     state.latest_turn = turn
 
@@ -153,51 +168,61 @@ def _arguments(call: ToolCall) -> dict[str, Any] | None:
     return arguments if isinstance(arguments, dict) else None
 
 
-async def _run_call(ctx: LoopContext, state: LoopState, call: ToolCall) -> CallResult:
+async def _run_call(ctx: LoopContext, state: LoopState, call: ToolCall) -> tuple[CallResult, str]:
+    """The call's result, and how it went for the audit: ok, error, invalid_arguments,
+    cached, blocked."""
+    tool = state.gateway_tools[call.name]
     arguments = _arguments(call)
-    if arguments is None:
-        message = f"The arguments of the call to '{call.name}' are not a JSON object."
-        return CallResult(None, {"type": "mcp_protocol_error", "code": -32602, "message": message}, message)
-    return await ctx.connector.call_tool(state.gateway_tools[call.name].binding.server, call.name, arguments)
+    problem = "the arguments are not a JSON object" if arguments is None else validate_arguments(
+        tool.listed.input_schema, arguments)
+    if problem is not None:
+        message = f"Invalid arguments for tool '{call.name}': {problem}"
+        return CallResult(None, {"type": "mcp_protocol_error", "code": -32602, "message": message}, message), \
+            "invalid_arguments"
+    assert arguments is not None
+    if ctx.tool_cache is not None and (hit := await ctx.tool_cache.get(tool.binding.server, call.name, arguments)):
+        return hit, "cached"
+    result = await ctx.connector.call_tool(tool.binding.server, call.name, arguments)
+    if result.blocked is not None:
+        return result, "blocked"
+    if ctx.tool_cache is not None and result.error is None:
+        await ctx.tool_cache.put(tool.binding.server, call.name, arguments, result)
+    return result, "ok" if result.error is None else "error"
 
 
-async def _execute_tools(ctx: LoopContext, state: LoopState, emitter: Emitter, plan: CallPlan) -> None:
-    """Run the plan's calls concurrently; report them in the model's order. Leaving the task
-    group on cancellation cancels every call still running."""
+async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> GatewayError | None:
+    """Run the plan's calls concurrently; report them in the model's order. A call to a blocked
+    destination aborts the request (its error returned): it never becomes a tool output.
+    Leaving the task group on cancellation cancels every call still running."""
     async with asyncio.TaskGroup() as group:
-        tasks = [group.create_task(_run_call(ctx, state, gc.call)) for gc in plan.run]
-        for gateway_call, task in zip(plan.run, tasks, strict=True):
+        tasks = [(gc, group.create_task(_timed(_run_call(ctx, state, gc.call)))) for gc in plan.run]
+        for index, (gateway_call, task) in enumerate(tasks):
             call = gateway_call.call
-            visible = state.gateway_tools[call.name].binding.server.visible
-            started = emitter.mcp_call_started(gateway_call.server_label, call.name, call.arguments,
-                                               gateway_call.approval_request_id) if visible else None
-            result = await task
+            tool = state.gateway_tools[call.name]
+            visible = tool.binding.server.visible
+            started = sink.mcp_call_started(gateway_call.server_label, call.name, call.arguments,
+                                            gateway_call.approval_request_id) if visible else None
+            (result, status), latency = await task
+            state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": index,
+                                "server": tool.binding.server.label, "tool": call.name, "status": status,
+                                "latency_ms": latency})
+            if result.blocked is not None:
+                for _, pending in tasks:
+                    pending.cancel()
+                return result.blocked
             if started is not None:
-                emitter.mcp_call_done(*started, result.output, result.error)
+                sink.mcp_call_done(started, result.output, result.error)
             state.transcript += [call, ToolOutput(call.call_id, result.model_text)]
             state.tool_calls_executed += 1
+    return None
 
 
-def _hand_back(state: LoopState, emitter: Emitter, calls: tuple[ToolCall, ...]) -> None:
+async def _timed(work: Any) -> tuple[Any, int]:
+    started = time.monotonic()
+    return await work, _milliseconds(started)
+
+
+def _hand_back(state: LoopState, sink: LoopSink, calls: tuple[ToolCall, ...]) -> None:
     for call in calls:
-        emitter.function_call(call.call_id, call.name, call.arguments)
+        sink.function_call(call.call_id, call.name, call.arguments)
         state.transcript.append(call)
-
-
-def _finish(ctx: LoopContext, state: LoopState, emitter: Emitter, outcome: Outcome) -> LoopResult:
-    match outcome:
-        case Completed(incomplete_reason=None):
-            response = snapshot(ctx, "completed", emitter.finished_output(), usage=state.usage)
-            emitter.lifecycle("response.completed", response)
-            return LoopResult(response)
-        case Completed(incomplete_reason=reason):
-            response = snapshot(ctx, "incomplete", emitter.finished_output(), usage=state.usage,
-                                incomplete_reason=reason)
-            emitter.lifecycle("response.incomplete", response)
-            return LoopResult(response)
-        case Failed(error=error):
-            emitter.error(error.type, error.code, error.message, error.param)
-            response = snapshot(ctx, "failed", emitter.finished_output(), usage=state.usage,
-                                error=error.response_error())
-            emitter.lifecycle("response.failed", response)
-            return LoopResult(response, error)

@@ -12,9 +12,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..chain import Chain, History, PendingApproval
-from ..client import CreateRequest, McpTool
+from ..client import FunctionTool, McpTool
 from ..errors import GatewayError
 from ..mcp_servers import ListedTool, McpConnector, McpServer
+from ..tool_cache import ToolResultCache
+from ..tool_catalog import ToolCatalog
 from ..upstream.adapter import UpstreamAdapter
 from ..upstream.items import ToolCall, TranscriptItem
 from .actions import CallLlm, Completed, Finish, NextAction
@@ -43,15 +45,33 @@ class GatewayTool:
 
 
 @dataclass(frozen=True)
+class LoopRequest:
+    """What the loop needs of a client request, whichever surface it came from."""
+
+    model: str
+    instructions: str | None = None
+    function_tools: tuple[FunctionTool, ...] = ()
+    tool_choice: Any = "auto"
+    parallel_tool_calls: bool = True
+    stream: bool = False
+    """Whether to stream the upstream call."""
+    sampling: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class LoopContext:
-    request: CreateRequest
+    request: LoopRequest
     history: History
     bindings: tuple[ServerBinding, ...]
     adapter: UpstreamAdapter
     connector: McpConnector
+    catalog: ToolCatalog
     tool_budget: int
-    response_id: str
-    created_at: int
+    tool_cache: ToolResultCache | None = None
+    max_rounds: int | None = None
+    """Model calls the loop may make (None: no limit of its own)."""
+    deadline: float | None = None
+    """`time.monotonic()` value by which the loop must end (None: no limit of its own)."""
 
 
 @dataclass
@@ -76,6 +96,8 @@ class LoopState:
     tool_calls_executed: int = 0
     sent_upto: int = 0
     usage: dict[str, Any] | None = None
+    audit: list[dict[str, Any]] = field(default_factory=list)
+    """One record per model round and per tool dispatch, in order."""
     _next: NextAction = field(default_factory=CallLlm)
 
     @classmethod

@@ -65,7 +65,7 @@ def turn_request(ctx: LoopContext, state: LoopState, with_tools: bool) -> TurnRe
         tool_choice=upstream_tool_choice(request.tool_choice, state.gateway_tools, state.model_calls == 0),
         parallel_tool_calls=request.parallel_tool_calls,
         stream=request.stream,
-        sampling=request.sampling(),
+        sampling=request.sampling,
         previous_response_id=state.upstream_response_id,
         new_from=state.sent_upto,
     )

@@ -15,8 +15,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from responses_parity.harness.loader import builtin_scenarios_dir
-from responses_parity.harness.stack import ServerThread, Stack
-from responses_parity.reference_impl import GatewayConfig, build_gateway_app
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import build_gateway_app
 
 
 def forwarding(upstream: str) -> Starlette:
@@ -56,7 +56,7 @@ def gateway(stack: Stack, servers: list[ServerThread], *, requests: Any = None, 
         proxy = ServerThread(RewritingRequests(forwarding(stack.upstream_url or ""), upstream)).start()
         servers.append(proxy)
         upstream_url = proxy.url
-    app: Any = build_gateway_app(GatewayConfig(upstream_url=f"{upstream_url}/v1"))
+    app: Any = build_gateway_app(reference_config(upstream_url or ""))
     if requests is not None:
         app = RewritingRequests(app, requests)
     server = ServerThread(app).start()

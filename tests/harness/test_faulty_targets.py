@@ -11,8 +11,8 @@ from faulty_gateways import (
     without_message_done,
 )
 
-from responses_parity.harness.stack import ServerThread, Stack
-from responses_parity.reference_impl import GatewayConfig, build_gateway_app
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import build_gateway_app
 
 TEXT_SCENARIO = """
 id: faulty-text
@@ -33,7 +33,7 @@ def faulty(stack: Stack) -> Iterator[Any]:
     started: list[ServerThread] = []
 
     def start(**rewrites: Any) -> str:
-        app = build_gateway_app(GatewayConfig(upstream_url=f"{stack.upstream_url}/v1"))
+        app = build_gateway_app(reference_config(stack.upstream_url or ""))
         server = ServerThread(RewritingGateway(app, **rewrites)).start()
         started.append(server)
         return server.url

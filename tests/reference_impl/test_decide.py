@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from responses_parity.reference_impl.chain import ApprovalDecision, Chain, History, PendingApproval
-from responses_parity.reference_impl.client import ApprovalPolicy, CreateRequest, McpTool
+from responses_parity.reference_impl.client import ApprovalPolicy, McpTool
 from responses_parity.reference_impl.errors import UpstreamError
 from responses_parity.reference_impl.loop.actions import (
-    CallLlm, Completed, ExecuteTools, Failed, Finish, InterruptForApproval,
+    CallLlm, Completed, ExecuteTools, Exhausted, Failed, Finish, InterruptForApproval,
 )
 from responses_parity.reference_impl.loop.decide import (
     decide_after_call_llm, decide_after_execute_tools, decide_start, partition_calls,
 )
-from responses_parity.reference_impl.loop.state import GatewayTool, LoopContext, LoopState, ServerBinding, TurnResult
+from responses_parity.reference_impl.loop.state import (
+    GatewayTool, LoopContext, LoopRequest, LoopState, ServerBinding, TurnResult,
+)
 from responses_parity.reference_impl.mcp_servers import ListedTool, McpServer
 from responses_parity.reference_impl.upstream.items import ToolCall
 
@@ -28,9 +30,9 @@ def call(name: str, k: int = 0) -> ToolCall:
     return ToolCall(f"call_{name}{k}", name, "{}")
 
 
-def context(budget: int = 10) -> LoopContext:
-    request = CreateRequest(model="m", input_items=[], raw={})
-    return LoopContext(request, History(Chain(), (), 0), (), None, None, budget, "resp_x", 0)  # type: ignore[arg-type]
+def context(budget: int = 10, rounds: int | None = None) -> LoopContext:
+    return LoopContext(LoopRequest("m"), History(Chain(), (), 0), (), adapter=None, connector=None,  # type: ignore[arg-type]
+                       catalog=None, tool_budget=budget, max_rounds=rounds)  # type: ignore[arg-type]
 
 
 def state(*calls: ToolCall, executed: int = 0, offered: bool = True) -> LoopState:
@@ -116,3 +118,11 @@ def test_taking_the_next_action_leaves_finish_behind() -> None:
     loop_state.set_next_action(CallLlm())
     assert loop_state.take_next_action() == CallLlm()
     assert loop_state.take_next_action() == Finish(Completed())
+
+
+def test_the_round_budget_ends_the_loop_before_one_model_call_too_many() -> None:
+    plan = partition_calls(TurnResult([call("add")]), TOOLS, 10)
+    loop_state = state(executed=1)
+    loop_state.model_calls = 3
+    assert decide_after_execute_tools(context(rounds=3), loop_state, plan) == Finish(Exhausted("rounds"))
+    assert decide_after_execute_tools(context(rounds=4), loop_state, plan) == CallLlm(with_tools=True)

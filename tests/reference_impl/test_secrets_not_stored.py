@@ -8,8 +8,8 @@ import httpx
 
 from responses_parity.fixtures.recording import fingerprint
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import ServerThread, Stack
-from responses_parity.reference_impl import GatewayConfig, build_gateway_app
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import build_gateway_app
 
 TOKEN = "oauth-secret-7f7f7f7f"
 HEADER = "header-secret-8e8e8e8e"
@@ -17,7 +17,7 @@ HEADER = "header-secret-8e8e8e8e"
 
 def test_secrets_reach_the_server_but_not_the_database(stack: Stack, tmp_path: Path) -> None:
     database = tmp_path / "gateway.sqlite3"
-    app = build_gateway_app(GatewayConfig(upstream_url=f"{stack.upstream_url}/v1", store_path=str(database)))
+    app = build_gateway_app(reference_config(stack.upstream_url or "", store_path=str(database)))
     server = ServerThread(app).start()
     try:
         run = new_run_token()

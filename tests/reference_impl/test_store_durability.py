@@ -8,8 +8,8 @@ from pathlib import Path
 import httpx
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import ServerThread, Stack
-from responses_parity.reference_impl import GatewayConfig, build_gateway_app
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import build_gateway_app
 
 
 def register(stack: Stack, turns: list[list[dict]]) -> str:
@@ -20,7 +20,7 @@ def register(stack: Stack, turns: list[list[dict]]) -> str:
 
 
 def gateway(stack: Stack, database: Path) -> ServerThread:
-    config = GatewayConfig(upstream_url=f"{stack.upstream_url}/v1", store_path=str(database))
+    config = reference_config(stack.upstream_url or "", store_path=str(database), max_concurrent_runs=64)
     return ServerThread(build_gateway_app(config)).start()
 
 

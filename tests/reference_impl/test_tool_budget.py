@@ -7,16 +7,13 @@ import asyncio
 import pytest
 
 from responses_parity.reference_impl.config import GatewayConfig
-from responses_parity.reference_impl.mcp_servers import McpConnector
+from responses_parity.reference_impl.runtime import Runtime
 from responses_parity.reference_impl.service import ResponsesService
-from responses_parity.reference_impl.store import SqliteStore
 
 
 @pytest.mark.parametrize(("requested", "cap", "budget"), [(None, 3, 3), (5, 3, 3), (2, 3, 2), (1, 32, 1)])
 def test_budget(requested: int | None, cap: int, budget: int) -> None:
-    store = SqliteStore(":memory:")
-    service = ResponsesService(GatewayConfig(upstream_url="http://127.0.0.1:9/v1", tool_call_cap=cap),
-                               store, store, adapter=None, connector=McpConnector(1))  # type: ignore[arg-type]
+    runtime = Runtime.build(GatewayConfig(upstream_url="http://127.0.0.1:9/v1", tool_call_cap=cap))
     body = {"model": "m", "input": "x"} | ({"max_tool_calls": requested} if requested else {})
-    ctx, _ = asyncio.run(service.prepare(body))
+    _, ctx, _ = asyncio.run(ResponsesService(runtime).prepare(body, api_key="k"))
     assert ctx.tool_budget == budget

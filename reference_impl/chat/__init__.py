@@ -1,0 +1,1 @@
+"""`/v1/chat/completions` through the same agent loop as `/v1/responses`."""

@@ -1,0 +1,103 @@
+"""`POST /v1/chat/completions`.
+
+With at least one enabled MCP server in the gateway's configuration every chat completion runs
+through the agent loop, unless the request opts out with the configured header (true, 1 or
+yes, any case). Otherwise it passes through to the upstream unchanged, streams included (an
+Anthropic upstream cannot take a chat request as it is, so there the loop always translates).
+A destination the outbound policy blocks is a 403; nothing of it reaches the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from ..errors import BlockedDestination
+from ..json_body import read_json
+from ..loop.driver import drive
+from ..loop.sink import LoopResult
+from ..loop.state import LoopState
+from ..runtime import Runtime, key_fingerprint
+from ..until_done import run_until_done_or_gone
+from .request import validate_chat
+from .sink import ChatSink, final_only_chunks
+
+TRUTHY = ("true", "1", "yes")
+
+
+def _blocked_response(error: BlockedDestination) -> JSONResponse:
+    return JSONResponse({"error": {"message": error.message, "type": "invalid_request_error", "param": None,
+                                   "code": "destination_blocked"}}, status_code=403)
+
+
+def chat_routes(runtime: Runtime) -> list[Route]:
+    config = runtime.config
+
+    async def passthrough(request: Request, body: bytes) -> Response:
+        headers = {"content-type": "application/json"}
+        if config.upstream_api_key:
+            headers["authorization"] = f"Bearer {config.upstream_api_key}"
+        upstream = runtime.http.build_request("POST", config.upstream_url.rstrip("/") + "/chat/completions",
+                                              content=body, headers=headers)
+        try:
+            answer = await runtime.http.send(upstream, stream=True)
+        except httpx.HTTPError as error:
+            return JSONResponse({"error": {"message": f"The upstream model could not be reached: {error}",
+                                           "type": "server_error", "param": None, "code": None}}, status_code=502)
+
+        async def relay() -> AsyncIterator[bytes]:
+            try:
+                async for chunk in answer.aiter_raw():
+                    yield chunk
+            finally:
+                await answer.aclose()
+
+        return StreamingResponse(relay(), status_code=answer.status_code,
+                                 media_type=answer.headers.get("content-type", "application/json"))
+
+    async def loop(request: Request, body: object) -> Response:
+        chat = validate_chat(body)
+        api_key = key_fingerprint(request.headers.get("authorization"))
+        release = runtime.limiter.acquire(api_key)
+        completion_id = f"chatcmpl-{secrets.token_hex(12)}"
+        try:
+            ctx = runtime.context(chat.loop_request(), history=chat.history(),
+                                  bindings=tuple(runtime.configured_bindings(set(), approvals=False)),
+                                  tool_budget=config.tool_call_cap, tool_cache=runtime.tool_cache(api_key),
+                                  max_rounds=config.chat_max_rounds,
+                                  deadline=time.monotonic() + config.chat_deadline_s)
+            state = LoopState.start(ctx.history)
+            sink = ChatSink(chat.model, completion_id, int(time.time()))
+            task = asyncio.create_task(drive(ctx, state, sink))
+            result: LoopResult | None = await run_until_done_or_gone(request, task)
+            await runtime.store.save_audit(completion_id, state.audit)
+        finally:
+            release()
+        if result is None:
+            return Response(status_code=499)
+        if isinstance(result.error, BlockedDestination):
+            return _blocked_response(result.error)
+        if result.error is not None:
+            return JSONResponse(result.error.body(), status_code=result.error.status)
+        if chat.stream and config.chat_stream_mode == "final_only":
+            return StreamingResponse(final_only_chunks(result.response, chat.include_usage),
+                                     media_type="text/event-stream")
+        return JSONResponse(result.response)
+
+    async def chat_completions(request: Request) -> Response:
+        opted_out = request.headers.get(config.chat_opt_out_header, "").strip().lower() in TRUTHY
+        if config.upstream_wire != "anthropic" and (opted_out or not config.loop_on_chat):
+            return await passthrough(request, await request.body())
+        try:
+            return await loop(request, await read_json(request))
+        except BlockedDestination as error:
+            return _blocked_response(error)
+
+    return [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

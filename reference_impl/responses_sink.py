@@ -1,0 +1,198 @@
+"""The Responses surface's sink: the loop's events as `response.*` events, in OpenAI's shapes
+and order, appended to the event log (which numbers them), and the Response object itself.
+This is the one place output indices are given and Response snapshots are built.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from .client import CreateRequest, response_object
+from .errors import GatewayError, UpstreamError
+from .ids import new_id
+from .loop.actions import Completed, Exhausted, Failed, Outcome
+from .loop.sink import LoopResult
+
+
+class EventLogLike(Protocol):
+    def append(self, event_type: str, fields: dict[str, Any]) -> None: ...
+
+
+def _text_part(text: str = "") -> dict[str, Any]:
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+
+
+@dataclass(frozen=True)
+class Open:
+    """An item the client has seen added and not yet done."""
+
+    index: int
+    item_id: str
+
+
+class ResponsesSink:
+    def __init__(self, log: EventLogLike, request: CreateRequest, response_id: str, created_at: int) -> None:
+        self._log = log
+        self.request = request
+        self.response_id = response_id
+        self.created_at = created_at
+        self.output: list[dict[str, Any] | None] = []
+        """Client-visible items by output index; None while an item is still open."""
+
+    def snapshot(self, status: str, output: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
+        return response_object(self.request, response_id=self.response_id, created_at=self.created_at,
+                               status=status, output=output or [], **extra)
+
+    def emit(self, event_type: str, **fields: Any) -> None:
+        self._log.append(event_type, fields)
+
+    def started(self) -> None:
+        if self.request.background:
+            queued = self.snapshot("queued")
+            self.emit("response.created", response=queued)
+            self.emit("response.queued", response=queued)
+        else:
+            self.emit("response.created", response=self.snapshot("in_progress"))
+        self.emit("response.in_progress", response=self.snapshot("in_progress"))
+
+    def finished(self, outcome: Outcome, usage: dict[str, Any] | None) -> LoopResult:
+        output = self.finished_output()
+        match outcome:
+            case Completed(incomplete_reason=None):
+                response = self.snapshot("completed", output, usage=usage)
+                self.emit("response.completed", response=response)
+                return LoopResult(response)
+            case Completed(incomplete_reason=reason):
+                response = self.snapshot("incomplete", output, usage=usage, incomplete_reason=reason)
+                self.emit("response.incomplete", response=response)
+                return LoopResult(response)
+            case Failed(error=error):
+                return self._failed(error, output, usage)
+            case Exhausted(budget=budget):
+                return self._failed(UpstreamError(500, f"The gateway stopped the loop: its {budget} budget ran out."),
+                                    output, usage)
+
+    def _failed(self, error: GatewayError, output: list[dict[str, Any]], usage: dict[str, Any] | None) -> LoopResult:
+        self.error(error.type, error.code, error.message, error.param)
+        response = self.snapshot("failed", output, usage=usage, error=error.response_error())
+        self.emit("response.failed", response=response)
+        return LoopResult(response, error)
+
+    def added(self, item: dict[str, Any]) -> int:
+        index = len(self.output)
+        self.output.append(None)
+        self.emit("response.output_item.added", output_index=index, item=item)
+        return index
+
+    def done(self, index: int, item: dict[str, Any]) -> None:
+        self.output[index] = item
+        self.emit("response.output_item.done", output_index=index, item=item)
+
+    def finished_output(self) -> list[dict[str, Any]]:
+        return [item for item in self.output if item is not None]
+
+    # -- messages --------------------------------------------------------------------------
+
+    def message_started(self) -> Open:
+        item_id = new_id("msg")
+        index = self.added({"id": item_id, "type": "message", "status": "in_progress", "content": [],
+                            "role": "assistant"})
+        self.emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0,
+                  part=_text_part())
+        return Open(index, item_id)
+
+    def text_delta(self, handle: Open, delta: str) -> None:
+        self.emit("response.output_text.delta", item_id=handle.item_id, output_index=handle.index,
+                  content_index=0, delta=delta, logprobs=[])
+
+    def message_done(self, handle: Open, text: str, incomplete: bool) -> None:
+        item_id, index = handle.item_id, handle.index
+        self.emit("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
+                  text=text, logprobs=[])
+        self.emit("response.content_part.done", item_id=item_id, output_index=index, content_index=0,
+                  part=_text_part(text))
+        self.done(index, {"id": item_id, "type": "message", "status": "incomplete" if incomplete else "completed",
+                          "content": [_text_part(text)], "role": "assistant"})
+
+    # -- reasoning -------------------------------------------------------------------------
+
+    def reasoning_started(self) -> Open:
+        item_id = new_id("rs")
+        return Open(self.added({"id": item_id, "type": "reasoning", "summary": []}), item_id)
+
+    def summary_part_started(self, handle: Open, summary_index: int) -> None:
+        self.emit("response.reasoning_summary_part.added", item_id=handle.item_id, output_index=handle.index,
+                  summary_index=summary_index, part={"type": "summary_text", "text": ""})
+
+    def summary_delta(self, handle: Open, summary_index: int, delta: str) -> None:
+        self.emit("response.reasoning_summary_text.delta", item_id=handle.item_id, output_index=handle.index,
+                  summary_index=summary_index, delta=delta)
+
+    def summary_part_done(self, handle: Open, summary_index: int, text: str) -> None:
+        self.emit("response.reasoning_summary_text.done", item_id=handle.item_id, output_index=handle.index,
+                  summary_index=summary_index, text=text)
+        self.emit("response.reasoning_summary_part.done", item_id=handle.item_id, output_index=handle.index,
+                  summary_index=summary_index, part={"type": "summary_text", "text": text})
+
+    def reasoning_done(self, handle: Open, summary: tuple[str, ...]) -> None:
+        self.done(handle.index, {"id": handle.item_id, "type": "reasoning",
+                                 "summary": [{"type": "summary_text", "text": text} for text in summary]})
+
+    # -- tools -----------------------------------------------------------------------------
+
+    def function_call(self, call_id: str, name: str, arguments: str) -> None:
+        """A client-executed function call, whole: added, arguments, done."""
+        item = {"id": new_id("fc"), "type": "function_call", "status": "in_progress", "arguments": "",
+                "call_id": call_id, "name": name}
+        index = self.added(item)
+        self.emit("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
+                  delta=arguments)
+        self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=index,
+                  name=name, arguments=arguments)
+        self.done(index, item | {"status": "completed", "arguments": arguments})
+
+    def list_tools_started(self, server_label: str) -> Open:
+        item_id = new_id("mcpl")
+        index = self.added({"id": item_id, "type": "mcp_list_tools", "server_label": server_label, "tools": []})
+        self.emit("response.mcp_list_tools.in_progress", item_id=item_id, output_index=index)
+        return Open(index, item_id)
+
+    def list_tools_done(self, handle: Open, server_label: str, tools: list[dict[str, Any]],
+                        error: str | None) -> None:
+        self.emit("response.mcp_list_tools.failed" if error else "response.mcp_list_tools.completed",
+                  item_id=handle.item_id, output_index=handle.index)
+        item: dict[str, Any] = {"id": handle.item_id, "type": "mcp_list_tools", "server_label": server_label,
+                                "tools": tools}
+        if error:
+            item["error"] = error
+        self.done(handle.index, item)
+
+    def mcp_call_started(self, server_label: str, name: str, arguments: str,
+                         approval_request_id: str | None) -> tuple[int, dict[str, Any]]:
+        item = {"id": new_id("mcp"), "type": "mcp_call", "status": "in_progress",
+                "approval_request_id": approval_request_id, "arguments": "", "error": None, "name": name,
+                "output": None, "server_label": server_label}
+        index = self.added(item)
+        self.emit("response.mcp_call.in_progress", item_id=item["id"], output_index=index)
+        self.emit("response.mcp_call_arguments.delta", item_id=item["id"], output_index=index, delta=arguments)
+        self.emit("response.mcp_call_arguments.done", item_id=item["id"], output_index=index, arguments=arguments)
+        return index, item | {"arguments": arguments}
+
+    def mcp_call_done(self, handle: tuple[int, dict[str, Any]], output: str | None,
+                      error: dict[str, Any] | None) -> None:
+        index, item = handle
+        failed = error is not None
+        self.emit("response.mcp_call.failed" if failed else "response.mcp_call.completed",
+                  item_id=item["id"], output_index=index)
+        self.done(index, item | {"status": "failed" if failed else "completed", "output": output, "error": error})
+
+    def approval_request(self, server_label: str, name: str, arguments: str) -> str:
+        item = {"id": new_id("mcpr"), "type": "mcp_approval_request", "arguments": arguments, "name": name,
+                "server_label": server_label}
+        self.done(self.added(item), item)
+        return item["id"]
+
+    def error(self, error_type: str, code: str | None, message: str, param: str | None) -> None:
+        """OpenAI's in-stream `error` event, nested as real streams carry it."""
+        self.emit("error", error={"type": error_type, "code": code, "message": message, "param": param})

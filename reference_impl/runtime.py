@@ -1,0 +1,98 @@
+"""What every loop run shares, on both surfaces: settings, the store, the upstream adapter,
+guarded MCP access with its tool catalog, the tool-result cache and the per-key run limit."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from .config import GatewayConfig
+from .errors import RateLimited
+from .loop.state import LoopContext, LoopRequest, ServerBinding
+from .mcp_servers import McpConnector, McpServer
+from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_resolver
+from .store import SqliteStore
+from .tool_cache import ToolResultCache
+from .tool_catalog import ToolCatalog
+from .upstream import make_adapter
+from .upstream.adapter import UpstreamAdapter
+
+RETRY_AFTER_S = 1
+
+
+def key_fingerprint(authorization: str | None) -> str:
+    """Who is calling, for per-key limits and caches, without keeping the key."""
+    return hashlib.sha256((authorization or "").encode()).hexdigest()[:16]
+
+
+@dataclass
+class RunLimiter:
+    """At most `limit` loop runs at once per API key; one more is a 429 with a retry hint."""
+
+    limit: int
+    running: dict[str, int] = field(default_factory=dict)
+
+    def acquire(self, key: str) -> Callable[[], None]:
+        """Take a slot for `key`; returns the function that gives it back."""
+        if self.running.get(key, 0) >= self.limit:
+            raise RateLimited(f"Rate limit reached: at most {self.limit} requests may run at once for this API "
+                              f"key. Please try again in {RETRY_AFTER_S}s.", RETRY_AFTER_S)
+        self.running[key] = self.running.get(key, 0) + 1
+        released = False
+
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
+                self.running[key] -= 1
+
+        return release
+
+
+@dataclass
+class Runtime:
+    config: GatewayConfig
+    store: SqliteStore
+    http: httpx.AsyncClient
+    adapter: UpstreamAdapter
+    connector: McpConnector
+    catalog: ToolCatalog
+    limiter: RunLimiter
+
+    @classmethod
+    def build(cls, config: GatewayConfig, resolver: Resolver = system_resolver) -> Runtime:
+        http = httpx.AsyncClient(timeout=httpx.Timeout(config.upstream_timeout_s, connect=10.0))
+        policy = OutboundPolicy.from_settings(config.outbound_block, config.outbound_allow)
+        connector = McpConnector(config.mcp_timeout_s, guarded_client_factory(policy, resolver))
+        return cls(config, SqliteStore(config.store_path), http, make_adapter(config, http), connector,
+                   ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs))
+
+    def configured_bindings(self, taken: set[str], approvals: bool) -> list[ServerBinding]:
+        """Bindings for the enabled servers of the configuration whose label is not taken;
+        without `approvals` (a surface with no approval flow) none asks for approval."""
+        bindings = []
+        for configured in self.config.mcp_servers:
+            if configured.enabled and configured.label not in taken:
+                server = McpServer(configured.label, configured.url, configured.transport, dict(configured.headers),
+                                   visible=not configured.hidden)
+                bindings.append(ServerBinding(server, None, approvals and configured.require_approval == "always"))
+        return bindings
+
+    def tool_cache(self, api_key: str) -> ToolResultCache | None:
+        if self.config.tool_cache_ttl_s <= 0 or not self.config.tool_cache_secret:
+            return None
+        return ToolResultCache(self.store, self.config.tool_cache_secret.encode(), self.config.tool_cache_ttl_s,
+                               api_key)
+
+    def context(self, request: LoopRequest, **fields: Any) -> LoopContext:
+        """A loop context with this runtime's collaborators."""
+        return LoopContext(request=request, adapter=self.adapter, connector=self.connector, catalog=self.catalog,
+                           **fields)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+        self.store.close()
