@@ -199,8 +199,8 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
             findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.never_sent",
                                       f"model request {number} carried {', '.join(sorted(set(sent)))}, which must "
                                       "never reach the model", [], sent))
-        if expect.instructions is not None:
-            instructions = _instructions(request)
+        if "instructions" in expect.model_fields_set:
+            instructions = request.get("instructions")
             if instructions != expect.instructions:
                 findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.instructions",
                                           f"model request {number} carried instructions {instructions!r}",
@@ -243,14 +243,6 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
                                           f"the MCP tool {tool!r} ran {runs.get(tool, 0)} time(s), expected {count}",
                                           count, runs.get(tool, 0)))
     return findings
-
-
-def _instructions(request: dict[str, Any]) -> str | None:
-    body = request.get("body") or {}
-    if "messages" in body:
-        system = [m.get("content") for m in body["messages"] if m.get("role") in ("system", "developer")]
-        return system[0] if system else None
-    return body.get("instructions")
 
 
 def upstream_anomalies(observed: Observed) -> list[Finding]:

@@ -1,9 +1,11 @@
-"""Upstream adapters: the same model turn in OpenAI's Responses or Chat Completions wire format."""
+"""Upstream adapters: the same model turn in OpenAI's Responses or Chat Completions wire
+format, or in Anthropic's Messages format."""
 
 import httpx
 
 from ..config import GatewayConfig
 from .adapter import UpstreamAdapter
+from .anthropic_messages import AnthropicMessagesAdapter
 from .chat_completions import ChatCompletionsAdapter
 from .responses_api import ResponsesAdapter
 
@@ -12,7 +14,10 @@ def make_adapter(config: GatewayConfig, client: httpx.AsyncClient) -> UpstreamAd
     """The adapter the configuration names."""
     if config.upstream_wire == "chat":
         return ChatCompletionsAdapter(client, config.upstream_url, config.upstream_api_key)
+    if config.upstream_wire == "anthropic":
+        return AnthropicMessagesAdapter(client, config.upstream_url, config.upstream_api_key)
     return ResponsesAdapter(client, config.upstream_url, config.upstream_api_key, config.upstream_chaining)
 
 
-__all__ = ["ChatCompletionsAdapter", "ResponsesAdapter", "UpstreamAdapter", "make_adapter"]
+__all__ = ["AnthropicMessagesAdapter", "ChatCompletionsAdapter", "ResponsesAdapter", "UpstreamAdapter",
+           "make_adapter"]

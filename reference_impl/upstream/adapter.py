@@ -15,7 +15,7 @@ import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
 from ..errors import UpstreamError
-from .items import ModelEvent, TurnRequest
+from .items import ItemDone, ItemStarted, Message, ModelEvent, TextDelta, ToolCall, TurnDone, TurnRequest
 
 
 class UpstreamAdapter(Protocol):
@@ -43,13 +43,37 @@ def upstream_error_from(response: httpx.Response, body: bytes) -> UpstreamError:
     )
 
 
+def responses_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    """Token counts as a Responses `usage` block."""
+    return {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": input_tokens + output_tokens}
+
+
+def closing_events(text: str | None, calls: list[ToolCall], incomplete: bool, usage: dict[str, Any] | None,
+                   started: bool) -> list[ModelEvent]:
+    """The end of a turn whose wire format sends its items only at the end: the message (its
+    start and text too, unless already `started`), the tool calls, then `TurnDone`."""
+    events: list[ModelEvent] = []
+    if text is not None:
+        if not started:
+            events += [ItemStarted("message"), TextDelta(text)]
+        events.append(ItemDone(Message("assistant", text), incomplete))
+    for call in calls:
+        events += [ItemStarted("function_call"), ItemDone(call)]
+    reason = "max_output_tokens" if incomplete else None
+    events.append(TurnDone("incomplete" if incomplete else "completed", reason, usage))
+    return events
+
+
 class HttpUpstream:
     """The HTTP part shared by the adapters: post a body, hand back JSON or SSE events."""
 
-    def __init__(self, client: httpx.AsyncClient, url: str, api_key: str | None) -> None:
+    def __init__(self, client: httpx.AsyncClient, url: str, api_key: str | None,
+                 extra_headers: dict[str, str] | None = None) -> None:
         self._client = client
         self._url = url
-        self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._headers = ({"Authorization": f"Bearer {api_key}"} if api_key else {}) | (extra_headers or {})
 
     async def post_json(self, body: dict[str, Any]) -> dict[str, Any]:
         try:

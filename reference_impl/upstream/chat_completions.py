@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 
 from ..errors import UpstreamError
-from .adapter import HttpUpstream
-from .items import ItemDone, ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnDone, TurnRequest
+from .adapter import HttpUpstream, closing_events, responses_usage
+from .items import ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnRequest
 
 
 def _text(content: str | list[dict[str, Any]]) -> str:
@@ -82,7 +82,9 @@ class ChatCompletionsAdapter:
             text = message.get("content")
             calls = [(c.get("id", ""), (c.get("function") or {}).get("name", ""),
                       (c.get("function") or {}).get("arguments", "")) for c in message.get("tool_calls") or []]
-            for event in _finish(text, calls, choice.get("finish_reason"), response.get("usage")):
+            calls = [ToolCall(*call) for call in calls]
+            for event in closing_events(text, calls, choice.get("finish_reason") == "length",
+                                        _usage(response.get("usage")), started=False):
                 yield event
             return
         text: str | None = None
@@ -111,29 +113,10 @@ class ChatCompletionsAdapter:
                 finish_reason = choice.get("finish_reason") or finish_reason
         if finish_reason is None:
             raise UpstreamError(502, "The upstream model stream ended without a finish_reason.")
-        for event in _finish(text, [tuple(calls[i]) for i in sorted(calls)], finish_reason, usage, started=True):
+        ordered = [ToolCall(*calls[index]) for index in sorted(calls)]
+        for event in closing_events(text, ordered, finish_reason == "length", _usage(usage), started=True):
             yield event
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, Any] | None:
-    if not usage:
-        return None
-    prompt, completion = usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)
-    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": completion,
-            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": prompt + completion}
-
-
-def _finish(text: str | None, calls: list[tuple[str, ...]], finish_reason: str | None,
-            usage: dict[str, Any] | None, started: bool = False) -> list[ModelEvent]:
-    """The closing events of a turn: its items done, then `TurnDone`."""
-    events: list[ModelEvent] = []
-    incomplete = finish_reason == "length"
-    if text is not None:
-        if not started:
-            events += [ItemStarted("message"), TextDelta(text)]
-        events.append(ItemDone(Message("assistant", text), incomplete))
-    for call_id, name, arguments in calls:
-        events += [ItemStarted("function_call"), ItemDone(ToolCall(call_id, name, arguments))]
-    reason = "max_output_tokens" if incomplete else None
-    events.append(TurnDone("incomplete" if incomplete else "completed", reason, _usage(usage)))
-    return events
+    return responses_usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)) if usage else None

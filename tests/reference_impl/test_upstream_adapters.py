@@ -1,6 +1,6 @@
 """The reference gateway keeps every contract whichever upstream adapter it is configured with:
 Responses replaying the transcript (the default, run by the scenario tests), Responses chained
-upstream with previous_response_id, and Chat Completions."""
+upstream with previous_response_id, Chat Completions, and Anthropic Messages."""
 
 from __future__ import annotations
 
@@ -15,14 +15,22 @@ from responses_parity.harness.scenario import MODES
 from responses_parity.harness.session import Session
 from responses_parity.harness.stack import Stack
 from responses_parity.harness.targets import Target
+from responses_parity.reference_impl.upstream.anthropic_messages import AnthropicMessagesAdapter
+from responses_parity.reference_impl.upstream.items import Message, ToolSpec, TurnRequest
 
 CHAT_CANNOT_CARRY = {"reasoning-summary": "Chat Completions has no standard way to carry a reasoning summary"}
+ANTHROPIC_CANNOT_CARRY = {
+    "reasoning-summary": "the scripted model's summary has no Anthropic Messages form",
+    "tool-choice": "Anthropic has no allowed_tools choice: the adapter narrows the offered tools instead, so the "
+                   "scenario's Responses-shaped tool_choice assertion cannot hold (the narrowing is unit-tested)",
+}
 
 
 @pytest.mark.parametrize(("config", "excluded"), [
     ({"upstream_chaining": "previous_response_id"}, {}),
     ({"upstream_wire": "chat"}, CHAT_CANNOT_CARRY),
-], ids=["responses-chained", "chat"])
+    ({"upstream_wire": "anthropic"}, ANTHROPIC_CANNOT_CARRY),
+], ids=["responses-chained", "chat", "anthropic"])
 def test_every_built_in_scenario_passes(config: dict[str, Any], excluded: dict[str, str]) -> None:
     scenarios = [s for s in load([builtin_scenarios_dir()]).scenarios if s.scenario.id not in excluded]
     with Stack(mcp_names=FIXTURE_SERVERS, gateway_config=config) as stack:
@@ -32,3 +40,16 @@ def test_every_built_in_scenario_passes(config: dict[str, Any], excluded: dict[s
                 for r in results if r.outcome != "pass" for step, finding in r.findings]
     assert not failures, "\n".join(failures)
     assert len(results) >= 2 * len(scenarios) - 2
+
+
+def test_the_anthropic_adapter_narrows_tools_for_allowed_tools() -> None:
+    allowed = [{"type": "function", "name": "add"}, {"type": "function", "name": "echo"}]
+    turn = TurnRequest(model="m", instructions="Be brief.", transcript=(Message("user", "hi"),),
+                       tools=(ToolSpec("add", None, None), ToolSpec("echo", None, None), ToolSpec("fail", None, None)),
+                       tool_choice={"type": "allowed_tools", "mode": "required", "tools": allowed},
+                       parallel_tool_calls=False, stream=False)
+    body = AnthropicMessagesAdapter(None, "http://127.0.0.1:1/v1", None).payload(turn)  # type: ignore[arg-type]
+    assert [tool["name"] for tool in body["tools"]] == ["add", "echo"]
+    assert body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
+    assert body["system"] == "Be brief." and body["messages"] == [{"role": "user", "content": [{"type": "text",
+                                                                                              "text": "hi"}]}]
