@@ -18,12 +18,12 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from ..fixtures.mcp import FIXTURE_SERVERS, McpFixtureHost
+from ..fixtures.mcp import FIXTURE_SERVERS
 from ..fixtures.upstream import build_upstream_app
 from ..reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from .findings import HarnessError, Severity
 from .loader import Catalogue, builtin_scenarios_dir, load
-from .report import RunInfo, write_reports
+from .report import RunInfo, parity_counts, write_reports
 from .runner import EngineEvent, ScenarioResult, UnitFinished, units_of
 from .scenario import MODES, Mode, scenario_json_schema
 from .session import REFERENCE, TargetOptions, open_session, parse_header
@@ -53,6 +53,8 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--model", default="parity-model", show_default=True, help="Model name sent in requests."),
         click.option("--responses-path", default="/v1/responses", show_default=True,
                      help="Path of the target's Responses endpoint."),
+        click.option("--chat-path", default="/v1/chat/completions", show_default=True,
+                     help="Path of the target's Chat Completions endpoint."),
         click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
                      help="Seconds one request may take."),
         click.option("--upstream", default=f"http://{LOOPBACK}:{DEFAULT_UPSTREAM_PORT}", show_default=True,
@@ -64,12 +66,13 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _build_options(*, target: str, api_key: str | None, headers: tuple[str, ...], model: str,
-                   responses_path: str, timeout_s: float, upstream: str) -> TargetOptions:
+                   responses_path: str, chat_path: str, timeout_s: float, upstream: str) -> TargetOptions:
     try:
         parsed = tuple(parse_header(h) for h in headers)
     except ValueError as error:
         raise click.UsageError(str(error)) from error
-    return TargetOptions(target, api_key, parsed, model, responses_path, timeout_s, upstream)
+    return TargetOptions(target=target, api_key=api_key, headers=parsed, model=model, responses_path=responses_path,
+                         chat_path=chat_path, timeout_s=timeout_s, upstream=upstream)
 
 
 def _progress(event: EngineEvent) -> None:
@@ -142,7 +145,10 @@ def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
         out.print(_summary(results))
     failed = sum(1 for r in results if r.outcome in ("fail", "error"))
     unsupported = sum(1 for r in results if r.outcome == "unsupported")
+    counts = parity_counts(results)
     out.print(f"{len(results) - failed - unsupported} passed, {failed} failed, {unsupported} unsupported; "
+              f"parity with OpenAI {counts['parity']['pass']}/{counts['parity']['runs']}, gateway policy "
+              f"{counts['gateway_policy']['pass']}/{counts['gateway_policy']['runs']}; "
               f"report: {report_dir / 'report.md'}")
     if catalogue.errors:
         sys.exit(EXIT_USAGE)
@@ -217,7 +223,7 @@ def serve_upstream(port: int) -> None:
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT + 1, show_default=True)
 def serve_mcp(name: str, port: int) -> None:
     """An MCP fixture server (streamable HTTP at /mcp, SSE at /sse)."""
-    _serve_forever(McpFixtureHost(FIXTURE_SERVERS[name]()), port, f"MCP fixture {name!r}")
+    _serve_forever(FIXTURE_SERVERS[name](), port, f"MCP fixture {name!r}")
 
 
 @serve.command("reference")

@@ -17,7 +17,7 @@ from .contract import Contract, ItemShape
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .fixture_client import Observed
-from .scenario import Expect, ItemExpect, PageExpect, UpstreamExpect, Variant
+from .scenario import ChatExpect, Expect, ItemExpect, PageExpect, UpstreamExpect, Variant
 
 
 def _mismatch(kind: Kind, rule: str, message: str, expected: Any, actual: Any) -> Finding:
@@ -74,6 +74,26 @@ def compare(expect: Expect, contract: Contract, exchange: Exchange) -> list[Find
     return findings
 
 
+def subset_mismatch(expected: Any, actual: Any, where: str = "$") -> str | None:
+    """Where `actual` fails to hold `expected` (dict keys given must match, recursively; lists
+    match item by item and in length), or None when it holds it."""
+    if isinstance(expected, dict):
+        if not isinstance(actual, dict):
+            return f"{where} (expected an object)"
+        for key, value in expected.items():
+            if key not in actual:
+                return f"{where}.{key} (missing)"
+            if (found := subset_mismatch(value, actual[key], f"{where}.{key}")) is not None:
+                return found
+        return None
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return f"{where} (expected {len(expected)} items)"
+        return next((found for index, (e, a) in enumerate(zip(expected, actual, strict=True))
+                     if (found := subset_mismatch(e, a, f"{where}[{index}]")) is not None), None)
+    return None if expected == actual else f"{where} ({actual!r}, expected {expected!r})"
+
+
 def compare_page(expect: PageExpect, body: Any) -> list[Finding]:
     data = body.get("data") if isinstance(body, dict) else None
     if not isinstance(data, list) or body.get("object") != "list":
@@ -93,6 +113,26 @@ def compare_page(expect: PageExpect, body: Any) -> list[Finding]:
         if getattr(expect, name) != actual[name]:
             findings.append(_mismatch(Kind.ITEMS, f"expect.page.{name}", f"the page's {name} is {actual[name]!r}, "
                                       f"expected {getattr(expect, name)!r}", getattr(expect, name), actual[name]))
+    return findings
+
+
+def compare_chat(expect: ChatExpect, contract: Contract) -> list[Finding]:
+    chat = contract.chat
+    if chat is None:
+        return [_mismatch(Kind.RESPONSE_FIELD, "expect.chat", "the answer carries no chat completion", "a completion",
+                          None)]
+    actual = {"finish_reason": chat.finish_reason, "role": chat.role, "content": chat.has_content,
+              "tool_calls": list(chat.tool_calls), "chunks": list(chat.chunks)}
+    findings = []
+    for name in sorted(expect.model_fields_set):
+        wanted = getattr(expect, name)
+        if name == "chunks" and not contract.stream and not chat.chunks:
+            continue
+        if wanted != actual[name]:
+            kind = Kind.EVENT_SEQUENCE if name == "chunks" else Kind.RESPONSE_FIELD
+            message = (f"chunk sequence differs: {list_diff(wanted, actual[name])}" if name == "chunks"
+                       else f"the completion's {name} is {actual[name]!r}, expected {wanted!r}")
+            findings.append(_mismatch(kind, f"expect.chat.{name}", message, wanted, actual[name]))
     return findings
 
 
@@ -130,7 +170,7 @@ def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> l
                                       '({"error": {message, type, param, code}}) in the answer',
                                       expect.error.model_dump(), None))
         else:
-            for name in sorted(expect.error.model_fields_set):
+            for name in sorted(expect.error.model_fields_set - {"message_contains"}):
                 wanted, got = getattr(expect.error, name), getattr(contract.error, name)
                 if wanted != got:
                     findings.append(_mismatch(Kind.ERROR_ENVELOPE, f"expect.error.{name}",
@@ -138,6 +178,11 @@ def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> l
             if not contract.error.has_message:
                 findings.append(_mismatch(Kind.ERROR_ENVELOPE, "expect.error.message", "error.message is empty",
                                           "non-empty", ""))
+            wanted_text = expect.error.message_contains
+            if wanted_text is not None and wanted_text not in (contract.error.message or ""):
+                findings.append(_mismatch(Kind.ERROR_ENVELOPE, "expect.error.message_contains",
+                                          f"error.message {contract.error.message!r} does not contain "
+                                          f"{wanted_text!r}", wanted_text, contract.error.message))
     for name, kind in (("status", Kind.STATUS), ("incomplete_reason", Kind.STATUS)):
         if name in expect.model_fields_set and getattr(contract, name) != getattr(expect, name):
             findings.append(_mismatch(kind, f"expect.{name}", f"{name} is {getattr(contract, name)!r}, expected "
@@ -162,14 +207,20 @@ def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> l
         if diff := DeepDiff(expect.response, actual, ignore_order=False):
             findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response",
                                       f"response fields differ: {diff.pretty()}", expect.response, actual))
-    if expect.body is not None:
-        body = exchange.body if isinstance(exchange.body, dict) else {}
-        actual = {key: body.get(key) for key in expect.body}
-        if diff := DeepDiff(expect.body, actual, ignore_order=False):
-            findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.body", f"body fields differ: {diff.pretty()}",
-                                      expect.body, actual))
+    if expect.body is not None and (where := subset_mismatch(expect.body, exchange.body)):
+        findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.body", f"the body differs at {where}",
+                                  expect.body, exchange.body))
+    if expect.headers is not None:
+        headers = exchange.headers or {}
+        for name, wanted in expect.headers.items():
+            if headers.get(name.lower()) != wanted:
+                findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.headers", f"header {name} is "
+                                          f"{headers.get(name.lower())!r}, expected {wanted!r}", wanted,
+                                          headers.get(name.lower())))
     if expect.page is not None:
         findings += compare_page(expect.page, exchange.body)
+    if expect.chat is not None:
+        findings += compare_chat(expect.chat, contract)
     raw = exchange.sse if streamed else json.dumps(exchange.body)
     for text in expect.absent_text:
         if text in (raw or ""):
@@ -235,6 +286,18 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
             findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.mcp_authorization",
                                       f"{len(without)} of {len(observed.mcp_calls)} MCP request(s) did not carry the "
                                       "request's `authorization` as a bearer token", "all", len(without)))
+    if expect.offered_tools is not None:
+        offered = sorted(requests[0].get("offered_tools") or []) if requests else []
+        if offered != sorted(expect.offered_tools):
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.offered_tools",
+                                      f"the first model request offered {offered}, expected "
+                                      f"{sorted(expect.offered_tools)}", sorted(expect.offered_tools), offered))
+    if expect.model_paths is not None:
+        paths = [request.get("path") for request in requests]
+        if paths != expect.model_paths:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.model_paths",
+                                      f"the model requests went to {paths}, expected {expect.model_paths}",
+                                      expect.model_paths, paths))
     if expect.tool_runs is not None:
         runs = observed.tool_runs()
         for tool, count in expect.tool_runs.items():

@@ -7,11 +7,16 @@ is present; the output items in order, each with its status, role, tool name, se
 and (for MCP calls) error type and approval link; the interrupt boundary; the number of
 gateway-executed tool calls; and, for streams, the event types with runs collapsed, per output
 index too, the terminal event and whether `[DONE]` was sent (recorded, not judged).
+
+A chat completion (the `chat` surface) projects to its finish_reason, the message's role,
+whether it has text, the tool calls handed back (by name), and for streams the kinds of its
+chunks in order (role, content, tool_calls, finish, usage, error, [DONE]), runs collapsed. A
+streamed completion is assembled from its chunks first, so both modes compare alike.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from .exchange import TERMINAL_EVENTS, Exchange
@@ -41,6 +46,7 @@ class ErrorShape:
     code: str | None
     param: str | None
     has_message: bool
+    message: str | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -62,6 +68,15 @@ class StreamShape:
 
 
 @dataclass(frozen=True)
+class ChatShape:
+    finish_reason: str | None
+    role: str | None
+    has_content: bool
+    tool_calls: tuple[str, ...]
+    chunks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Contract:
     http_status: int | None
     error: ErrorShape | None = None
@@ -72,6 +87,7 @@ class Contract:
     interrupt: Interrupt = Interrupt("none")
     gateway_tool_calls: int = 0
     stream: StreamShape | None = None
+    chat: ChatShape | None = None
     response_fields: dict[str, Any] | None = None
     """The whole Response object's top-level fields (compared only where a scenario asks)."""
 
@@ -135,7 +151,85 @@ def _error_shape(body: Any) -> ErrorShape | None:
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
         return None
-    return ErrorShape(error.get("type"), error.get("code"), error.get("param"), bool(error.get("message")))
+    message = error.get("message")
+    return ErrorShape(error.get("type"), error.get("code"), error.get("param"), bool(message),
+                      message if isinstance(message, str) else None)
+
+
+def _chunk_kind(payload: dict[str, Any] | None, done: bool) -> list[str]:
+    if done:
+        return ["[DONE]"]
+    if payload is None:
+        return []
+    if "error" in payload:
+        return ["error"]
+    choices = payload.get("choices") or []
+    if not choices:
+        return ["usage"] if payload.get("usage") else []
+    delta, kinds = choices[0].get("delta") or {}, []
+    if delta.get("role"):
+        kinds.append("role")
+    if delta.get("content"):
+        kinds.append("content")
+    if delta.get("tool_calls"):
+        kinds.append("tool_calls")
+    if choices[0].get("finish_reason"):
+        kinds.append("finish")
+    return kinds
+
+
+def chat_completion(exchange: Exchange) -> dict[str, Any] | None:
+    """The chat completion: the JSON body, or one assembled from the stream's chunks."""
+    if not exchange.streamed:
+        body = exchange.body
+        return body if isinstance(body, dict) and body.get("object") == "chat.completion" else None
+    chunks = [e.payload for e in exchange.events if e.payload is not None and e.payload.get("object")
+              == "chat.completion.chunk"]
+    if not chunks:
+        return None
+    content, role, finish_reason, usage = "", None, None, None
+    calls: dict[int, dict[str, Any]] = {}
+    for chunk in chunks:
+        usage = chunk.get("usage") or usage
+        for choice in chunk.get("choices") or []:
+            delta = choice.get("delta") or {}
+            role = delta.get("role") or role
+            content += delta.get("content") or ""
+            for call in delta.get("tool_calls") or []:
+                slot = calls.setdefault(call.get("index", 0), {"id": None, "type": "function",
+                                                               "function": {"name": "", "arguments": ""}})
+                slot["id"] = call.get("id") or slot["id"]
+                function = call.get("function") or {}
+                slot["function"]["name"] += function.get("name") or ""
+                slot["function"]["arguments"] += function.get("arguments") or ""
+            finish_reason = choice.get("finish_reason") or finish_reason
+    message: dict[str, Any] = {"role": role, "content": content or None}
+    if calls:
+        message["tool_calls"] = [calls[index] for index in sorted(calls)]
+    return {"id": chunks[0].get("id"), "object": "chat.completion", "model": chunks[0].get("model"),
+            "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}], "usage": usage}
+
+
+def project_chat(exchange: Exchange) -> Contract:
+    chunks = collapse([kind for e in exchange.events for kind in _chunk_kind(e.payload, e.is_done_sentinel)])
+    completion = chat_completion(exchange)
+    error = None if exchange.streamed else _error_shape(exchange.body)
+    if completion is None:
+        return Contract(exchange.status, error=error, chat=ChatShape(None, None, False, (), chunks)
+                        if exchange.streamed else None)
+    choice = (completion.get("choices") or [{}])[0]
+    message = choice.get("message") or {}
+    names = tuple((call.get("function") or {}).get("name", "") for call in message.get("tool_calls") or [])
+    finish_reason = choice.get("finish_reason")
+    return Contract(
+        http_status=exchange.status,
+        error=error,
+        has_usage=completion.get("usage") is not None,
+        interrupt=Interrupt("function_call", names[0]) if finish_reason == "tool_calls" and names
+        else Interrupt("none"),
+        chat=ChatShape(finish_reason, message.get("role"), bool(message.get("content")), names, chunks),
+        response_fields=completion,
+    )
 
 
 def project(exchange: Exchange) -> Contract:

@@ -50,10 +50,12 @@ class Observed:
     mcp_calls: list[dict[str, Any]] = field(default_factory=list)
 
     def tool_runs(self) -> dict[str, int]:
+        """Executions by tool name, and by `fixture.tool`."""
         runs: dict[str, int] = {}
         for call in self.mcp_calls:
             if call["method"] == "tools/call":
-                runs[call["tool"]] = runs.get(call["tool"], 0) + 1
+                for key in (call["tool"], f"{call['fixture']}.{call['tool']}"):
+                    runs[key] = runs.get(key, 0) + 1
         return runs
 
     def since(self, earlier: Observed) -> Observed:
@@ -97,6 +99,7 @@ class FixtureClient:
         record = await self._get(f"{self._upstream}/__parity/runs/{run}")
         calls: list[dict[str, Any]] = []
         for name in mcp_names:
-            calls += (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
+            fixture_calls = (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
+            calls += [call | {"fixture": name} for call in fixture_calls]
         calls.sort(key=lambda call: call["at"])
         return Observed(record["requests"], record["anomalies"], calls)

@@ -236,6 +236,36 @@ RULES: tuple[Callable[[list[SseEvent], int | None], list[Finding]], ...] = (
 )
 
 
+def check_chat_stream(events: list[SseEvent]) -> list[Finding]:
+    """The rules of a Chat Completions chunk stream: every data line a `chat.completion.chunk`
+    (or an error) of one completion id, exactly one chunk with a finish_reason and only a usage
+    chunk after it, and `data: [DONE]` last, as OpenAI sends it."""
+    findings: list[Finding] = []
+    chunks: list[dict[str, Any]] = []
+    for position, event in enumerate(events):
+        if event.is_done_sentinel:
+            continue
+        if event.payload is None:
+            findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} is not a JSON object"))
+        elif "error" not in event.payload:
+            if event.payload.get("object") != "chat.completion.chunk":
+                findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} is a "
+                                         f"{event.payload.get('object')!r}, not a chat.completion.chunk"))
+            chunks.append(event.payload)
+    if len({chunk.get("id") for chunk in chunks}) > 1:
+        findings.append(_finding(Severity.ERROR, "chat_chunks", "the chunks carry more than one completion id"))
+    finishes = [i for i, chunk in enumerate(chunks) if any(c.get("finish_reason") for c in chunk.get("choices") or [])]
+    if len(finishes) != 1:
+        findings.append(_finding(Severity.ERROR, "chat_finish", f"{len(finishes)} chunks carry a finish_reason; "
+                                 "exactly one must"))
+    elif any(chunk.get("choices") for chunk in chunks[finishes[0] + 1:]):
+        findings.append(_finding(Severity.ERROR, "chat_finish", "content follows the chunk with the finish_reason"))
+    if not events or not events[-1].is_done_sentinel:
+        findings.append(_finding(Severity.WARNING, "chat_done", "the stream does not end with data: [DONE], as "
+                                 "OpenAI's Chat Completions streams do"))
+    return findings
+
+
 def check_stream(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     """Every grammar rule's findings for one stream (resumed after sequence number N, or whole)."""
     return [finding for rule in RULES for finding in rule(events, resumed_after)]

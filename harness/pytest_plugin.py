@@ -60,6 +60,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity-header", action="append", default=[], help="Extra header 'Name: value'.")
     group.addoption("--parity-model", default="parity-model", help="Model name sent in requests.")
     group.addoption("--parity-responses-path", default="/v1/responses", help="The target's Responses path.")
+    group.addoption("--parity-chat-path", default="/v1/chat/completions", help="The target's Chat Completions path.")
     group.addoption("--parity-mode", choices=["both", *MODES], default="both", help="Stream modes to run.")
     group.addoption("--parity-upstream", default=DEFAULT_UPSTREAM_URL, help="Scripted upstream for a URL target.")
     group.addoption("--parity-timeout", type=float, default=60.0, help="Seconds one request may take.")
@@ -83,6 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
         headers=headers,
         model=config.getoption("parity_model"),
         responses_path=config.getoption("parity_responses_path"),
+        chat_path=config.getoption("parity_chat_path"),
         timeout_s=config.getoption("parity_timeout"),
         upstream=config.getoption("parity_upstream"),
     )

@@ -54,6 +54,19 @@ def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
     }
 
 
+def parity_counts(results: list[ScenarioResult]) -> dict[str, dict[str, int]]:
+    """Passing runs over all runs, apart for scenarios with an OpenAI counterpart (parity) and
+    gateway-policy ones (which never count toward parity). Unsupported runs count in neither."""
+    counts = {"parity": {"pass": 0, "runs": 0}, "gateway_policy": {"pass": 0, "runs": 0}}
+    for result in results:
+        if result.outcome == "unsupported":
+            continue
+        group = counts["parity" if result.scenario.openai_counterpart else "gateway_policy"]
+        group["runs"] += 1
+        group["pass"] += result.outcome == "pass"
+    return counts
+
+
 def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
     outcomes = Counter(result.outcome for result in results)
     return redact({
@@ -65,7 +78,7 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
         "duration_s": round(info.duration_s, 3),
         "summary": {"units": len(results),
                     **{k: outcomes.get(k, 0) for k in ("pass", "fail", "error", "unsupported")},
-                    "file_errors": len(info.file_errors)},
+                    "file_errors": len(info.file_errors), **parity_counts(results)},
         "file_errors": list(info.file_errors),
         "results": [{
             "scenario": result.scenario.id,
@@ -99,14 +112,22 @@ def markdown(document: dict[str, Any]) -> str:
         f"{summary['unsupported']} unsupported by the target ({summary['units']} scenario runs); "
         f"{summary['file_errors']} scenario file error(s).",
         "",
+        f"**Parity with OpenAI**: {summary['parity']['pass']} of {summary['parity']['runs']} runs of scenarios "
+        f"with an OpenAI counterpart pass. Gateway policy (no OpenAI counterpart, not counted toward parity): "
+        f"{summary['gateway_policy']['pass']} of {summary['gateway_policy']['runs']}.",
+        "",
         "| scenario | " + " | ".join(MODES) + " |",
         "|---|" + "---|" * len(MODES),
     ]
     by_scenario: dict[str, dict[str, str]] = {}
+    policy: set[str] = set()
     for result in document["results"]:
         by_scenario.setdefault(result["scenario"], {})[result["mode"]] = _MARK[result["outcome"]]
+        if not result["openai_counterpart"]:
+            policy.add(result["scenario"])
     for scenario, modes in by_scenario.items():
-        lines.append(f"| {scenario} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
+        name = f"{scenario} *(gateway policy)*" if scenario in policy else scenario
+        lines.append(f"| {name} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
     problems = [r for r in document["results"] if r["outcome"] in ("fail", "error")]
     if problems:
         lines += ["", "## What differs", ""]

@@ -22,11 +22,11 @@ import httpx
 
 from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
 from .compare import compare, compare_upstream, upstream_anomalies
-from .contract import Contract, project
+from .contract import Contract, chat_completion, project, project_chat
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .fixture_client import FixtureClient, Observed
-from .grammar import check_stream
+from .grammar import check_chat_stream, check_stream
 from .loader import LoadedScenario
 from .placeholders import OutputView, render
 from .scenario import Expect, GatewaySetup, Mode, Scenario, Step
@@ -110,28 +110,31 @@ def resumed_after(url: str) -> int | None:
 
 
 def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
-    """The body with `marker` appended to its first user message (unchanged if it has none)."""
-    content = body.get("input")
+    """The body with `marker` appended to its first user message (of `input`, or of a chat
+    request's `messages`); unchanged if it has none."""
+    key = "messages" if "messages" in body else "input"
+    content = body.get(key)
     if isinstance(content, str):
-        return body | {"input": f"{content} {marker}"}
+        return body | {key: f"{content} {marker}"}
     if not isinstance(content, list):
         return body
     items = list(content)
     for index, item in enumerate(items):
         if isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message":
             text = item.get("content")
+            part_type = "text" if key == "messages" else "input_text"
             if isinstance(text, str):
                 items[index] = item | {"content": f"{text} {marker}"}
             elif isinstance(text, list):
-                items[index] = item | {"content": [*text, {"type": "input_text", "text": marker}]}
-            return body | {"input": items}
+                items[index] = item | {"content": [*text, {"type": part_type, "text": marker}]}
+            return body | {key: items}
     return body
 
 
 def _step_view(exchange: Exchange) -> dict[str, Any]:
     response = exchange.latest_response() or {}
     return {"response": response, "output": OutputView(response.get("output") or []), "status": exchange.status,
-            "body": exchange.body}
+            "body": exchange.body, "completion": chat_completion(exchange)}
 
 
 @dataclass
@@ -147,7 +150,7 @@ class _Chains:
         body = body if isinstance(body, dict) else {}
         conversation = body.get("conversation")
         conversation = conversation.get("id") if isinstance(conversation, dict) else conversation
-        items = body.get("input") if isinstance(body.get("input"), list) else []
+        items = body.get("input") if isinstance(body.get("input"), list) else body.get("messages") or []
         replays = any(isinstance(i, dict) and (i.get("type") in _CONTINUATION_ITEM_TYPES
                                                or i.get("role") == "assistant") for i in items)
         if step.continues is not None:
@@ -200,7 +203,8 @@ class Engine:
 
     def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
         mcp = {name: self.fixtures.mcp[name].for_run(run) for name in scenario.fixtures} if self.fixtures else {}
-        return {"model": self.target.model, "responses_path": self.target.responses_path, "run": {"token": run},
+        return {"model": self.target.model, "responses_path": self.target.responses_path,
+                "chat_path": self.target.chat_path, "run": {"token": run},
                 "mcp": mcp}
 
     async def run(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
@@ -223,6 +227,8 @@ class Engine:
                     result.steps.append(step_result)
                     if step_result.exchange is not None:
                         run.context[step.id] = _step_view(step_result.exchange)
+        except HarnessError as error:
+            result.steps.append(StepResult("(setup)", error=str(error)))
         finally:
             if self.fixtures is not None and self.target.scripted:
                 await self.fixtures.forget(token)
@@ -241,13 +247,15 @@ class Engine:
     async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
         where = f"steps[{index}] ({step.id})"
         try:
-            path = render(step.path, run.context, f"{where}.path")
+            surface_path = "{{chat_path}}" if run.scenario.surface == "chat" else "{{responses_path}}"
+            path = render(step.path or surface_path, run.context, f"{where}.path")
             body = render(step.request, run.context, f"{where}.request")
             expect = _rendered(step.expectation(run.mode), run.context, where)
         except HarnessError as error:
             run.chains.chain_of.append(index)
             return StepResult(step.id, error=str(error))
-        creates = step.method == "POST" and path == target.responses_path and isinstance(body, dict)
+        create_path = target.chat_path if run.scenario.surface == "chat" else target.responses_path
+        creates = step.method == "POST" and path == create_path and isinstance(body, dict)
         stream = step.stream if step.stream is not None else (creates and run.mode == "stream")
         if creates and stream:
             body = body | {"stream": True}
@@ -263,9 +271,11 @@ class Engine:
                                                                   chain_of=run.chains.chain_of))
             if step.wait:
                 await asyncio.sleep(step.wait)
-            exchange = await send(self.http, target, step.method, str(path), body, disconnect=step.disconnect)
-            contract = project(exchange)
-            findings = self._check(expect, exchange, contract)
+            exchange = await send(self.http, target, step.method, str(path), body, disconnect=step.disconnect,
+                                  headers=step.headers)
+            chat = run.scenario.surface == "chat"
+            contract = project_chat(exchange) if chat else project(exchange)
+            findings = self._check(expect, exchange, contract, chat)
             observed = None
             if scripted:
                 observed, upstream_findings = await self._observe(run, expect)
@@ -298,12 +308,13 @@ class Engine:
         return StepResult(step.id, findings=findings, observed=observed)
 
     @staticmethod
-    def _check(expect: Expect, exchange: Exchange, contract: Contract) -> list[Finding]:
+    def _check(expect: Expect, exchange: Exchange, contract: Contract, chat: bool) -> list[Finding]:
         findings: list[Finding] = []
         if exchange.transport_error:
             findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
         if exchange.streamed and exchange.status == 200 and not exchange.disconnected:
-            findings += check_stream(exchange.events, resumed_after(exchange.url))
+            findings += check_chat_stream(exchange.events) if chat else check_stream(exchange.events,
+                                                                                      resumed_after(exchange.url))
         findings += compare(expect, contract, exchange)
         return findings
 

@@ -18,6 +18,7 @@ from ..fixtures.upstream.script import ModelTurn
 
 FORMAT_VERSION = 1
 Mode = Literal["nonstream", "stream"]
+Surface = Literal["responses", "chat"]
 MODES: tuple[Mode, ...] = ("nonstream", "stream")
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
@@ -72,6 +73,7 @@ class ErrorExpect(_Strict):
     type: str | None = None
     code: str | None = None
     param: str | None = None
+    message_contains: str | None = Field(default=None, description="Text the error's message contains.")
 
 
 def _interrupt_shorthand(value: Any) -> Any:
@@ -113,8 +115,12 @@ class UpstreamExpect(_Strict):
                                   "order (types not named are not counted).")
     instructions: str | None = Field(default=None, description="The instructions every model request carries.")
     tool_runs: dict[str, int] | None = Field(default=None,
-                                             description="MCP tool executions by tool name (tools not named "
-                                                         "are not counted).")
+                                             description="MCP tool executions by tool name, or by fixture.tool "
+                                                         "(tools not named are not counted).")
+    offered_tools: list[str] | None = Field(default=None, description="The tool names the first model request "
+                                                                      "offered, in any order.")
+    model_paths: list[str] | None = Field(default=None, description="The path of each model request, in order "
+                                                                    "(which wire format the gateway used).")
 
 
 class PageExpect(_Strict):
@@ -125,6 +131,18 @@ class PageExpect(_Strict):
     has_more: bool | None = None
     types: list[str] | None = Field(default=None, description="Item types of `data`, in order.")
     ids: list[str] | None = Field(default=None, description="Item ids of `data`, in order (placeholders allowed).")
+
+
+class ChatExpect(_Strict):
+    """A chat completion's contract (the `chat` surface)."""
+
+    finish_reason: str | None = None
+    role: str | None = None
+    content: bool | None = Field(default=None, description="Whether the message has text content.")
+    tool_calls: list[str] | None = Field(default=None, description="Names of the tool calls handed back, in order.")
+    chunks: list[str] | None = Field(
+        default=None, description="Kinds of the stream's chunks in order, runs collapsed: role, content, "
+                                  "tool_calls, finish, usage, error, [DONE].")
 
 
 class Variant(_Strict):
@@ -150,9 +168,13 @@ class Expect(_Strict):
                                             description="Top-level Response fields that must equal these values "
                                                         "(placeholders allowed).")
     body: dict[str, Any] | None = Field(default=None,
-                                        description="Top-level fields of a JSON body (any endpoint) that must equal "
-                                                    "these values (placeholders allowed).")
+                                        description="A part of the JSON body (any endpoint): every key given must "
+                                                    "be there with a matching value; lists match item by item "
+                                                    "(placeholders allowed).")
+    headers: dict[str, str] | None = Field(default=None, description="Response headers that must have these "
+                                                                     "values (names in lower case).")
     page: PageExpect | None = Field(default=None, description="A list page's contents (list endpoints).")
+    chat: ChatExpect | None = None
     events: list[str] | None = Field(default=None,
                                      description="The stream's event types in order, runs of one type collapsed.")
     upstream: UpstreamExpect | None = None
@@ -181,14 +203,16 @@ class Step(_Strict):
     id: str = Field(description="Lower-case identifier; later steps reach this step's results as {{id....}}.")
     title: str | None = None
     method: Literal["GET", "POST", "DELETE"] = "POST"
-    path: str = Field(default="{{responses_path}}", description="Request path, with placeholders.")
+    path: str | None = Field(default=None, description="Request path, with placeholders (default: the "
+                                                       "scenario's surface, {{responses_path}} or {{chat_path}}).")
     request: dict[str, Any] | None = Field(default=None, description="JSON body, with placeholders.")
     stream: bool | None = Field(default=None, description="Default: follow the run's mode for POST to "
-                                                         "the Responses path, never stream otherwise.")
+                                                         "the surface's path, never stream otherwise.")
     continues: str | None = Field(default=None, description="The step whose conversation this one continues "
                                                              "(normally inferred).")
     modes: list[Mode] | None = Field(default=None, description="Run this step only in these stream modes.")
     wait: float = Field(default=0, ge=0, le=60, description="Seconds to wait before sending the request.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers for this step.")
     send: bool = Field(default=True, description="False: send nothing; wait, then check only `upstream` "
                                                  "(what reached the fixtures meanwhile).")
     disconnect: Disconnect | None = None
@@ -224,9 +248,23 @@ class ConfiguredServer(_Strict):
 class GatewaySetup(_Strict):
     """Gateway configuration a scenario needs. Only targets the harness configures itself
     (the reference gateway, peer profiles) can run such a scenario; others report it as
-    unsupported."""
+    unsupported. Fields left out keep the gateway's defaults; the harness allows its loopback
+    fixtures in the outbound policy unless `outbound_allow` says otherwise."""
 
     mcp_servers: list[ConfiguredServer] = Field(default_factory=list)
+    upstream_wire: Literal["responses", "chat", "anthropic"] | None = None
+    outbound_allow: list[str] | None = None
+    outbound_block: list[str] | None = None
+    tool_cache_ttl_s: float | None = Field(default=None, ge=0)
+    chat_max_rounds: int | None = Field(default=None, ge=1, le=50)
+    chat_deadline_s: float | None = Field(default=None, gt=0)
+    chat_stream_mode: Literal["final_only", "disabled"] | None = None
+    max_concurrent_runs: int | None = Field(default=None, ge=1)
+
+    def settings(self) -> dict[str, Any]:
+        """The gateway settings this setup changes (MCP servers aside)."""
+        return {name: tuple(value) if isinstance(value, list) else value
+                for name, value in self.model_dump(exclude={"mcp_servers"}).items() if value is not None}
 
 
 class Scenario(_Strict):
@@ -234,6 +272,7 @@ class Scenario(_Strict):
     title: str
     tags: list[str] = Field(default_factory=list)
     evidence: Evidence
+    surface: Surface = Field(default="responses", description="The endpoint the scenario's requests go to.")
     openai_counterpart: bool = Field(default=True, description="False for gateway-policy scenarios: OpenAI has "
                                                                "no such behaviour to compare with.")
     gateway: GatewaySetup | None = None

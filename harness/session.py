@@ -39,6 +39,7 @@ class TargetOptions:
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     model: str = DEFAULT_MODEL
     responses_path: str = "/v1/responses"
+    chat_path: str = "/v1/chat/completions"
     timeout_s: float = 60.0
     upstream: str = DEFAULT_UPSTREAM_URL
     """The scripted upstream a URL target talks to; started here when nothing answers there."""
@@ -83,5 +84,6 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str]) -> Iterator[S
             headers["Authorization"] = f"Bearer {options.api_key}"
         base_url = stack.reference_url if options.target == REFERENCE else options.target
         assert base_url is not None
-        yield Session(Target(options.target, base_url, options.responses_path, options.model, headers,
-                             options.timeout_s), stack)
+        yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,
+                             chat_path=options.chat_path, model=options.model, headers=headers,
+                             timeout_s=options.timeout_s), stack)

@@ -8,6 +8,7 @@ once. Stopping a stack stops exactly the servers it started.
 from __future__ import annotations
 
 import asyncio
+import logging
 import socket
 import threading
 import time
@@ -20,13 +21,14 @@ import httpx
 import uvicorn
 from starlette.types import ASGIApp
 
-from ..fixtures.mcp import FIXTURE_SERVERS, McpFixtureHost
+from ..fixtures.mcp import FIXTURE_SERVERS
 from ..fixtures.upstream import SERVICE_NAME, build_upstream_app
-from ..reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
+from ..reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
 from .findings import HarnessError
 from .fixture_client import McpFixture
 from .scenario import GatewaySetup
 
+GATEWAY_LOGGER = "responses_parity.reference_impl"
 LOOPBACK = "127.0.0.1"
 DEFAULT_UPSTREAM_PORT = 8642
 FIXTURE_RANGES = ("127.0.0.0/8",)
@@ -98,11 +100,19 @@ class ReferenceGateways:
             url = fixture.sse_url if configured.transport == "sse" else fixture.url
             servers.append(McpServerConfig(configured.label, url, configured.transport,
                                            require_approval=configured.require_approval, hidden=configured.hidden))
-        return reference_config(self.upstream_url, mcp_servers=tuple(servers), **self.base_config)
+        settings = dict(self.base_config) | setup.settings()
+        if settings.get("upstream_wire", "responses") != "responses":
+            settings.pop("upstream_chaining", None)  # chaining is a Responses-wire setting
+        if settings.get("tool_cache_ttl_s"):
+            settings["tool_cache_secret"] = f"parity-{run}"
+        return reference_config(self.upstream_url, mcp_servers=tuple(servers), **settings)
 
     @asynccontextmanager
     async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
-        app = build_gateway_app(self.config(setup, run))
+        try:
+            app = build_gateway_app(self.config(setup, run))
+        except ConfigError as error:
+            raise HarnessError(f"the reference gateway cannot be configured as the scenario asks: {error}") from error
         server = await asyncio.to_thread(ServerThread(app).start)
         try:
             yield server.url
@@ -130,11 +140,14 @@ class Stack(AbstractContextManager["Stack"]):
         return server
 
     def __enter__(self) -> Stack:
+        # The embedded gateway's own warnings (a server with no valid tool, a tampered cache
+        # entry) are what scenarios provoke on purpose; findings report what matters.
+        logging.getLogger(GATEWAY_LOGGER).setLevel(logging.ERROR)
         try:
             if self.upstream_url is None:
                 self.upstream_url = self._start(build_upstream_app(), self.upstream_port).url
             for name in sorted(set(self.mcp_names)):
-                self.mcp[name] = McpFixture(name, self._start(McpFixtureHost(FIXTURE_SERVERS[name]())).url)
+                self.mcp[name] = McpFixture(name, self._start(FIXTURE_SERVERS[name]()).url)
             if self.with_reference:
                 self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url,
                                                                                     **self.gateway_config))).url

@@ -28,6 +28,7 @@ class Target:
     name: str
     base_url: str
     responses_path: str = "/v1/responses"
+    chat_path: str = "/v1/chat/completions"
     model: str = DEFAULT_MODEL
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Sent with every request (API key, extra headers); never written to a report."""
@@ -40,18 +41,19 @@ class Target:
 
 
 async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
-               disconnect: Disconnect | None = None) -> Exchange:
+               disconnect: Disconnect | None = None, headers: dict[str, str] | None = None) -> Exchange:
     """Send one request and read the whole answer (JSON or SSE) within the target's timeout.
     With `disconnect`, the connection is dropped early, on purpose: on a client of its own,
     closed at once, since a cancelled request may otherwise linger in a shared pool."""
+    headers = dict(target.headers) | (headers or {})
     if disconnect is not None:
         async with httpx.AsyncClient() as own:
-            return await _send(own, target, method, path, body, disconnect=disconnect)
-    return await _send(client, target, method, path, body, disconnect=None)
+            return await _send(own, target, method, path, body, disconnect=disconnect, headers=headers)
+    return await _send(client, target, method, path, body, disconnect=None, headers=headers)
 
 
 async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
-                disconnect: Disconnect | None) -> Exchange:
+                disconnect: Disconnect | None, headers: dict[str, str]) -> Exchange:
     url = target.url(path)
     exchange = Exchange(method=method, url=url, request_body=body)
     tee: TeeStream | None = None
@@ -60,7 +62,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
     after_event = disconnect.after_event if disconnect else None
     try:
         with anyio.fail_after(after_seconds or target.timeout_s):
-            async with client.stream(method, url, json=body, headers=dict(target.headers)) as response:
+            async with client.stream(method, url, json=body, headers=headers) as response:
                 exchange.status = response.status_code
                 exchange.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
                 if "text/event-stream" in response.headers.get("content-type", ""):

@@ -231,7 +231,8 @@ class SqliteStore:
 
     async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
         await self._many([("INSERT OR REPLACE INTO audit (run_id, position, record) VALUES (?, ?, ?)",
-                            (run_id, position, json.dumps(record))) for position, record in enumerate(records)])
+                            (run_id, position, json.dumps({"run_id": run_id} | record)))
+                           for position, record in enumerate(records)])
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT record FROM audit WHERE run_id = ? ORDER BY position", (run_id,))

@@ -3,7 +3,8 @@
 With at least one enabled MCP server in the gateway's configuration every chat completion runs
 through the agent loop, unless the request opts out with the configured header (true, 1 or
 yes, any case). Otherwise it passes through to the upstream unchanged, streams included (an
-Anthropic upstream cannot take a chat request as it is, so there the loop always translates).
+Anthropic upstream cannot take a chat request as it is, so there the loop translates it, with
+no gateway tool).
 A destination the outbound policy blocks is a 403; nothing of it reaches the model.
 """
 
@@ -62,14 +63,15 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         return StreamingResponse(relay(), status_code=answer.status_code,
                                  media_type=answer.headers.get("content-type", "application/json"))
 
-    async def loop(request: Request, body: object) -> Response:
+    async def loop(request: Request, body: object, with_gateway_tools: bool) -> Response:
         chat = validate_chat(body)
         api_key = key_fingerprint(request.headers.get("authorization"))
         release = runtime.limiter.acquire(api_key)
         completion_id = f"chatcmpl-{secrets.token_hex(12)}"
         try:
             ctx = runtime.context(chat.loop_request(), history=chat.history(),
-                                  bindings=tuple(runtime.configured_bindings(set(), approvals=False)),
+                                  bindings=tuple(runtime.configured_bindings(set(), approvals=False)
+                                                 if with_gateway_tools else ()),
                                   tool_budget=config.tool_call_cap, tool_cache=runtime.tool_cache(api_key),
                                   max_rounds=config.chat_max_rounds,
                                   deadline=time.monotonic() + config.chat_deadline_s)
@@ -93,10 +95,11 @@ def chat_routes(runtime: Runtime) -> list[Route]:
 
     async def chat_completions(request: Request) -> Response:
         opted_out = request.headers.get(config.chat_opt_out_header, "").strip().lower() in TRUTHY
-        if config.upstream_wire != "anthropic" and (opted_out or not config.loop_on_chat):
+        with_gateway_tools = config.loop_on_chat and not opted_out
+        if config.upstream_wire != "anthropic" and not with_gateway_tools:
             return await passthrough(request, await request.body())
         try:
-            return await loop(request, await read_json(request))
+            return await loop(request, await read_json(request), with_gateway_tools)
         except BlockedDestination as error:
             return _blocked_response(error)
 

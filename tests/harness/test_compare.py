@@ -43,7 +43,8 @@ def test_upstream_expectations() -> None:
     observed = Observed(
         model_requests=[{"item_types": ["message"], "body": {"instructions": "x"}},
                         {"item_types": ["message", "function_call", "mcp_list_tools"], "body": {}}],
-        mcp_calls=[{"method": "tools/call", "tool": "add"}, {"method": "tools/call", "tool": "add"}],
+        mcp_calls=[{"method": "tools/call", "tool": "add", "fixture": "calc"},
+                   {"method": "tools/call", "tool": "add", "fixture": "calc"}],
     )
     expect = UpstreamExpect(model_calls=1, never_sent=["mcp_list_tools"], tool_runs={"add": 1})
     assert [f.message for f in compare_upstream(expect, observed)] == [

@@ -45,13 +45,15 @@ def test_a_broken_file_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_a_placeholder_must_name_an_earlier_step(tmp_path: Path) -> None:
     write_scenario(tmp_path, GOOD.replace('input: "Hi"', 'input: "{{later.response.id}}"'))
     assert catalogue_messages(tmp_path) == [
-        "scenario 'good': steps[0]: placeholder 'later' is neither an earlier step nor one of mcp, model, "
+        "scenario 'good': steps[0]: placeholder 'later' is neither an earlier step nor one of chat_path, mcp, model, "
         "responses_path, run"]
 
 
 def test_an_unknown_mcp_fixture_is_named(tmp_path: Path) -> None:
     write_scenario(tmp_path, GOOD + "mcp: [nosuch]\n")
-    assert catalogue_messages(tmp_path) == ["scenario 'good': unknown MCP fixture 'nosuch' (known: calc)"]
+    assert catalogue_messages(tmp_path) == [
+        "scenario 'good': unknown MCP fixture 'nosuch' (known: calc, shoddy, strings)"
+    ]
 
 
 def test_duplicate_ids_across_files_are_reported(tmp_path: Path) -> None:
