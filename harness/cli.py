@@ -7,9 +7,11 @@ a broken scenario file (even when others also failed).
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, UTC
 from pathlib import Path
 from typing import Any
@@ -21,7 +23,10 @@ from rich.table import Table
 from ..fixtures.mcp import FIXTURE_SERVERS
 from ..fixtures.upstream import build_upstream_app
 from ..reference_impl import ConfigError, GatewayConfig, build_gateway_app
-from .findings import HarnessError, Severity
+from . import baseline, goldens
+from .checks import no_reference_findings
+from .exchange import Exchange
+from .findings import Finding, HarnessError, Severity
 from .loader import Catalogue, builtin_scenarios_dir, load
 from .report import RunInfo, parity_counts, write_reports
 from .runner import EngineEvent, ScenarioResult, UnitFinished, units_of
@@ -30,6 +35,7 @@ from .session import REFERENCE, TargetOptions, open_session, parse_header
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, ServerThread
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+DEFAULT_GOLDEN_DIR = Path("fixtures/goldens")
 SCHEMA_FILE = "scenario.schema.json"
 _STYLE = {"pass": "green", "fail": "red", "error": "yellow", "unsupported": "blue"}
 
@@ -47,7 +53,8 @@ def _catalogue(paths: tuple[Path, ...]) -> Catalogue:
 def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--target", default=REFERENCE, show_default=True,
-                     help="'reference' (the embedded reference gateway) or a gateway's base URL."),
+                     help="'reference' (the embedded reference gateway), 'openai' (live: OPENAI_API_KEY, "
+                          "OPENAI_BASE_URL, PARITY_OPENAI_MODEL) or a gateway's base URL."),
         click.option("--api-key", envvar="PARITY_API_KEY", help="Sent as a bearer token (env PARITY_API_KEY)."),
         click.option("--header", "headers", multiple=True, help="Extra request header 'Name: value' (repeatable)."),
         click.option("--model", default="parity-model", show_default=True, help="Model name sent in requests."),
@@ -59,6 +66,10 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Seconds one request may take."),
         click.option("--upstream", default=f"http://{LOOPBACK}:{DEFAULT_UPSTREAM_PORT}", show_default=True,
                      help="The scripted upstream a URL target talks to (started there if not running)."),
+        click.option("--public-mcp", multiple=True, metavar="NAME=URL",
+                     help="Live runs: where `parity serve mcp NAME` is reachable from the internet (repeatable)."),
+        click.option("--retries", type=click.IntRange(0, 10), default=None,
+                     help="Resend a request answered 429/5xx or not at all (default: 2 for openai, else 0)."),
     ]
     for option in reversed(options):
         function = option(function)
@@ -66,13 +77,18 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _build_options(*, target: str, api_key: str | None, headers: tuple[str, ...], model: str,
-                   responses_path: str, chat_path: str, timeout_s: float, upstream: str) -> TargetOptions:
+                   responses_path: str, chat_path: str, timeout_s: float, upstream: str,
+                   public_mcp: tuple[str, ...], retries: int | None) -> TargetOptions:
     try:
         parsed = tuple(parse_header(h) for h in headers)
     except ValueError as error:
         raise click.UsageError(str(error)) from error
+    mapping = [entry.partition("=") for entry in public_mcp]
+    if bad := [name for name, sep, url in mapping if not sep or not name or "://" not in url]:
+        raise click.UsageError(f"--public-mcp {bad[0]!r}: write NAME=URL, e.g. calc=https://mcp.example.org")
     return TargetOptions(target=target, api_key=api_key, headers=parsed, model=model, responses_path=responses_path,
-                         chat_path=chat_path, timeout_s=timeout_s, upstream=upstream)
+                         chat_path=chat_path, timeout_s=timeout_s, upstream=upstream,
+                         public_mcp=tuple((name, url) for name, _, url in mapping), retries=retries)
 
 
 def _progress(event: EngineEvent) -> None:
@@ -85,7 +101,7 @@ def _progress(event: EngineEvent) -> None:
         if result.unsupported:
             out.print(f"        [dim]{result.unsupported}[/dim]", soft_wrap=True)
         for step, finding in result.findings:
-            if finding.severity >= Severity.ERROR:
+            if finding.fails:
                 out.print(f"        [dim]{step}:[/dim] {finding.message}", soft_wrap=True)
         for step in result.steps:
             if step.error:
@@ -112,18 +128,26 @@ def main() -> None:
     """Contract-level parity checks for OpenAI-compatible Responses API gateways."""
 
 
-@main.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@_target_options
-@click.option("--scenario", "-s", "ids", multiple=True, help="Run only this scenario id (repeatable).")
-@click.option("--tag", "-t", "tags", multiple=True, help="Run only scenarios with this tag (repeatable).")
-@click.option("--mode", type=click.Choice(["both", *MODES]), default="both", show_default=True)
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Scenario runs in parallel.")
-@click.option("--report-dir", type=click.Path(path_type=Path), default=Path("reports/latest"), show_default=True)
-def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...], mode: str, jobs: int,
-        report_dir: Path, **target: Any) -> None:
-    """Run scenarios (default: the built-in ones) against a target, in both stream modes."""
+def _selection_options(function: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("paths", nargs=-1, type=click.Path(path_type=Path)),
+        click.option("--scenario", "-s", "ids", multiple=True, help="Run only this scenario id (repeatable)."),
+        click.option("--tag", "-t", "tags", multiple=True, help="Run only scenarios with this tag (repeatable)."),
+        click.option("--mode", type=click.Choice(["both", *MODES]), default="both", show_default=True),
+        click.option("--jobs", "-j", type=click.IntRange(1, 64), default=4, show_default=True,
+                     help="Scenario runs in parallel."),
+        click.option("--report-dir", type=click.Path(path_type=Path), default=Path("reports/latest"),
+                     show_default=True),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return _target_options(function)
+
+
+def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...], mode: str, jobs: int,
+             **target: Any) -> tuple[Catalogue, list[ScenarioResult], RunInfo]:
+    """Load the scenarios, run the selected units against the target, and time it; a harness
+    error (a target that cannot be started or reached) exits with the usage code."""
     options = _build_options(**target)
     catalogue = _catalogue(paths)
     if unknown := sorted(set(ids) - {s.scenario.id for s in catalogue.scenarios}):
@@ -139,7 +163,12 @@ def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
     except HarnessError as error:
         err.print(f"[red]error[/red] {error}")
         sys.exit(EXIT_USAGE)
-    info = RunInfo(session.target, started, time.monotonic() - clock, tuple(str(e) for e in catalogue.errors))
+    return catalogue, results, RunInfo(session.target, started, time.monotonic() - clock,
+                                       tuple(str(e) for e in catalogue.errors))
+
+
+def _finish(catalogue: Catalogue, results: list[ScenarioResult], info: RunInfo, report_dir: Path,
+            known: int = 0) -> None:
     write_reports(report_dir, results, info)
     if results:
         out.print(_summary(results))
@@ -148,11 +177,108 @@ def run(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
     counts = parity_counts(results)
     out.print(f"{len(results) - failed - unsupported} passed, {failed} failed, {unsupported} unsupported; "
               f"parity with OpenAI {counts['parity']['pass']}/{counts['parity']['runs']}, gateway policy "
-              f"{counts['gateway_policy']['pass']}/{counts['gateway_policy']['runs']}; "
-              f"report: {report_dir / 'report.md'}")
+              f"{counts['gateway_policy']['pass']}/{counts['gateway_policy']['runs']}"
+              + (f"; {known} known divergence(s) from the baseline" if known else "")
+              + f"; report: {report_dir / 'report.md'}")
     if catalogue.errors:
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _golden_dirs(golden_dir: Path | None) -> list[Path]:
+    """Where `golden:<name>` is looked up: the given folder (default ./fixtures/goldens), then
+    the goldens shipped with the project."""
+    return [golden_dir or DEFAULT_GOLDEN_DIR, Path(__file__).resolve().parent.parent / "fixtures" / "goldens"]
+
+
+@main.command()
+@_selection_options
+@click.option("--against", default=None, metavar="golden:NAME",
+              help="Also compare every step's contract with a recorded golden set (offline).")
+@click.option("--golden-dir", type=click.Path(path_type=Path), default=None,
+              help=f"Where golden sets are (default: {DEFAULT_GOLDEN_DIR}, then the shipped ones).")
+@click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), default=None,
+              help="Known divergences of this target (`parity baseline update`): they no longer fail the run.")
+def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, baseline_file: Path | None,
+        **selection: Any) -> None:
+    """Run scenarios (default: the built-in ones) against a target, in both stream modes."""
+    try:
+        golden = goldens.load(goldens.resolve(against, _golden_dirs(golden_dir))) if against else None
+        known_divergences = baseline.load(baseline_file) if baseline_file else None
+    except HarnessError as error:
+        raise click.UsageError(str(error)) from error
+    catalogue, results, info = _execute(**selection)
+    if golden is not None:
+        goldens.compare_with_golden(results, golden)
+    known = baseline.apply(results, known_divergences) if known_divergences is not None else 0
+    _finish(catalogue, results, info, report_dir, known)
+
+
+@main.command()
+@_selection_options
+@click.option("--name", default=None, help="Name of the golden set (default: the target's name; required for a "
+                                           "URL target).")
+@click.option("--golden-dir", type=click.Path(path_type=Path), default=DEFAULT_GOLDEN_DIR, show_default=True)
+def record(*, report_dir: Path, name: str | None, golden_dir: Path, **selection: Any) -> None:
+    """Run scenarios and save every exchange and its contract as goldens, secrets removed."""
+    target = selection["target"]
+    if name is None and "://" in target:
+        raise click.UsageError("name the golden set of a URL target with --name")
+    catalogue, results, info = _execute(**selection)
+    folder = goldens.record(golden_dir, name or target, results, target_name=info.target.name,
+                            model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at)
+    out.print(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}")
+    _finish(catalogue, results, info, report_dir)
+
+
+@main.group("golden")
+def golden_group() -> None:
+    """Work with recorded golden sets."""
+
+
+@golden_group.command("diff")
+@click.argument("old", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("new", type=click.Path(exists=True, file_okay=False, path_type=Path))
+def golden_diff(old: Path, new: Path) -> None:
+    """What changed between two golden sets (e.g. OpenAI a month apart). Exit 1 if anything did."""
+    try:
+        before, after = goldens.load(old), goldens.load(new)
+    except HarnessError as error:
+        raise click.UsageError(str(error)) from error
+    changes = goldens.diff_sets(before, after)
+    for change in changes:
+        where = f"{change.scenario} [{change.mode}]" + (f" step {change.step}" if change.step else "")
+        out.print(f"{where}: {change.finding.severity} ({change.finding.kind}, {change.finding.rule}): "
+                  f"{change.finding.message}", soft_wrap=True)
+    out.print(f"{len(changes)} change(s) from {before.name} ({before.manifest.get('recorded_at')}) to "
+              f"{after.name} ({after.manifest.get('recorded_at')})")
+    sys.exit(EXIT_FAILED if changes else EXIT_OK)
+
+
+@main.group("baseline")
+def baseline_group() -> None:
+    """Known divergences of a target, so CI fails only on new or worse ones."""
+
+
+@baseline_group.command("update")
+@click.option("--results", "results_file", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              default=Path("reports/latest/results.json"), show_default=True, help="The run to accept.")
+@click.option("--output", type=click.Path(path_type=Path), default=None,
+              help="The baseline file (default: baselines/<target>.json).")
+def baseline_update(results_file: Path, output: Path | None) -> None:
+    """Accept every divergence (warning or error) of a run as known."""
+    try:
+        document = json.loads(results_file.read_text())
+    except ValueError as error:
+        raise click.UsageError(f"{results_file}: not a results.json ({error})") from error
+    accepted = baseline.build(document)
+    path = output or Path("baselines") / f"{_file_safe(str(accepted['target']))}.json"
+    baseline.write(path, accepted)
+    out.print(f"wrote {path}: {len(accepted['divergences'])} known divergence(s)")
+
+
+def _file_safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "target"
 
 
 @main.command("list")
@@ -194,6 +320,72 @@ def schema(check: bool, output: Path | None) -> None:
         return
     path.write_text(text)
     out.print(f"wrote {path}")
+
+
+_POSITIONS = re.compile(r"\b(event|chunk) \d+|\[\d+\]")
+
+
+def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
+    """Findings that differ only in an event position or a list index, folded into one with a
+    count (a legacy stream lacks `logprobs` on hundreds of deltas: one line, not hundreds)."""
+    groups: dict[tuple[Severity, str, str], list[Finding]] = {}
+    for finding in findings:
+        general = _POSITIONS.sub(lambda m: f"{m[1]} N" if m[1] else "[i]", finding.message)
+        groups.setdefault((finding.severity, finding.rule, general), []).append(finding)
+    folded = [(group[0] if len(group) == 1 else replace(group[0], message=message), len(group))
+              for (_, _, message), group in groups.items()]
+    return sorted(folded, key=lambda pair: -pair[0].severity)
+
+
+def _exchanges_in(path: Path) -> list[Exchange]:
+    """The exchanges a file holds (one object, or a list of them); raises `HarnessError`
+    naming the file and the problem."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as error:
+        raise HarnessError(f"{path}: cannot read it as JSON ({error})") from error
+    entries = data if isinstance(data, list) else [data]
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("response"), dict):
+            where = f"{path}[{index}]" if isinstance(data, list) else str(path)
+            raise HarnessError(f"{where}: not an exchange (an object with a `response` object)")
+    return [Exchange.from_file(entry) for entry in entries]
+
+
+@main.command("check-exchange")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--surface", type=click.Choice(["auto", "responses", "chat"]), default="auto", show_default=True,
+              help="Which endpoint the exchanges come from (auto: tell from the answer).")
+def check_exchange(files: tuple[Path, ...], surface: str) -> None:
+    """Run every no-reference check (SDK schema, stream grammar) on exchange files.
+
+    A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}} or a
+    list of such objects. Exit 1 if any error-level finding, 2 if a file could not be read."""
+    chat = None if surface == "auto" else surface == "chat"
+    counts = {severity: 0 for severity in Severity}
+    unreadable = 0
+    for path in files:
+        try:
+            exchanges = _exchanges_in(path)
+        except HarnessError as error:
+            err.print(f"[red]error[/red] {error}", soft_wrap=True)
+            unreadable += 1
+            continue
+        for index, exchange in enumerate(exchanges):
+            name = f"{path}[{index}]" if len(exchanges) > 1 else str(path)
+            findings = no_reference_findings(exchange, chat)
+            worst = max((f.severity for f in findings), default=None)
+            label = "ok" if worst is None or worst < Severity.WARNING else str(worst)
+            out.print(f"[bold]{name}[/bold]: {label}", soft_wrap=True)
+            for finding, count in _grouped(findings):
+                times = f" (x{count})" if count > 1 else ""
+                out.print(f"    {finding.severity} {finding.kind}/{finding.rule}{times}: {finding.message}",
+                          soft_wrap=True)
+            for finding in findings:
+                counts[finding.severity] += 1
+    out.print(f"{len(files) - unreadable} file(s) checked: {counts[Severity.ERROR]} error(s), "
+              f"{counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
+    sys.exit(EXIT_USAGE if unreadable else EXIT_FAILED if counts[Severity.ERROR] else EXIT_OK)
 
 
 @main.group()

@@ -35,6 +35,7 @@ class Kind(StrEnum):
     INTERRUPT = "interrupt"
     EVENT_SEQUENCE = "event_sequence"
     STREAM_GRAMMAR = "stream_grammar"
+    SCHEMA = "schema"
     UPSTREAM_REQUEST = "upstream_request"
     SECRET = "secret"
     VARIANT = "variant"
@@ -49,6 +50,12 @@ class Finding:
     message: str
     expected: Any = None
     actual: Any = None
+    known: bool = False
+    """The target's baseline lists this divergence: reported, but it fails nothing."""
+
+    @property
+    def fails(self) -> bool:
+        return self.severity >= Severity.ERROR and not self.known
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

@@ -7,7 +7,9 @@ it began. The rules follow what real OpenAI streams do, so real OpenAI traffic p
 - `obfuscation` fields, the nested `error` event and the absence of `[DONE]` are normal;
 - with several MCP servers OpenAI closes only the last `mcp_list_tools` item with
   `output_item.done` (the others appear only in the terminal output): a note;
-- after `response.failed`, items may stay open: a note.
+- after `response.failed`, items may stay open: a note;
+- the terminal event's reasoning items carry `encrypted_content` encrypted anew, so it differs
+  from what their `output_item.done` carried: a note.
 """
 
 from __future__ import annotations
@@ -225,6 +227,10 @@ def terminal_output_conformance(events: list[SseEvent], resumed_after: int | Non
         if index in done and done[index] != item:
             carried = done[index] or {}
             differing = sorted(k for k in set(item) | set(carried) if item.get(k) != carried.get(k))
+            if differing == ["encrypted_content"]:
+                findings.append(_finding(Severity.NOTE, "terminal_output", f"{terminal['type']} output[{index}] "
+                                         "carries reasoning encrypted anew, as OpenAI's streams do"))
+                continue
             findings.append(_finding(Severity.ERROR, "terminal_output", f"{terminal['type']} output[{index}] differs "
                                      f"from the item its output_item.done carried (fields: {', '.join(differing)})"))
     return findings

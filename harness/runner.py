@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from urllib.parse import parse_qs, urlsplit
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
@@ -25,8 +24,8 @@ from .compare import compare, compare_upstream, upstream_anomalies
 from .contract import Contract, chat_completion, project, project_chat
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
-from .fixture_client import FixtureClient, Observed
-from .grammar import check_chat_stream, check_stream
+from .fixture_client import FixtureClient, McpFixture, Observed
+from .checks import no_reference_findings
 from .loader import LoadedScenario
 from .placeholders import OutputView, render
 from .scenario import Expect, GatewaySetup, Mode, Scenario, Step
@@ -51,7 +50,7 @@ class StepResult:
     def outcome(self) -> Outcome:
         if self.error is not None:
             return "error"
-        return "fail" if any(f.severity >= Severity.ERROR for f in self.findings) else "pass"
+        return "fail" if any(finding.fails for finding in self.findings) else "pass"
 
 
 @dataclass
@@ -64,6 +63,8 @@ class ScenarioResult:
     duration_s: float = 0.0
     unsupported: str | None = None
     """Why the target cannot run this scenario at all (not a failure)."""
+    attempt: int = 1
+    """Which try this result is (live models are retried when a run fails)."""
 
     @property
     def outcome(self) -> Outcome:
@@ -101,12 +102,6 @@ def _rendered(expect: Expect, context: dict[str, Any], where: str) -> Expect:
         ids = render(expect.page.ids, context, f"{where}.expect.page.ids")
         update["page"] = expect.page.model_copy(update={"ids": ids})
     return expect.model_copy(update=update)
-
-
-def resumed_after(url: str) -> int | None:
-    """N for a resumed stream (`...?stream=true&starting_after=N`), else None."""
-    values = parse_qs(urlsplit(url).query).get("starting_after")
-    return int(values[0]) if values and values[0].lstrip("-").isdigit() else None
 
 
 def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
@@ -193,30 +188,62 @@ class _Run:
 
 class Engine:
     def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
-                 on_event: Callable[[EngineEvent], None] | None = None,
-                 gateways: GatewayProvider | None = None) -> None:
+                 on_event: Callable[[EngineEvent], None] | None = None, *,
+                 gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None) -> None:
+        """`fixtures` talks to the scripted upstream and the MCP fixtures (None for a live model);
+        `mcp` says where each MCP fixture is reachable (default: where `fixtures` serves them)."""
         self.target = target
         self.http = http
         self.fixtures = fixtures
         self.on_event = on_event or (lambda event: None)
         self.gateways = gateways
+        self.mcp = mcp if mcp is not None else (fixtures.mcp if fixtures else {})
 
     def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
-        mcp = {name: self.fixtures.mcp[name].for_run(run) for name in scenario.fixtures} if self.fixtures else {}
+        mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
         return {"model": self.target.model, "responses_path": self.target.responses_path,
                 "chat_path": self.target.chat_path, "run": {"token": run},
                 "mcp": mcp}
 
+    def _unsupported(self, scenario: Scenario) -> str | None:
+        """Why this target cannot run the scenario at all, or None."""
+        if scenario.gateway is not None and self.gateways is None:
+            return ("the scenario configures the gateway (its `gateway:` section); the harness can do that only "
+                    f"for gateways it starts itself, not for {self.target.name}")
+        if self.target.scripted:
+            return None
+        if not scenario.openai_counterpart:
+            return "a gateway-policy scenario: OpenAI has no such behaviour to run live"
+        if scenario.live is None:
+            return ("the scenario scripts the model and has no `live:` section saying how to steer a live one")
+        if scenario.live.skip:
+            return scenario.live.skip
+        if missing := [name for name in scenario.fixtures if name not in self.mcp]:
+            return (f"MCP fixture {', '.join(missing)} has no public URL a live model can reach "
+                    f"(--public-mcp {missing[0]}=URL)")
+        return None
+
     async def run(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
+        """One unit; against a live model a failed run is tried again up to `live.retries` times
+        (the model is not deterministic), and the result names its attempt."""
+        scenario = loaded.scenario
+        attempts = 1 + (scenario.live.retries if scenario.live and not self.target.scripted else 0)
+        for attempt in range(1, attempts + 1):
+            result = await self._run_once(loaded, mode)
+            result.attempt = attempt
+            if result.outcome != "fail":
+                break
+        return result
+
+    async def _run_once(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
         scenario = loaded.scenario
         started = time.monotonic()
         result = ScenarioResult(scenario, str(loaded.path), mode, self.target.name)
+        result.unsupported = self._unsupported(scenario)
+        if result.unsupported is not None:
+            return result
         token = new_run_token()
         run = _Run(token, scenario, mode, self._context(token, scenario))
-        if scenario.gateway is not None and self.gateways is None:
-            result.unsupported = ("the scenario configures the gateway (its `gateway:` section); the harness can "
-                                  f"do that only for gateways it starts itself, not for {self.target.name}")
-            return result
         try:
             async with self._target_for(scenario, token) as target:
                 for index, step in enumerate(scenario.steps):
@@ -251,6 +278,9 @@ class Engine:
             path = render(step.path or surface_path, run.context, f"{where}.path")
             body = render(step.request, run.context, f"{where}.request")
             expect = _rendered(step.expectation(run.mode), run.context, where)
+            live = run.scenario.live
+            if not self.target.scripted and live is not None and step.id in live.steer and isinstance(body, dict):
+                body = body | render(live.steer[step.id], run.context, f"live.steer.{step.id}")
         except HarnessError as error:
             run.chains.chain_of.append(index)
             return StepResult(step.id, error=str(error))
@@ -276,6 +306,8 @@ class Engine:
             chat = run.scenario.surface == "chat"
             contract = project_chat(exchange) if chat else project(exchange)
             findings = self._check(expect, exchange, contract, chat)
+            if not self.target.scripted and run.scenario.live is not None:
+                findings = model_dependent_as_notes(findings, run.scenario.live.model_dependent)
             observed = None
             if scripted:
                 observed, upstream_findings = await self._observe(run, expect)
@@ -312,9 +344,7 @@ class Engine:
         findings: list[Finding] = []
         if exchange.transport_error:
             findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
-        if exchange.streamed and exchange.status == 200 and not exchange.disconnected:
-            findings += check_chat_stream(exchange.events) if chat else check_stream(exchange.events,
-                                                                                      resumed_after(exchange.url))
+        findings += no_reference_findings(exchange, chat)
         findings += compare(expect, contract, exchange)
         return findings
 
@@ -333,6 +363,13 @@ class Engine:
             return result
 
         return list(await asyncio.gather(*(one(unit) for unit in units)))
+
+
+def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:
+    """Findings of expectations a live model decides (`expect.output`, ...) turned into notes."""
+    return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
+            if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
+            for f in findings]
 
 
 def units_of(scenarios: Sequence[LoadedScenario], modes: Sequence[Mode]) -> list[tuple[LoadedScenario, Mode]]:

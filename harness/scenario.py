@@ -267,6 +267,25 @@ class GatewaySetup(_Strict):
                 for name, value in self.model_dump(exclude={"mcp_servers"}).items() if value is not None}
 
 
+ModelDependent = Literal["status", "usage", "output", "interrupt", "events", "chat"]
+
+
+class LiveSetup(_Strict):
+    """How the scenario runs against a live model (OpenAI itself), which cannot be scripted:
+    what to add to each request to steer it, and which parts of the answer the model decides.
+    A scenario without this section is reported as unsupported on a live target."""
+
+    skip: str | None = Field(default=None, description="Why the scenario cannot run live (reported as "
+                                                       "unsupported, with this reason).")
+    steer: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Step id -> request fields merged into that step's request on a live "
+                                          "target (tool_choice, a prompt that makes the model call the tool).")
+    model_dependent: list[ModelDependent] = Field(
+        default_factory=list, description="Expectations the live model decides: a difference there is a note.")
+    retries: int = Field(default=0, ge=0, le=5, description="Extra attempts when a live run fails (the model is "
+                                                             "not deterministic); the report names the attempt.")
+
+
 class Scenario(_Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
@@ -276,6 +295,7 @@ class Scenario(_Strict):
     openai_counterpart: bool = Field(default=True, description="False for gateway-policy scenarios: OpenAI has "
                                                                "no such behaviour to compare with.")
     gateway: GatewaySetup | None = None
+    live: LiveSetup | None = None
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
     mcp: list[str] = Field(default_factory=list, description="MCP fixture servers the scenario uses.")
     steps: list[Step] = Field(min_length=1)
@@ -289,6 +309,8 @@ class Scenario(_Strict):
             if step.continues is not None and step.continues not in seen:
                 raise ValueError(f"step {step.id!r} continues {step.continues!r}, which is not an earlier step")
             seen.add(step.id)
+        if self.live is not None and (unknown := sorted(set(self.live.steer) - seen)):
+            raise ValueError(f"live.steer names step(s) {', '.join(unknown)}, which the scenario does not have")
         configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
         for name in [*self.mcp, *configured]:
             if name not in FIXTURE_SERVERS:

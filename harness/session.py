@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from .findings import HarnessError
-from .fixture_client import FixtureClient
+from .fixture_client import FixtureClient, McpFixture
 from .loader import LoadedScenario
 from .runner import Engine, EngineEvent, ScenarioResult
 from .scenario import Mode
@@ -20,7 +21,10 @@ from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, Stack, upstream_is_running
 from .targets import DEFAULT_MODEL, Target
 
 REFERENCE = "reference"
+OPENAI = "openai"
 DEFAULT_UPSTREAM_URL = f"http://{LOOPBACK}:{DEFAULT_UPSTREAM_PORT}"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
+OPENAI_DEFAULT_MODEL = "gpt-4.1-mini"
 
 
 def parse_header(text: str) -> tuple[str, str]:
@@ -34,7 +38,8 @@ def parse_header(text: str) -> tuple[str, str]:
 @dataclass(frozen=True)
 class TargetOptions:
     target: str = REFERENCE
-    """`reference` (the embedded reference gateway) or the base URL of a gateway."""
+    """`reference` (the embedded reference gateway), `openai` (the live API: `OPENAI_BASE_URL`,
+    `OPENAI_API_KEY`, model `PARITY_OPENAI_MODEL`) or the base URL of a gateway."""
     api_key: str | None = field(default=None, repr=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     model: str = DEFAULT_MODEL
@@ -43,12 +48,18 @@ class TargetOptions:
     timeout_s: float = 60.0
     upstream: str = DEFAULT_UPSTREAM_URL
     """The scripted upstream a URL target talks to; started here when nothing answers there."""
+    public_mcp: tuple[tuple[str, str], ...] = ()
+    """MCP fixture name -> a public base URL where `parity serve mcp <name>` is reachable (live runs)."""
+    retries: int | None = None
+    """Retries of a request answered 429, 5xx or not at all (default: 2 for openai, 0 otherwise)."""
 
 
 @dataclass
 class Session:
     target: Target
-    stack: Stack
+    stack: Stack | None
+    """The local servers; None for a live model, which needs none."""
+    mcp: dict[str, McpFixture] = field(default_factory=dict)
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
             on_event: Callable[[EngineEvent], None] | None = None) -> list[ScenarioResult]:
@@ -56,10 +67,13 @@ class Session:
 
     async def run_async(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
                         on_event: Callable[[EngineEvent], None] | None = None) -> list[ScenarioResult]:
-        assert self.stack.upstream_url is not None
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
-            fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
-            engine = Engine(self.target, http, fixtures, on_event, self.stack.reference_gateways())
+            if self.stack is None:
+                engine = Engine(self.target, http, None, on_event, mcp=self.mcp)
+            else:
+                assert self.stack.upstream_url is not None
+                fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
+                engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways())
             return await engine.run_all(units, jobs)
 
 
@@ -75,9 +89,27 @@ def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:
     return Stack(mcp_names=mcp_names, with_reference=False, upstream_port=parts.port)
 
 
+def _openai_session(options: TargetOptions) -> Session:
+    """The live OpenAI API as a target: nothing runs locally, the model is not scripted."""
+    api_key = options.api_key or os.environ.get("OPENAI_API_KEY")
+    if not api_key:
+        raise HarnessError("--target openai needs an API key: set OPENAI_API_KEY (or --api-key)")
+    model = options.model if options.model != DEFAULT_MODEL else os.environ.get("PARITY_OPENAI_MODEL",
+                                                                                 OPENAI_DEFAULT_MODEL)
+    headers = dict(options.headers) | {"Authorization": f"Bearer {api_key}"}
+    target = Target(name=OPENAI, base_url=os.environ.get("OPENAI_BASE_URL", OPENAI_BASE_URL),
+                    responses_path="/responses", chat_path="/chat/completions", model=model, headers=headers,
+                    timeout_s=options.timeout_s, scripted=False,
+                    retries=2 if options.retries is None else options.retries)
+    return Session(target, None, {name: McpFixture(name, url.rstrip("/")) for name, url in options.public_mcp})
+
+
 @contextmanager
 def open_session(options: TargetOptions, mcp_names: Iterable[str]) -> Iterator[Session]:
     """Start what the target needs; stop it on exit."""
+    if options.target == OPENAI:
+        yield _openai_session(options)
+        return
     with _stack_for(options, mcp_names) as stack:
         headers = dict(options.headers)
         if options.api_key:
@@ -86,4 +118,4 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str]) -> Iterator[S
         assert base_url is not None
         yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,
                              chat_path=options.chat_path, model=options.model, headers=headers,
-                             timeout_s=options.timeout_s), stack)
+                             timeout_s=options.timeout_s, retries=options.retries or 0), stack)

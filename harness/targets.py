@@ -35,21 +35,53 @@ class Target:
     timeout_s: float = 60.0
     scripted: bool = True
     """Whether the target's model is the scripted upstream (False for live OpenAI)."""
+    retries: int = 0
+    """How often a request answered 429 or 5xx, or not at all, is sent again."""
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")
 
 
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+MAX_RETRY_WAIT_S = 30.0
+
+
 async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                disconnect: Disconnect | None = None, headers: dict[str, str] | None = None) -> Exchange:
     """Send one request and read the whole answer (JSON or SSE) within the target's timeout.
-    With `disconnect`, the connection is dropped early, on purpose: on a client of its own,
-    closed at once, since a cancelled request may otherwise linger in a shared pool."""
+    An answer of 429 or 5xx, or none at all, is retried up to `target.retries` times, after the
+    `Retry-After` the target asked for (at most 30 s) or a doubling back-off; the exchange's
+    `meta.attempts` says how many it took. With `disconnect`, the connection is dropped early,
+    on purpose: on a client of its own, closed at once, since a cancelled request may otherwise
+    linger in a shared pool."""
     headers = dict(target.headers) | (headers or {})
     if disconnect is not None:
         async with httpx.AsyncClient() as own:
             return await _send(own, target, method, path, body, disconnect=disconnect, headers=headers)
-    return await _send(client, target, method, path, body, disconnect=None, headers=headers)
+    attempt = 0
+    while True:
+        exchange = await _send(client, target, method, path, body, disconnect=None, headers=headers)
+        if attempt >= target.retries or not _retryable(exchange):
+            break
+        await anyio.sleep(_retry_wait(exchange, attempt))
+        attempt += 1
+    if attempt:
+        exchange.meta["attempts"] = attempt + 1
+    return exchange
+
+
+def _retryable(exchange: Exchange) -> bool:
+    if exchange.transport_error is not None:
+        return not exchange.sse
+    return exchange.status in RETRYABLE_STATUSES
+
+
+def _retry_wait(exchange: Exchange, attempt: int) -> float:
+    backoff = min(0.5 * 2**attempt, MAX_RETRY_WAIT_S)
+    try:
+        return min(float((exchange.headers or {})["retry-after"]), MAX_RETRY_WAIT_S)
+    except (KeyError, ValueError):
+        return backoff
 
 
 async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,

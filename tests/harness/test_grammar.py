@@ -108,3 +108,21 @@ def test_events_must_carry_a_type() -> None:
 
 def test_severities_order() -> None:
     assert Severity.NOTE < Severity.WARNING < Severity.ERROR
+
+
+def test_reasoning_encrypted_anew_in_the_terminal_event_is_a_note() -> None:
+    """OpenAI re-encrypts a reasoning item's `encrypted_content` for the terminal event, so it
+    differs from the `output_item.done` copy (seen in recorded web-search and MCP streams)."""
+    reasoning = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAAA-first"}
+    events = numbered_events([
+        {"type": "response.created", "response": response("in_progress")},
+        {"type": "response.in_progress", "response": response("in_progress")},
+        {"type": "response.output_item.added", "output_index": 0, "item": reasoning | {"encrypted_content": None}},
+        {"type": "response.output_item.done", "output_index": 0, "item": reasoning},
+        {"type": "response.completed",
+         "response": response("completed", [reasoning | {"encrypted_content": "gAAAA-second"}])},
+    ])
+    assert [(s, r) for s, r, _ in check(events)] == [("note", "grammar.terminal_output")]
+    events[-1]["response"]["output"][0]["summary"] = [{"type": "summary_text", "text": "changed"}]
+    assert errors(events) == ["response.completed output[0] differs from the item its output_item.done carried "
+                              "(fields: encrypted_content, summary)"]

@@ -1,0 +1,72 @@
+"""Every check that needs no reference, on one exchange: the stream grammar and the SDK schema
+of whatever the answer carries (Response, events, error envelope, chat completion, chunks).
+
+Used by the engine on each step and by `parity check-exchange` on captured files. A part the
+capture did not keep (status, request, body) skips the checks that need it, with a note.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from .exchange import Exchange
+from .findings import Finding, Kind, Severity
+from .grammar import check_chat_stream, check_stream
+from .schemas import check_error_envelope, check_event, check_payload
+
+
+def resumed_after(url: str) -> int | None:
+    """N for a resumed stream (`...?stream=true&starting_after=N`), else None."""
+    values = parse_qs(urlsplit(url).query).get("starting_after")
+    return int(values[0]) if values and values[0].lstrip("-").isdigit() else None
+
+
+def _note(message: str) -> Finding:
+    return Finding(Kind.SCHEMA, Severity.NOTE, "exchange.incomplete_capture", message)
+
+
+def _is_chat(exchange: Exchange) -> bool:
+    if exchange.streamed:
+        return any((e.payload or {}).get("object") == "chat.completion.chunk" for e in exchange.events)
+    return isinstance(exchange.body, dict) and exchange.body.get("object") == "chat.completion"
+
+
+def _is_error_answer(exchange: Exchange) -> bool:
+    if exchange.status is not None:
+        return exchange.status >= 400
+    body: Any = exchange.body
+    return isinstance(body, dict) and "error" in body and body.get("object") is None
+
+
+def stream_findings(exchange: Exchange, chat: bool) -> list[Finding]:
+    if chat:
+        return check_chat_stream(exchange.events) + [
+            finding for position, event in enumerate(exchange.events) if event.payload is not None
+            and "error" not in event.payload
+            for finding in check_payload("chat.completion.chunk", event.payload, f"chunk {position}")]
+    return check_stream(exchange.events, resumed_after(exchange.url)) + [
+        finding for position, event in enumerate(exchange.events) if event.payload is not None
+        for finding in check_event(event.payload, position)]
+
+
+def no_reference_findings(exchange: Exchange, chat: bool | None = None) -> list[Finding]:
+    """Grammar and schema findings for a complete answer (`chat`: the Chat Completions surface;
+    None: tell from the answer itself)."""
+    if exchange.transport_error or exchange.disconnected:
+        return []
+    chat = _is_chat(exchange) if chat is None else chat
+    findings = [] if exchange.status is not None else [_note("the capture kept no HTTP status; whether the "
+                                                             "answer is an error is told from its body")]
+    if exchange.streamed:
+        return findings + stream_findings(exchange, chat)
+    body = exchange.body
+    if body is None:
+        return [*findings, _note("the capture kept no response body; schema checks are skipped")]
+    if _is_error_answer(exchange):
+        return findings + check_error_envelope(body)
+    if isinstance(body, dict) and body.get("object") == "response" and "deleted" not in body:
+        return findings + check_payload("response", body, "body")
+    if chat and isinstance(body, dict) and body.get("object") == "chat.completion":
+        return findings + check_payload("chat.completion", body, "body")
+    return findings

@@ -1,0 +1,230 @@
+"""Schema checks without a reference: every Response, stream event and error envelope is
+validated against JSON Schema derived at run time from the installed `openai` SDK's types.
+
+The SDK's models are the newest word on the wire format, and real OpenAI traffic from a year
+ago does not match them field for field. So each violation is sorted by what it would do to
+a client, never reported flatly:
+
+- **error** (breaks a client): a value of the wrong JSON type, a missing `id`, `type` or
+  `call_id`, an output item type the SDK does not know, an error envelope without its
+  `message` or `type`;
+- **warning**: an unknown type where clients usually pass things through (a content part, an
+  annotation, a tool echo), an event type the SDK does not know, a bound or pattern broken;
+- **note** (drift): any other field the SDK marks required but the answer lacks (added after
+  the recording: `sequence_number`, `logprobs`, `usage.*_details.*`, `web_search_call.action`),
+  a value outside a closed enum (`insufficient_quota`, a web search source of type `api`).
+
+Discriminated unions (`anyOf` over objects told apart by `type`) are rewritten to `if/then`
+dispatch on `type` before validation, so a bad item yields the precise error inside its own
+shape rather than "matches none of 28 alternatives".
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterator
+from functools import cache
+from typing import Any
+
+from jsonschema import Draft202012Validator, ValidationError
+from openai.types import ErrorObject
+from openai.types.chat import ChatCompletion, ChatCompletionChunk
+from openai.types.responses import Response, ResponseStreamEvent
+from pydantic import TypeAdapter
+
+from .findings import Finding, Kind, Severity
+
+BREAKING_IF_MISSING = frozenset({"id", "type", "call_id"})
+"""Fields whose absence stops a client: it cannot tell what a thing is or answer it."""
+BREAKING_IF_MISSING_BY_KIND = {"error": frozenset({"message"})}
+"""An error envelope without its message tells the client nothing."""
+
+_ITEM_PATH = re.compile(r"(^|\.)output\[\d+\]$|^item$")
+"""Where an output item sits: in a Response's `output`, or as an event's `item`."""
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    ref = schema.get("$ref")
+    return root["$defs"][ref.rsplit("/", 1)[1]] if isinstance(ref, str) else schema
+
+
+def _type_values(member: dict[str, Any]) -> list[str] | None:
+    """The `type` values an object schema accepts, or None when it is not a tagged object."""
+    tag = (member.get("properties") or {}).get("type") or {}
+    if "const" in tag:
+        return [tag["const"]]
+    if isinstance(tag.get("enum"), list):
+        return list(tag["enum"])
+    return None
+
+
+def _dispatch(branches: list[dict[str, Any]], root: dict[str, Any]) -> dict[str, Any] | None:
+    """An `if/then` rewrite of a union of tagged objects, or None if it is not one."""
+    by_type: dict[str, list[dict[str, Any]]] = {}
+    for branch in branches:
+        values = _type_values(_resolve(branch, root))
+        if not values:
+            return None
+        for value in values:
+            by_type.setdefault(value, []).append(branch)
+    rules = [{"if": {"properties": {"type": {"const": value}}, "required": ["type"]},
+              "then": members[0] if len(members) == 1 else {"anyOf": members}} for value, members in by_type.items()]
+    return {"type": "object", "required": ["type"],
+            "properties": {"type": {"type": "string", "enum": sorted(by_type), "x-discriminator": True}},
+            "allOf": rules}
+
+
+def _rewrite(node: Any, root: dict[str, Any]) -> Any:
+    if isinstance(node, list):
+        return [_rewrite(item, root) for item in node]
+    if not isinstance(node, dict):
+        return node
+    node = {key: _rewrite(value, root) for key, value in node.items()}
+    branches = node.get("anyOf")
+    if isinstance(branches, list) and len(branches) > 1:
+        tagged = [b for b in branches if b != {"type": "null"}]
+        dispatch = _dispatch(tagged, root) if len(tagged) > 1 else None
+        if dispatch is not None:
+            rest = {key: value for key, value in node.items() if key != "anyOf"}
+            node = rest | ({"anyOf": [dispatch, {"type": "null"}]} if len(tagged) < len(branches) else dispatch)
+    return node
+
+
+def _validator(model: Any) -> Draft202012Validator:
+    schema = TypeAdapter(model).json_schema()
+    root = copy.deepcopy(schema)
+    rewritten = _rewrite(schema, root)
+    return Draft202012Validator(rewritten)
+
+
+@cache
+def validators() -> dict[str, Draft202012Validator]:
+    """Validators by kind of payload, built once from the installed SDK."""
+    return {"response": _validator(Response), "event": _validator(ResponseStreamEvent),
+            "error": _validator(ErrorObject), "chat.completion": _validator(ChatCompletion),
+            "chat.completion.chunk": _validator(ChatCompletionChunk)}
+
+
+@cache
+def sdk_event_types() -> frozenset[str]:
+    """Every stream event type the installed SDK knows."""
+    return frozenset(_tag_values(validators()["event"].schema))
+
+
+@cache
+def sdk_output_item_types() -> frozenset[str]:
+    """Every output item type the installed SDK knows."""
+    output = validators()["response"].schema["properties"]["output"]["items"]
+    return frozenset(_tag_values(output))
+
+
+def _tag_values(schema: dict[str, Any]) -> list[str]:
+    return list(schema.get("properties", {}).get("type", {}).get("enum", []))
+
+
+def _path(error: ValidationError) -> str:
+    text = ""
+    for part in error.absolute_path:
+        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+    return text
+
+
+def _leaves(error: ValidationError) -> Iterator[ValidationError]:
+    """The errors that say what is wrong: for a nullable value that is not null, those of its
+    non-null branch; for other unions, the union's error itself."""
+    if error.validator == "anyOf" and error.instance is not None and error.context:
+        schemas = error.validator_value
+        non_null = [i for i, s in enumerate(schemas) if s != {"type": "null"}]
+        if len(non_null) == 1:
+            for sub in error.context:
+                if sub.relative_schema_path and sub.relative_schema_path[0] == non_null[0]:
+                    yield from _leaves(sub)
+            return
+    yield error
+
+
+def _classify(error: ValidationError, where: str, kind: str) -> list[Finding]:
+    path = _path(error)
+    location = f"{where} {path}" if path else where
+    if error.validator == "required":
+        breaking = BREAKING_IF_MISSING | BREAKING_IF_MISSING_BY_KIND.get(kind, frozenset())
+        return [_finding(Severity.ERROR, "required", f"{location}: `{name}` is missing") if name in breaking
+                else _finding(Severity.NOTE, "drift", f"{location}: `{name}` is absent (the SDK added or requires "
+                              "it; older OpenAI traffic lacks it)")
+                for name in error.validator_value if name not in (error.instance or {})]
+    if error.validator == "enum" and error.schema.get("x-discriminator"):
+        item = bool(_ITEM_PATH.search(path.removesuffix(".type")))
+        return [_finding(Severity.ERROR if item else Severity.WARNING, "unknown_type",
+                         f"{location}: {'output item type' if item else 'type'} {error.instance!r} is not one the "
+                         "installed openai SDK knows")]
+    if error.validator in ("enum", "const"):
+        return [_finding(Severity.NOTE, "open_enum", f"{location}: {error.instance!r} is outside the SDK's values")]
+    if error.validator in ("type", "anyOf"):
+        return [_finding(Severity.ERROR, "type", f"{location}: {_short(error.instance)} is not "
+                         f"{_expected_type(error)}")]
+    return [_finding(Severity.WARNING, str(error.validator), f"{location}: {error.message}")]
+
+
+def _expected_type(error: ValidationError) -> str:
+    if error.validator == "type":
+        return f"of type {error.validator_value}"
+    kinds = [s.get("type") or s.get("$ref", "?").rsplit("/", 1)[-1] for s in error.validator_value]
+    return "any of " + ", ".join(str(k) for k in kinds)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _finding(severity: Severity, rule: str, message: str) -> Finding:
+    return Finding(Kind.SCHEMA, severity, f"schema.{rule}", message)
+
+
+def check_payload(kind: str, instance: Any, where: str) -> list[Finding]:
+    """Findings for one object of a kind `validators()` knows, each naming `where` it is."""
+    if not isinstance(instance, dict):
+        return [_finding(Severity.ERROR, "type", f"{where}: {_short(instance)} is not a JSON object")]
+    findings = [finding for error in validators()[kind].iter_errors(instance) for leaf in _leaves(error)
+                for finding in _classify(leaf, where, kind)]
+    return _dedup(findings)
+
+
+def _dedup(findings: list[Finding]) -> list[Finding]:
+    seen: set[tuple[str, str]] = set()
+    kept = []
+    for finding in findings:
+        if (finding.rule, finding.message) not in seen:
+            seen.add((finding.rule, finding.message))
+            kept.append(finding)
+    return kept
+
+
+def check_event(payload: dict[str, Any], position: int) -> list[Finding]:
+    """One stream event. The nested error event OpenAI sends (`{type: error, error: {...}}`)
+    is checked as an error envelope; an event type the SDK lacks is a warning."""
+    event_type = payload.get("type")
+    where = f"event {position} ({event_type})"
+    if event_type == "error" and isinstance(payload.get("error"), dict):
+        return [_finding(Severity.NOTE, "nested_error_event", f"{where}: carries its error nested under `error`, "
+                         "as OpenAI sends it (the SDK's type has the fields at the top level)"),
+                *check_payload("error", payload["error"], f"{where} error")]
+    if event_type not in sdk_event_types():
+        return [_finding(Severity.WARNING, "unknown_event", f"{where}: an event type the installed openai SDK "
+                         "does not know")]
+    return check_payload("event", payload, where)
+
+
+def check_error_envelope(body: Any, where: str = "body") -> list[Finding]:
+    """An error answer's body: `{"error": {message, type, param, code}}`."""
+    error = body.get("error") if isinstance(body, dict) else None
+    if not isinstance(error, dict):
+        return [_finding(Severity.ERROR, "error_envelope", f"{where}: an error answer without the "
+                         '{"error": {message, type, param, code}} envelope')]
+    findings = check_payload("error", error, f"{where} error")
+    missing = [name for name in ("param", "code") if name not in error]
+    if missing:
+        findings.append(_finding(Severity.WARNING, "error_envelope", f"{where} error: lacks "
+                                 f"{' and '.join(missing)} (OpenAI always sends them, null when empty)"))
+    return findings
