@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from ..fixtures.mcp import FIXTURE_SERVERS
@@ -46,7 +47,7 @@ err = Console(stderr=True, highlight=False)
 def _catalogue(paths: tuple[Path, ...]) -> Catalogue:
     catalogue = load(paths or (builtin_scenarios_dir(),))
     for error in catalogue.errors:
-        err.print(f"[red]error[/red] {error}", soft_wrap=True)
+        err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
     return catalogue
 
 
@@ -99,13 +100,13 @@ def _progress(event: EngineEvent) -> None:
         out.print(f"[{event.done:>{width}}/{event.total}] [{style}]{result.outcome:<5}[/{style}] "
                   f"{result.scenario.id} [dim]\\[{result.mode}] {result.duration_s:.2f}s[/dim]")
         if result.unsupported:
-            out.print(f"        [dim]{result.unsupported}[/dim]", soft_wrap=True)
+            out.print(f"        [dim]{escape(result.unsupported)}[/dim]", soft_wrap=True)
         for step, finding in result.findings:
             if finding.fails:
-                out.print(f"        [dim]{step}:[/dim] {finding.message}", soft_wrap=True)
+                out.print(f"        [dim]{step}:[/dim] {escape(finding.message)}", soft_wrap=True)
         for step in result.steps:
             if step.error:
-                out.print(f"        [dim]{step.step_id}:[/dim] could not run: {step.error}", soft_wrap=True)
+                out.print(f"        [dim]{step.step_id}:[/dim] could not run: {escape(step.error)}", soft_wrap=True)
 
 
 def _summary(results: list[ScenarioResult]) -> Table:
@@ -161,7 +162,7 @@ def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, 
         with open_session(options, mcp_names) as session:
             results = session.run(units, jobs, _progress)
     except HarnessError as error:
-        err.print(f"[red]error[/red] {error}")
+        err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
         sys.exit(EXIT_USAGE)
     return catalogue, results, RunInfo(session.target, started, time.monotonic() - clock,
                                        tuple(str(e) for e in catalogue.errors))
@@ -227,7 +228,7 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, **selection:
     catalogue, results, info = _execute(**selection)
     folder = goldens.record(golden_dir, name or target, results, target_name=info.target.name,
                             model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at)
-    out.print(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}")
+    out.print(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}", soft_wrap=True)
     _finish(catalogue, results, info, report_dir)
 
 
@@ -248,10 +249,10 @@ def golden_diff(old: Path, new: Path) -> None:
     changes = goldens.diff_sets(before, after)
     for change in changes:
         where = f"{change.scenario} [{change.mode}]" + (f" step {change.step}" if change.step else "")
-        out.print(f"{where}: {change.finding.severity} ({change.finding.kind}, {change.finding.rule}): "
-                  f"{change.finding.message}", soft_wrap=True)
+        out.print(escape(f"{where}: {change.finding.severity} ({change.finding.kind}, {change.finding.rule}): "
+                         f"{change.finding.message}"), soft_wrap=True)
     out.print(f"{len(changes)} change(s) from {before.name} ({before.manifest.get('recorded_at')}) to "
-              f"{after.name} ({after.manifest.get('recorded_at')})")
+              f"{after.name} ({after.manifest.get('recorded_at')})", soft_wrap=True)
     sys.exit(EXIT_FAILED if changes else EXIT_OK)
 
 
@@ -274,7 +275,7 @@ def baseline_update(results_file: Path, output: Path | None) -> None:
     accepted = baseline.build(document)
     path = output or Path("baselines") / f"{_file_safe(str(accepted['target']))}.json"
     baseline.write(path, accepted)
-    out.print(f"wrote {path}: {len(accepted['divergences'])} known divergence(s)")
+    out.print(f"wrote {path}: {len(accepted['divergences'])} known divergence(s)", soft_wrap=True)
 
 
 def _file_safe(name: str) -> str:
@@ -368,7 +369,7 @@ def check_exchange(files: tuple[Path, ...], surface: str) -> None:
         try:
             exchanges = _exchanges_in(path)
         except HarnessError as error:
-            err.print(f"[red]error[/red] {error}", soft_wrap=True)
+            err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
             unreadable += 1
             continue
         for index, exchange in enumerate(exchanges):
@@ -376,10 +377,10 @@ def check_exchange(files: tuple[Path, ...], surface: str) -> None:
             findings = no_reference_findings(exchange, chat)
             worst = max((f.severity for f in findings), default=None)
             label = "ok" if worst is None or worst < Severity.WARNING else str(worst)
-            out.print(f"[bold]{name}[/bold]: {label}", soft_wrap=True)
+            out.print(f"[bold]{escape(name)}[/bold]: {label}", soft_wrap=True)
             for finding, count in _grouped(findings):
                 times = f" (x{count})" if count > 1 else ""
-                out.print(f"    {finding.severity} {finding.kind}/{finding.rule}{times}: {finding.message}",
+                out.print(escape(f"    {finding.severity} {finding.kind}/{finding.rule}{times}: {finding.message}"),
                           soft_wrap=True)
             for finding in findings:
                 counts[finding.severity] += 1

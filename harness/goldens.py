@@ -218,6 +218,8 @@ def compare_with_golden(results: Iterable[ScenarioResult], golden: GoldenSet) ->
                                              f"{label} has no record of this step"))
                 continue
             step.findings += compare_contracts(wanted, step.contract.to_dict(), label, model_dependent)
+            if wanted.get("stream") is not None:
+                step.reference_events, step.reference_label = tuple(wanted["stream"]["events"]), label
 
 
 @dataclass(frozen=True)

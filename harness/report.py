@@ -1,6 +1,8 @@
 """Reports of a run, written to one folder: `results.json` (everything, for machines),
-`report.md` (for people), and `exchanges/` with the raw exchange of every failing step.
-Everything passes through `redaction.redact` first."""
+`results.jsonl` (one scenario run per line), `report.md` and `report.html` (for people: the
+parity matrix, the streams side by side, the coverage of OpenAI's types), and `exchanges/`
+with the raw exchange of every failing step. Everything passes through `redaction.redact`
+first."""
 
 from __future__ import annotations
 
@@ -14,7 +16,9 @@ from typing import Any
 
 from .findings import Severity
 from .redaction import redact
+from .report_html import render_html
 from .runner import ScenarioResult, StepResult
+from .schemas import sdk_event_types, sdk_output_item_types
 from .scenario import FORMAT_VERSION, MODES
 from .targets import Target
 
@@ -43,15 +47,38 @@ def _exchange_name(result: ScenarioResult, step: StepResult) -> str:
 
 
 def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
+    stream = step.contract.stream if step.contract else None
     return {
         "step": step.step_id,
         "outcome": step.outcome,
         "error": step.error,
         "contract": step.contract.to_dict() if step.contract else None,
         "findings": [finding.to_dict() for finding in step.findings],
+        "stream": None if stream is None else {"events": list(stream.events),
+                                               "reference": list(step.reference_events or []) or None,
+                                               "reference_label": step.reference_label},
         "exchange_file": f"exchanges/{_exchange_name(result, step)}" if step.outcome != "pass" and step.exchange
         else None,
     }
+
+
+def coverage(results: list[ScenarioResult]) -> dict[str, dict[str, Any]]:
+    """Which of the stream event types and output item types the installed openai SDK knows
+    the run's answers exercised (how many steps showed each), and which none did."""
+    events: Counter[str] = Counter()
+    items: Counter[str] = Counter()
+    for result in results:
+        for step in result.steps:
+            if step.exchange is None:
+                continue
+            events.update({e.type for e in step.exchange.events if e.type and not e.is_done_sentinel})
+            response = step.exchange.latest_response() or {}
+            items.update({item.get("type") for item in response.get("output") or [] if isinstance(item, dict)})
+    known = {"event_types": (events, sdk_event_types()), "item_types": (items, sdk_output_item_types())}
+    return {name: {"exercised": {t: seen[t] for t in sorted(universe) if seen[t]},
+                   "not_exercised": sorted(t for t in universe if not seen[t]),
+                   "unknown_to_sdk": sorted(t for t in seen if t not in universe)}
+            for name, (seen, universe) in known.items()}
 
 
 def parity_counts(results: list[ScenarioResult]) -> dict[str, dict[str, int]]:
@@ -80,12 +107,14 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
                     **{k: outcomes.get(k, 0) for k in ("pass", "fail", "error", "unsupported")},
                     "file_errors": len(info.file_errors), **parity_counts(results)},
         "file_errors": list(info.file_errors),
+        "coverage": coverage(results),
         "results": [{
             "scenario": result.scenario.id,
             "title": result.scenario.title,
             "path": result.path,
             "mode": result.mode,
             "outcome": result.outcome,
+            "attempt": result.attempt,
             "unsupported": result.unsupported,
             "openai_counterpart": result.scenario.openai_counterpart,
             "duration_s": round(result.duration_s, 3),
@@ -141,13 +170,20 @@ def markdown(document: dict[str, Any]) -> str:
                 lines.append(f"- step `{step['step']}` could not run: {step['error']}")
             for finding in step["findings"]:
                 if Severity[finding["severity"].upper()] >= Severity.WARNING:
-                    lines.append(f"- step `{step['step']}`: {finding['severity']} ({finding['kind']}, "
+                    known = " *(known divergence)*" if finding["known"] else ""
+                    lines.append(f"- step `{step['step']}`: {finding['severity']}{known} ({finding['kind']}, "
                                  f"`{finding['rule']}`): {finding['message']}")
             if step["exchange_file"]:
                 lines.append(f"  - raw exchange: [{step['exchange_file']}]({step['exchange_file']})")
         lines.append("")
     if document["file_errors"]:
         lines += ["", "## Scenario file errors", ""] + [f"- {error}" for error in document["file_errors"]]
+    lines += ["", "## Coverage of OpenAI's types", "", "| | exercised | not exercised |", "|---|---|---|"]
+    for name, label in (("event_types", "stream event types"), ("item_types", "output item types")):
+        part = document["coverage"][name]
+        lines.append(f"| {label} | {len(part['exercised'])}: " + ", ".join(f"`{t}`" for t in part["exercised"])
+                     + f" | {len(part['not_exercised'])}: " + ", ".join(f"`{t}`" for t in part["not_exercised"])
+                     + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -160,7 +196,9 @@ def write_reports(directory: Path, results: list[ScenarioResult], info: RunInfo)
         old.unlink()
     document = results_document(results, info)
     (directory / "results.json").write_text(json.dumps(document, indent=2) + "\n")
+    (directory / "results.jsonl").write_text("".join(json.dumps(unit) + "\n" for unit in document["results"]))
     (directory / "report.md").write_text(markdown(document))
+    (directory / "report.html").write_text(render_html(document))
     for result in results:
         for step in result.steps:
             if step.outcome != "pass" and step.exchange is not None:

@@ -45,6 +45,10 @@ class StepResult:
     observed: Observed | None = None
     error: str | None = None
     """Why the harness could not run the step (not a fault of the target)."""
+    reference_events: tuple[str, ...] | None = None
+    """The event sequence the stream is held against (runs collapsed), for side-by-side views."""
+    reference_label: str | None = None
+    """Where `reference_events` come from: the scenario's expectation, or a golden set."""
 
     @property
     def outcome(self) -> Outcome:
@@ -207,13 +211,13 @@ class Engine:
 
     def _unsupported(self, scenario: Scenario) -> str | None:
         """Why this target cannot run the scenario at all, or None."""
+        if not self.target.scripted and not scenario.openai_counterpart:
+            return "a gateway-policy scenario: OpenAI has no such behaviour to run live"
         if scenario.gateway is not None and self.gateways is None:
             return ("the scenario configures the gateway (its `gateway:` section); the harness can do that only "
                     f"for gateways it starts itself, not for {self.target.name}")
         if self.target.scripted:
             return None
-        if not scenario.openai_counterpart:
-            return "a gateway-policy scenario: OpenAI has no such behaviour to run live"
         if scenario.live is None:
             return ("the scenario scripts the model and has no `live:` section saying how to steer a live one")
         if scenario.live.skip:
@@ -317,7 +321,9 @@ class Engine:
         response_id = (contract.response_fields or {}).get("id")
         if isinstance(response_id, str):
             run.chains.by_response[response_id] = chain
-        return StepResult(step.id, exchange, contract, findings, observed)
+        reference = tuple(expect.events) if expect.events is not None and exchange.streamed else None
+        return StepResult(step.id, exchange, contract, findings, observed, reference_events=reference,
+                          reference_label="expected by the scenario" if reference else None)
 
     async def _observe(self, run: _Run, expect: Expect) -> tuple[Observed, list[Finding]]:
         """What reached the fixtures since the last step, and how it differs from `expect.upstream`."""

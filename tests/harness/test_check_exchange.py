@@ -1,0 +1,71 @@
+"""`parity check-exchange`: real-OpenAI-shaped exchanges (written from the facts of recorded
+traffic, see each file's `description`) pass without a single error or warning; a broken
+answer is an error (exit 1); an unreadable file is named and the others are still checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from responses_parity.harness.checks import no_reference_findings
+from responses_parity.harness.cli import main
+from responses_parity.harness.exchange import Exchange
+from responses_parity.harness.findings import Severity
+
+EXCHANGES = sorted((Path(__file__).parent / "exchanges").glob("*.json"))
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output.replace("\n", " ")
+
+
+@pytest.mark.parametrize("path", EXCHANGES, ids=lambda p: p.stem)
+def test_openai_shaped_exchanges_have_no_error_or_warning(path: Path) -> None:
+    findings = no_reference_findings(Exchange.from_file(json.loads(path.read_text())))
+    assert [f.message for f in findings if f.severity >= Severity.WARNING] == []
+
+
+def test_the_quirks_of_real_openai_traffic_are_notes() -> None:
+    rules = {f.rule for path in EXCHANGES
+             for f in no_reference_findings(Exchange.from_file(json.loads(path.read_text())))}
+    assert {"grammar.sequence_numbers", "schema.drift", "schema.nested_error_event", "schema.open_enum",
+            "exchange.incomplete_capture"} <= rules
+    two_servers = json.loads((EXCHANGES[0].parent / "stream-mcp-two-servers.json").read_text())
+    notes = [f.message for f in no_reference_findings(Exchange.from_file(two_servers))]
+    assert any("OpenAI closes only the last of several" in note for note in notes)
+
+
+def test_the_command_passes_real_shaped_files_and_groups_repeated_notes() -> None:
+    code, output = invoke("check-exchange", *map(str, EXCHANGES))
+    assert code == 0
+    assert f"{len(EXCHANGES)} file(s) checked: 0 error(s), 0 warning(s)" in output
+    assert "(x" in output and "event N (response.output_text.delta)" in output
+
+
+def test_a_broken_answer_fails_and_an_unreadable_file_is_named(tmp_path: Path) -> None:
+    exchange = json.loads((EXCHANGES[0].parent / "stream-text-obfuscation.json").read_text())
+    exchange["response"]["sse"] = exchange["response"]["sse"].replace('"sequence_number":3', '"sequence_number":7')
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps([exchange, exchange]))
+    (tmp_path / "garbage.json").write_text("{not json")
+    code, output = invoke("check-exchange", str(broken))
+    assert code == 1
+    assert f"{broken}[0]: error" in output and f"{broken}[1]: error" in output
+    assert "has sequence_number 7, expected 3" in output
+    code, output = invoke("check-exchange", str(tmp_path / "garbage.json"), str(broken))
+    assert code == 2
+    assert f"{tmp_path / 'garbage.json'}: cannot read it as JSON" in output
+    assert f"{broken}[0]: error" in output
+
+
+def test_an_error_answer_without_the_envelope_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "bad-error.json"
+    path.write_text(json.dumps({"request": {"method": "POST", "url": "http://gw/v1/responses", "body": None},
+                                "response": {"status": 400, "headers": None, "body": {"detail": "bad"},
+                                             "sse": None}}))
+    code, output = invoke("check-exchange", str(path))
+    assert code == 1 and "without the" in output

@@ -1,0 +1,174 @@
+"""A CI-style run against a golden set recorded from the reference gateway, a changed golden
+caught with everything a reader needs, golden drift between two sets, and a baseline that
+keeps known divergences from failing CI while new ones still do."""
+
+from __future__ import annotations
+
+import json
+from html.parser import HTMLParser
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from responses_parity.harness.cli import main
+
+SCENARIOS = ("-s", "mcp-call", "-s", "mcp-authorization", "-s", "text-basic")
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def record(tmp_path: Path, name: str = "reference") -> Path:
+    code, output = invoke("record", *SCENARIOS, "--name", name, "--golden-dir", str(tmp_path / "goldens"),
+                          "--report-dir", str(tmp_path / "record-report"))
+    assert code == 0, output
+    return tmp_path / "goldens" / name
+
+
+def run_against(tmp_path: Path, *extra: str) -> tuple[int, str, dict]:
+    report = tmp_path / "report"
+    code, output = invoke("run", *SCENARIOS, "--against", "golden:reference", "--golden-dir",
+                          str(tmp_path / "goldens"), "--report-dir", str(report), *extra)
+    return code, output, json.loads((report / "results.json").read_text())
+
+
+def drop_event(golden: Path, event: str) -> None:
+    path = golden / "mcp-call" / "stream.json"
+    unit = json.loads(path.read_text())
+    stream = unit["steps"][0]["contract"]["stream"]
+    stream["events"] = [e for e in stream["events"] if e != event]
+    path.write_text(json.dumps(unit))
+
+
+def test_a_run_against_its_own_golden_set_passes(tmp_path: Path) -> None:
+    golden = record(tmp_path)
+    manifest = json.loads((golden / "manifest.json").read_text())
+    assert manifest["target"] == "reference" and manifest["scripted"] is True
+    assert {"openai", "mcp", "responses-parity"} <= set(manifest["versions"])
+    assert sorted(p.parent.name + "/" + p.name for p in golden.glob("*/*.json")) == [
+        "mcp-authorization/nonstream.json", "mcp-authorization/stream.json", "mcp-call/nonstream.json",
+        "mcp-call/stream.json", "text-basic/nonstream.json", "text-basic/stream.json"]
+    code, output, _ = run_against(tmp_path)
+    assert code == 0, output
+
+
+def test_goldens_keep_no_mcp_authorization(tmp_path: Path) -> None:
+    golden = record(tmp_path)
+    scenario = (Path(__file__).parents[2] / "scenarios" / "mcp-authorization.yaml").read_text()
+    token = scenario.split('authorization: "')[1].split('"')[0]
+    written = "".join(p.read_text() for p in golden.rglob("*.json"))
+    assert token and token not in written
+    assert '"authorization": "<redacted>"' in written
+
+
+def test_a_changed_golden_names_scenario_step_mode_kind_severity_and_difference(tmp_path: Path) -> None:
+    drop_event(record(tmp_path), "response.mcp_call.completed")
+    code, _, document = run_against(tmp_path)
+    assert code == 1
+    failing = [(r["scenario"], r["mode"], s["step"], f) for r in document["results"] for s in r["steps"]
+               for f in s["findings"] if f["rule"].startswith("golden.")]
+    assert [(scenario, mode, step, f["kind"], f["severity"]) for scenario, mode, step, f in failing] == [
+        ("mcp-call", "stream", "ask", "event_sequence", "error")]
+    assert failing[0][3]["message"].startswith("event sequence differs: unexpected response.mcp_call.completed")
+    report = (tmp_path / "report" / "report.md").read_text()
+    assert "### mcp-call [stream]" in report and "golden.events" in report
+
+
+def test_golden_diff_shows_what_changed_between_two_sets(tmp_path: Path) -> None:
+    old = record(tmp_path, "before")
+    new = record(tmp_path, "after")
+    code, output = invoke("golden", "diff", str(old), str(new))
+    assert code == 0 and "0 change(s)" in output
+    drop_event(new, "response.mcp_call_arguments.delta")
+    code, output = invoke("golden", "diff", str(old), str(new))
+    assert code == 1
+    assert "mcp-call [stream] step ask: error (event_sequence, golden.events): event sequence differs: missing " \
+           "response.mcp_call_arguments.delta" in output.replace("\n", " ")
+
+
+def test_a_baseline_keeps_known_divergences_from_failing_but_not_new_ones(tmp_path: Path) -> None:
+    golden = record(tmp_path)
+    drop_event(golden, "response.mcp_call.completed")
+    assert run_against(tmp_path)[0] == 1
+    baseline = tmp_path / "baseline.json"
+    code, output = invoke("baseline", "update", "--results", str(tmp_path / "report" / "results.json"),
+                          "--output", str(baseline))
+    assert code == 0 and "1 known divergence(s)" in output
+    code, output, document = run_against(tmp_path, "--baseline", str(baseline))
+    assert code == 0, output
+    assert "1 known divergence(s) from the baseline" in output.replace("\n", " ")
+    # The baseline keys on where and what (scenario, mode, step, kind, rule), not on the
+    # message: the known event-sequence divergence stays known when its details change.
+    drop_event(golden, "response.mcp_call_arguments.done")
+    unit = json.loads((golden / "text-basic" / "nonstream.json").read_text())
+    unit["steps"][0]["contract"]["status"] = "incomplete"
+    (golden / "text-basic" / "nonstream.json").write_text(json.dumps(unit))
+    code, _, document = run_against(tmp_path, "--baseline", str(baseline))
+    assert code == 1
+    outcomes = {(r["scenario"], r["mode"]): r["outcome"] for r in document["results"]}
+    assert outcomes[("text-basic", "nonstream")] == "fail"
+    assert outcomes[("mcp-call", "stream")] == "pass"
+
+
+def test_an_unknown_golden_set_is_a_usage_error(tmp_path: Path) -> None:
+    code, output = invoke("run", "-s", "text-basic", "--against", "golden:nowhere", "--golden-dir", str(tmp_path))
+    assert code == 2 and "no golden set 'nowhere'" in output
+
+
+class _ReportParser(HTMLParser):
+    """Collects the matrix cells and, per side-by-side stream, its rows (tag, reference, actual)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.matrix: dict[str, list[str]] = {}
+        self.streams: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
+        self._table: str | None = None
+        self._stream: tuple[str, str, str] | None = None
+        self._row: list[str] | None = None
+        self._row_class = ""
+        self._cell: list[str] | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "table":
+            self._table = attributes.get("id") or attributes.get("class")
+        elif tag == "details":
+            self._stream = (attributes["data-scenario"], attributes["data-mode"], attributes["data-step"])
+        elif tag == "tr":
+            self._row, self._row_class = [], attributes.get("class") or ""
+        elif tag == "td" and self._row is not None:
+            self._cell = []
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "td" and self._cell is not None and self._row is not None:
+            self._row.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "tr" and self._row:
+            if self._table == "matrix":
+                self.matrix[self._row[0]] = self._row[1:]
+            elif self._table == "side-by-side" and self._stream is not None:
+                self.streams.setdefault(self._stream, []).append((self._row_class, *self._row))
+            self._row = None
+
+
+def test_the_html_report_shows_the_matrix_and_the_streams_side_by_side(tmp_path: Path) -> None:
+    drop_event(record(tmp_path), "response.mcp_call.completed")
+    run_against(tmp_path)
+    parser = _ReportParser()
+    parser.feed((tmp_path / "report" / "report.html").read_text())
+    assert parser.matrix["mcp-call"] == ["pass", "divergence (error)"]
+    assert parser.matrix["text-basic"] == ["pass", "pass"]
+    rows = parser.streams[("mcp-call", "stream", "ask")]
+    assert [row for row in rows if row[0] != "same"] == [("extra", "", "response.mcp_call.completed")]
+    assert all(reference == actual for tag, reference, actual in rows if tag == "same")
+    assert ("same", "response.created", "response.created") in parser.streams[("text-basic", "stream", "ask")]
+    results = [json.loads(line) for line in (tmp_path / "report" / "results.jsonl").read_text().splitlines()]
+    assert {(r["scenario"], r["mode"]) for r in results} == {(s, m) for s in ("mcp-call", "mcp-authorization",
+                                                                               "text-basic")
+                                                             for m in ("nonstream", "stream")}

@@ -1,0 +1,146 @@
+"""The live `openai` target, with OpenAI's replies played by respx (no test reaches the
+internet): retries on 429, 5xx and timeouts, steering, scenarios that cannot run live, and
+no API key in anything recorded."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import respx
+
+from responses_parity.harness import goldens
+from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.runner import ScenarioResult
+from responses_parity.harness.scenario import Mode
+from responses_parity.harness.session import TargetOptions, open_session
+from responses_parity.harness.sse import parse_sse
+
+EXCHANGES = Path(__file__).parent / "exchanges"
+RESPONSES_URL = "https://api.openai.com/v1/responses"
+API_KEY = "sk-test-live-key-0123456789abcdef"
+
+
+def recorded(name: str) -> dict[str, Any]:
+    return json.loads((EXCHANGES / f"{name}.json").read_text())["response"]
+
+
+STREAM = recorded("stream-text-obfuscation")
+COMPLETED = next(e.payload["response"] for e in parse_sse(STREAM["sse"])
+                 if e.payload and e.payload["type"] == "response.completed")
+QUOTA = recorded("error-429-insufficient-quota")
+
+
+def text_answer(request: httpx.Request) -> httpx.Response:
+    if json.loads(request.content).get("stream"):
+        return httpx.Response(200, headers=STREAM["headers"], text=STREAM["sse"])
+    return httpx.Response(200, json=COMPLETED, headers={"openai-organization": "org-AbCdEf0123456789xyz"})
+
+
+def rate_limited() -> httpx.Response:
+    return httpx.Response(429, json=QUOTA["body"], headers={"retry-after": "0"})
+
+
+@pytest.fixture(autouse=True)
+def openai_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.setenv("PARITY_OPENAI_MODEL", "gpt-4.1-2025-04-14")
+    yield
+
+
+def run_live(ids: list[str], modes: tuple[Mode, ...] = ("nonstream",), **options: Any) -> list[ScenarioResult]:
+    catalogue = load([builtin_scenarios_dir()])
+    units = [(loaded, mode) for loaded in catalogue.select(ids) for mode in modes]
+    with open_session(TargetOptions(target="openai", **options), ()) as session:
+        return session.run(units)
+
+
+@respx.mock(assert_all_mocked=True)
+def test_a_429_is_retried_after_retry_after_and_the_run_passes(respx_mock: respx.MockRouter) -> None:
+    route = respx_mock.post(RESPONSES_URL).mock(side_effect=[rate_limited(), text_answer])
+    [result] = run_live(["text-basic"])
+    assert result.outcome == "pass", result.findings
+    assert route.call_count == 2
+    assert result.steps[0].exchange.meta["attempts"] == 2
+    sent = route.calls.last.request
+    assert sent.headers["authorization"] == f"Bearer {API_KEY}"
+    assert json.loads(sent.content)["model"] == "gpt-4.1-2025-04-14"
+
+
+@respx.mock(assert_all_mocked=True)
+def test_a_stream_from_openai_passes_every_check(respx_mock: respx.MockRouter) -> None:
+    respx_mock.post(RESPONSES_URL).mock(side_effect=text_answer)
+    [result] = run_live(["text-basic"], modes=("stream",))
+    assert result.outcome == "pass", result.findings
+    assert not [f for _, f in result.findings if f.severity > 0]
+
+
+@respx.mock(assert_all_mocked=True)
+def test_5xx_until_the_retries_run_out_is_a_finding_not_a_crash(respx_mock: respx.MockRouter) -> None:
+    route = respx_mock.post(RESPONSES_URL).mock(return_value=httpx.Response(
+        503, json={"error": {"message": "The server is overloaded.", "type": "server_error", "param": None,
+                             "code": None}}, headers={"retry-after": "0"}))
+    [result] = run_live(["text-basic"], retries=1)
+    # text-basic retries a failed live run once: 2 runs x 2 attempts each.
+    assert route.call_count == 4
+    assert result.outcome == "fail" and result.attempt == 2
+    assert any(f.rule == "expect.http_status" and f.actual == 503 for _, f in result.findings)
+
+
+@respx.mock(assert_all_mocked=True)
+def test_a_timeout_is_retried(respx_mock: respx.MockRouter) -> None:
+    route = respx_mock.post(RESPONSES_URL).mock(side_effect=[httpx.ReadTimeout("slow"), text_answer])
+    [result] = run_live(["text-basic"])
+    assert result.outcome == "pass" and route.call_count == 2
+
+
+@respx.mock(assert_all_mocked=True)
+def test_steering_is_merged_into_the_live_request(respx_mock: respx.MockRouter) -> None:
+    route = respx_mock.post(RESPONSES_URL).mock(side_effect=text_answer)
+    run_live(["function-call"])
+    assert json.loads(route.calls[0].request.content)["tool_choice"] == {"type": "function", "name": "get_weather"}
+
+
+def test_what_cannot_run_live_is_unsupported_with_its_reason() -> None:
+    results = {r.scenario.id: r for r in run_live(["tool-choice", "mcp-call", "chat-mcp-loop"])}
+    assert all(r.outcome == "unsupported" for r in results.values())
+    assert "no `live:` section" in results["tool-choice"].unsupported
+    assert "--public-mcp calc=URL" in results["mcp-call"].unsupported
+    assert "gateway-policy" in results["chat-mcp-loop"].unsupported
+
+
+@respx.mock(assert_all_mocked=True)
+def test_a_public_mcp_url_is_what_the_live_request_names(respx_mock: respx.MockRouter) -> None:
+    route = respx_mock.post(RESPONSES_URL).mock(side_effect=text_answer)
+    run_live(["mcp-call"], public_mcp=(("calc", "https://mcp.example.org/"),))
+    tool = json.loads(route.calls[0].request.content)["tools"][0]
+    assert tool["server_url"].startswith("https://mcp.example.org/r/") and tool["server_url"].endswith("/mcp")
+
+
+def test_without_a_key_the_live_target_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY")
+    with pytest.raises(Exception, match="OPENAI_API_KEY"):
+        run_live(["text-basic"])
+
+
+@respx.mock(assert_all_mocked=True)
+def test_a_live_recording_keeps_no_secret(respx_mock: respx.MockRouter, tmp_path: Path) -> None:
+    """OpenAI echoes a bad key in its 401 message and names the organization in a header;
+    neither reaches a golden file."""
+    respx_mock.post(RESPONSES_URL).mock(return_value=httpx.Response(
+        401, headers={"openai-organization": "org-AbCdEf0123456789xyz", "x-request-id": "req_1"},
+        json={"error": {"message": f"Incorrect API key provided: {API_KEY}.", "type": "invalid_request_error",
+                        "param": None, "code": "invalid_api_key"}}))
+    results = run_live(["text-basic", "error-missing-model"], modes=("nonstream", "stream"))
+    folder = goldens.record(tmp_path, "openai", results, target_name="openai", model="gpt-4.1-2025-04-14",
+                            scripted=False, recorded_at=datetime.now(UTC))
+    written = "".join(path.read_text() for path in folder.rglob("*.json"))
+    assert "invalid_api_key" in written
+    for secret in (API_KEY, "sk-test", "org-AbCdEf", "Bearer"):
+        assert secret not in written
