@@ -64,8 +64,8 @@ def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, tar
         if result.unsupported is not None or not steps:
             continue
         document = {"scenario": result.scenario.id, "mode": result.mode, "steps": [
-            {"step": step.step_id, "contract": step.contract.to_dict(),  # type: ignore[union-attr]
-             "exchange": step.exchange.to_file()} for step in steps]}  # type: ignore[union-attr]
+            {"step": step.step_id, "contract": step.contract.to_dict() if step.contract else None,
+             "exchange": step.exchange.to_file() if step.exchange else None} for step in steps]}
         path = folder / result.scenario.id / f"{result.mode}.json"
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(redact(document), indent=2) + "\n")
@@ -77,21 +77,29 @@ def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, tar
     return folder
 
 
+def _read(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as error:
+        raise HarnessError(f"{path}: not a readable golden file ({error})") from error
+
+
 def load(folder: Path) -> GoldenSet:
     """Read a golden set; raises `HarnessError` naming the file that is missing or broken."""
     manifest_path = folder / MANIFEST
     if not manifest_path.is_file():
         raise HarnessError(f"{folder} is not a golden set (no {MANIFEST}; record one with `parity record`)")
+    manifest = _read(manifest_path)
     units: dict[tuple[str, str], GoldenUnit] = {}
-    for path in [manifest_path, *sorted(folder.glob("*/*.json"))]:
+    for path in sorted(folder.glob("*/*.json")):
+        data = _read(path)
         try:
-            data = json.loads(path.read_text())
-            if path != manifest_path:
-                unit = GoldenUnit(data["scenario"], data["mode"], {s["step"]: s["contract"] for s in data["steps"]})
-                units[(unit.scenario, unit.mode)] = unit
-        except (OSError, ValueError, KeyError, TypeError) as error:
-            raise HarnessError(f"{path}: not a readable golden file ({type(error).__name__}: {error})") from error
-    return GoldenSet(folder.name, json.loads(manifest_path.read_text()), units)
+            unit = GoldenUnit(data["scenario"], data["mode"], {s["step"]: s["contract"] for s in data["steps"]})
+        except (KeyError, TypeError) as error:
+            raise HarnessError(f"{path}: not a golden unit (needs scenario, mode and steps[].step/contract; "
+                               f"{type(error).__name__}: {error})") from error
+        units[(unit.scenario, unit.mode)] = unit
+    return GoldenSet(folder.name, manifest, units)
 
 
 def resolve(spec: str, golden_dirs: Iterable[Path]) -> Path:

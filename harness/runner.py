@@ -20,12 +20,12 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
+from .checks import no_reference_findings
 from .compare import compare, compare_upstream, upstream_anomalies
 from .contract import Contract, chat_completion, project, project_chat
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .fixture_client import FixtureClient, McpFixture, Observed
-from .checks import no_reference_findings
 from .loader import LoadedScenario
 from .placeholders import OutputView, render
 from .scenario import Expect, GatewaySetup, Mode, Scenario, Step
@@ -219,7 +219,7 @@ class Engine:
         if self.target.scripted:
             return None
         if scenario.live is None:
-            return ("the scenario scripts the model and has no `live:` section saying how to steer a live one")
+            return "the scenario scripts the model and has no `live:` section saying how to steer a live one"
         if scenario.live.skip:
             return scenario.live.skip
         if missing := [name for name in scenario.fixtures if name not in self.mcp]:
@@ -316,6 +316,9 @@ class Engine:
             if scripted:
                 observed, upstream_findings = await self._observe(run, expect)
                 findings += upstream_findings
+            elif expect.upstream is not None:
+                findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.NOTE, "expect.upstream",
+                                        "not checked: what reached the model is known only with the scripted one"))
         except HarnessError as error:
             return StepResult(step.id, error=str(error))
         response_id = (contract.response_fields or {}).get("id")

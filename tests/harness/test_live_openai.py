@@ -144,3 +144,11 @@ def test_a_live_recording_keeps_no_secret(respx_mock: respx.MockRouter, tmp_path
     assert "invalid_api_key" in written
     for secret in (API_KEY, "sk-test", "org-AbCdEf", "Bearer"):
         assert secret not in written
+
+
+@respx.mock(assert_all_mocked=True)
+def test_upstream_expectations_are_noted_as_unchecked_live(respx_mock: respx.MockRouter) -> None:
+    respx_mock.post(RESPONSES_URL).mock(side_effect=text_answer)
+    [result] = run_live(["text-basic"])
+    assert [(f.severity, f.message) for _, f in result.findings if f.rule == "expect.upstream"] == [
+        (0, "not checked: what reached the model is known only with the scripted one")]
