@@ -1,7 +1,8 @@
 """`parity`: run scenarios against a gateway, list and validate them, serve the fixtures.
 
-Exit codes of `parity run`: 0 every scenario passed; 1 a scenario failed; 2 a usage error or
-a broken scenario file (even when others also failed).
+Exit codes of `parity run`: 0 every scenario passed; 1 a scenario failed; 2 a usage error, a
+target that cannot be started or reached, or a broken scenario file (even when others also
+failed). `parity matrix` exits 1 only when a target could not run at all.
 """
 
 from __future__ import annotations
@@ -27,8 +28,10 @@ from ..reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from . import baseline, goldens
 from .checks import no_reference_findings
 from .exchange import Exchange
-from .findings import Finding, HarnessError, Severity
-from .loader import Catalogue, builtin_scenarios_dir, load
+from .findings import Finding, HarnessError, Severity, fold_positions
+from .loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
+from .matrix import build_matrix, run_matrix, write_matrix
+from .profile import ProfileError, find_profile, profile_paths
 from .report import RunInfo, parity_counts, write_reports
 from .runner import EngineEvent, ScenarioResult, UnitFinished, units_of
 from .scenario import MODES, Mode, scenario_json_schema
@@ -51,11 +54,17 @@ def _catalogue(paths: tuple[Path, ...]) -> Catalogue:
     return catalogue
 
 
+_PROFILE_DIR = click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path),
+                            help="A folder of your own target profiles (repeatable; `parity profiles` lists them).")
+
+
 def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option("--target", default=REFERENCE, show_default=True,
                      help="'reference' (the embedded reference gateway), 'openai' (live: OPENAI_API_KEY, "
-                          "OPENAI_BASE_URL, PARITY_OPENAI_MODEL) or a gateway's base URL."),
+                          "OPENAI_BASE_URL, PARITY_OPENAI_MODEL), a target profile (smg, llama-stack, "
+                          "open-responses-server, litellm, or a profile file: installed and started for the "
+                          "run) or a running gateway's base URL."),
         click.option("--api-key", envvar="PARITY_API_KEY", help="Sent as a bearer token (env PARITY_API_KEY)."),
         click.option("--header", "headers", multiple=True, help="Extra request header 'Name: value' (repeatable)."),
         click.option("--model", default="parity-model", show_default=True, help="Model name sent in requests."),
@@ -71,6 +80,7 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Live runs: where `parity serve mcp NAME` is reachable from the internet (repeatable)."),
         click.option("--retries", type=click.IntRange(0, 10), default=None,
                      help="Resend a request answered 429/5xx or not at all (default: 2 for openai, else 0)."),
+        _PROFILE_DIR,
     ]
     for option in reversed(options):
         function = option(function)
@@ -79,7 +89,8 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def _build_options(*, target: str, api_key: str | None, headers: tuple[str, ...], model: str,
                    responses_path: str, chat_path: str, timeout_s: float, upstream: str,
-                   public_mcp: tuple[str, ...], retries: int | None) -> TargetOptions:
+                   public_mcp: tuple[str, ...], retries: int | None,
+                   profile_dirs: tuple[Path, ...]) -> TargetOptions:
     try:
         parsed = tuple(parse_header(h) for h in headers)
     except ValueError as error:
@@ -89,7 +100,8 @@ def _build_options(*, target: str, api_key: str | None, headers: tuple[str, ...]
         raise click.UsageError(f"--public-mcp {bad[0]!r}: write NAME=URL, e.g. calc=https://mcp.example.org")
     return TargetOptions(target=target, api_key=api_key, headers=parsed, model=model, responses_path=responses_path,
                          chat_path=chat_path, timeout_s=timeout_s, upstream=upstream,
-                         public_mcp=tuple((name, url) for name, _, url in mapping), retries=retries)
+                         public_mcp=tuple((name, url) for name, _, url in mapping), retries=retries,
+                         profile_dirs=profile_dirs)
 
 
 def _progress(event: EngineEvent) -> None:
@@ -107,6 +119,10 @@ def _progress(event: EngineEvent) -> None:
         for step in result.steps:
             if step.error:
                 out.print(f"        [dim]{step.step_id}:[/dim] could not run: {escape(step.error)}", soft_wrap=True)
+
+
+def _say(line: str) -> None:
+    out.print(escape(line), soft_wrap=True)
 
 
 def _summary(results: list[ScenarioResult]) -> Table:
@@ -145,21 +161,27 @@ def _selection_options(function: Callable[..., Any]) -> Callable[..., Any]:
     return _target_options(function)
 
 
+def _units(paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
+           mode: str) -> tuple[Catalogue, list[tuple[LoadedScenario, Mode]]]:
+    """The scenario catalogue and the selected (scenario, mode) units."""
+    catalogue = _catalogue(paths)
+    if unknown := sorted(set(ids) - {s.scenario.id for s in catalogue.scenarios}):
+        raise click.UsageError(f"no scenario with id {', '.join(unknown)}")
+    modes: tuple[Mode, ...] = MODES if mode == "both" else (mode,)  # type: ignore[assignment]
+    return catalogue, units_of(catalogue.select(ids, tags), modes)
+
+
 def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...], mode: str, jobs: int,
              **target: Any) -> tuple[Catalogue, list[ScenarioResult], RunInfo]:
     """Load the scenarios, run the selected units against the target, and time it; a harness
     error (a target that cannot be started or reached) exits with the usage code."""
     options = _build_options(**target)
-    catalogue = _catalogue(paths)
-    if unknown := sorted(set(ids) - {s.scenario.id for s in catalogue.scenarios}):
-        raise click.UsageError(f"no scenario with id {', '.join(unknown)}")
-    modes: tuple[Mode, ...] = MODES if mode == "both" else (mode,)  # type: ignore[assignment]
-    units = units_of(catalogue.select(ids, tags), modes)
+    catalogue, units = _units(paths, ids, tags, mode)
     mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     started, clock = datetime.now(UTC), time.monotonic()
     out.print(f"Running {len(units)} scenario run(s) against [bold]{options.target}[/bold] ...")
     try:
-        with open_session(options, mcp_names) as session:
+        with open_session(options, mcp_names, _say) as session:
             results = session.run(units, jobs, _progress)
     except HarnessError as error:
         err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
@@ -282,6 +304,70 @@ def _file_safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "target"
 
 
+@main.command("matrix")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--targets", required=True, metavar="A,B,...",
+              help="Comma-separated targets: reference, profile names or files, base URLs (openai too).")
+@click.option("--scenario", "-s", "ids", multiple=True, help="Run only this scenario id (repeatable).")
+@click.option("--tag", "-t", "tags", multiple=True, help="Run only scenarios with this tag (repeatable).")
+@click.option("--mode", type=click.Choice(["both", *MODES]), default="both", show_default=True)
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=2, show_default=True,
+              help="Scenario runs in parallel against one target.")
+@click.option("--timeout", "timeout_s", type=float, default=30.0, show_default=True,
+              help="Seconds one request may take.")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/matrix.md"),
+              show_default=True, help="The matrix in Markdown; the HTML goes beside it.")
+@click.option("--report-dir", type=click.Path(path_type=Path), default=Path("reports/latest/matrix"),
+              show_default=True, help="Each target's full report goes to a folder of its name here.")
+@_PROFILE_DIR
+def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...], tags: tuple[str, ...], mode: str,
+                   jobs: int, timeout_s: float, output: Path, report_dir: Path, profile_dirs: tuple[Path, ...]) -> None:
+    """Run the same scenarios against several gateways, one after another, and write the matrix.
+
+    Profiled gateways are installed on first use (minutes), started against a fresh scripted
+    upstream, run and stopped. Exit 1 if a target could not run at all; divergences are what
+    the matrix reports, not a failure of the command."""
+    names = [name.strip() for name in targets.split(",") if name.strip()]
+    if not names:
+        raise click.UsageError("--targets names no target")
+    catalogue, units = _units(paths, ids, tags, mode)
+    base = TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs)
+    out.print(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
+    runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=_say, on_event=_progress)
+    command = " ".join(["parity matrix", f"--targets {','.join(names)}", *(f"-s {i}" for i in ids),
+                        *(f"-t {t}" for t in tags), *([f"--mode {mode}"] if mode != "both" else []),
+                        f"--output {output}"])
+    html = write_matrix(build_matrix(runs, command), output)
+    for run in runs:
+        counts = run.document["summary"]["parity"] if run.document else None
+        state = f"parity {counts['pass']}/{counts['runs']}" if counts else "[red]could not run[/red]"
+        out.print(f"{run.name}: {state}")
+    out.print(f"matrix: {output} and {html}")
+    if catalogue.errors:
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_FAILED if any(run.failure for run in runs) else EXIT_OK)
+
+
+@main.command("profiles")
+@click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path))
+def profiles_command(profile_dirs: tuple[Path, ...]) -> None:
+    """List the target profiles (shipped, and in --profile-dir folders); exit 2 if one is broken."""
+    broken = 0
+    for name, path in profile_paths(profile_dirs).items():
+        try:
+            profile = find_profile(name, profile_dirs)
+        except ProfileError as error:
+            err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
+            broken += 1
+            continue
+        assert profile is not None
+        out.print(f"[bold]{name}[/bold] [dim]{escape(str(path))}[/dim]")
+        out.print(f"    {escape(profile.title)}", soft_wrap=True)
+        for capability, why in profile.lacks.items():
+            out.print(f"    [dim]lacks {capability}: {escape(why)}[/dim]", soft_wrap=True)
+    sys.exit(EXIT_USAGE if broken else EXIT_OK)
+
+
 @main.command("list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option("--tag", "-t", "tags", multiple=True)
@@ -323,15 +409,12 @@ def schema(check: bool, output: Path | None) -> None:
     out.print(f"wrote {path}")
 
 
-_POSITIONS = re.compile(r"\b(event|chunk) \d+|\[\d+\]")
-
-
 def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
     """Findings that differ only in an event position or a list index, folded into one with a
     count (a legacy stream lacks `logprobs` on hundreds of deltas: one line, not hundreds)."""
     groups: dict[tuple[Severity, str, str], list[Finding]] = {}
     for finding in findings:
-        general = _POSITIONS.sub(lambda m: f"{m[1]} N" if m[1] else "[i]", finding.message)
+        general = fold_positions(finding.message)
         groups.setdefault((finding.severity, finding.rule, general), []).append(finding)
     folded = [(group[0] if len(group) == 1 else replace(group[0], message=message), len(group))
               for (_, _, message), group in groups.items()]

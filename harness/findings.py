@@ -7,6 +7,7 @@ points nowhere), that is a `HarnessError`, never a finding.
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -61,6 +62,15 @@ class Finding:
         data = asdict(self)
         data["kind"], data["severity"] = str(self.kind), str(self.severity)
         return data
+
+
+_POSITIONS = re.compile(r"\b(event|chunk) \d+|\[\d+\]")
+
+
+def fold_positions(message: str) -> str:
+    """`message` with event and chunk numbers and list indexes generalised (`event N`, `[i]`),
+    so findings that differ only in where they occurred group together."""
+    return _POSITIONS.sub(lambda m: f"{m[1]} N" if m[1] else "[i]", message)
 
 
 class HarnessError(Exception):

@@ -94,6 +94,17 @@ class FixtureClient:
         with contextlib.suppress(httpx.HTTPError):  # the upstream keeps a little more memory; nothing depends on it
             await self._http.delete(f"{self._upstream}/__parity/runs/{run}")
 
+    async def route_default_mcp(self, run: str, mcp_names: list[str]) -> None:
+        """Log calls to the fixtures' default endpoints (`/mcp`, `/sse`) as `run`'s, for a gateway
+        that reaches them only through its own configuration."""
+        for name in mcp_names:
+            url = f"{self.mcp[name].base_url}/__parity/default-run"
+            try:
+                response = await self._http.put(url, json={"run": run})
+                response.raise_for_status()
+            except httpx.HTTPError as error:
+                raise HarnessError(f"cannot route the MCP fixture {name}'s default endpoint: {error}") from error
+
     async def observed(self, run: str, mcp_names: list[str]) -> Observed:
         """Everything logged for the run so far."""
         record = await self._get(f"{self._upstream}/__parity/runs/{run}")

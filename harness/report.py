@@ -59,7 +59,19 @@ def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
                                                "reference_label": step.reference_label},
         "exchange_file": f"exchanges/{_exchange_name(result, step)}" if step.outcome != "pass" and step.exchange
         else None,
+        "timing": _timing(step),
     }
+
+
+def _timing(step: StepResult) -> dict[str, Any] | None:
+    """How long the target took for the step, and how much of it the scripted model took
+    answering the requests the gateway sent it (`model_requests` of them)."""
+    if step.exchange is None:
+        return None
+    requests = step.observed.model_requests if step.observed else []
+    served = [request["served_s"] for request in requests if "served_s" in request]
+    return {"elapsed_s": round(step.exchange.elapsed_s, 6), "model_requests": len(requests),
+            "upstream_s": round(sum(served), 6) if len(served) == len(requests) else None}
 
 
 def coverage(results: list[ScenarioResult]) -> dict[str, dict[str, Any]]:

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
+from .capabilities import missing_capability
 from .checks import no_reference_findings
 from .compare import compare, compare_upstream, upstream_anomalies
 from .contract import Contract, chat_completion, project, project_chat
@@ -216,6 +217,8 @@ class Engine:
         if scenario.gateway is not None and self.gateways is None:
             return ("the scenario configures the gateway (its `gateway:` section); the harness can do that only "
                     f"for gateways it starts itself, not for {self.target.name}")
+        if reason := missing_capability(scenario, self.target.lacks):
+            return reason
         if self.target.scripted:
             return None
         if scenario.live is None:
@@ -285,6 +288,7 @@ class Engine:
             live = run.scenario.live
             if not self.target.scripted and live is not None and step.id in live.steer and isinstance(body, dict):
                 body = body | render(live.steer[step.id], run.context, f"live.steer.{step.id}")
+            body = target.rewrites.apply(body, run.context["mcp"])
         except HarnessError as error:
             run.chains.chain_of.append(index)
             return StepResult(step.id, error=str(error))
@@ -301,6 +305,8 @@ class Engine:
             if scripted:
                 if isinstance(body, dict):
                     body = mark_first_user_message(body, run_marker(run.token, chain))
+                if target.rewrites.mcp_server_url is not None:
+                    await self.fixtures.route_default_mcp(run.token, run.scenario.fixtures)
                 await self.fixtures.register(run.token, RunScript(steps=[s.model for s in run.scenario.steps],
                                                                   chain_of=run.chains.chain_of))
             if step.wait:

@@ -8,13 +8,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
 from .findings import HarnessError
 from .fixture_client import FixtureClient, McpFixture
+from .gateway_process import RunningGateway, install, start
 from .loader import LoadedScenario
+from .profile import Profile, ProfileError, find_profile, profile_paths
 from .runner import Engine, EngineEvent, ScenarioResult
 from .scenario import Mode
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, Stack, upstream_is_running
@@ -39,7 +42,8 @@ def parse_header(text: str) -> tuple[str, str]:
 class TargetOptions:
     target: str = REFERENCE
     """`reference` (the embedded reference gateway), `openai` (the live API: `OPENAI_BASE_URL`,
-    `OPENAI_API_KEY`, model `PARITY_OPENAI_MODEL`) or the base URL of a gateway."""
+    `OPENAI_API_KEY`, model `PARITY_OPENAI_MODEL`), a target profile's name or file (a gateway
+    the harness installs and starts), or the base URL of a running gateway."""
     api_key: str | None = field(default=None, repr=False)
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
     model: str = DEFAULT_MODEL
@@ -52,6 +56,8 @@ class TargetOptions:
     """MCP fixture name -> a public base URL where `parity serve mcp <name>` is reachable (live runs)."""
     retries: int | None = None
     """Retries of a request answered 429, 5xx or not at all (default: 2 for openai, 0 otherwise)."""
+    profile_dirs: tuple[Path, ...] = ()
+    """Folders of the user's own target profiles (besides the shipped ones)."""
 
 
 @dataclass
@@ -60,6 +66,8 @@ class Session:
     stack: Stack | None
     """The local servers; None for a live model, which needs none."""
     mcp: dict[str, McpFixture] = field(default_factory=dict)
+    gateway: RunningGateway | None = None
+    """The gateway process the session started (profiled targets)."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
             on_event: Callable[[EngineEvent], None] | None = None) -> list[ScenarioResult]:
@@ -67,6 +75,10 @@ class Session:
 
     async def run_async(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
                         on_event: Callable[[EngineEvent], None] | None = None) -> list[ScenarioResult]:
+        """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
+        fixtures by its own names, since their calls are then told apart only by order."""
+        if self.target.rewrites.mcp_server_url is not None:
+            jobs = 1
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
             if self.stack is None:
                 engine = Engine(self.target, http, None, on_event, mcp=self.mcp)
@@ -104,18 +116,57 @@ def _openai_session(options: TargetOptions) -> Session:
     return Session(target, None, {name: McpFixture(name, url.rstrip("/")) for name, url in options.public_mcp})
 
 
+def _extra_headers(options: TargetOptions) -> dict[str, str]:
+    headers = dict(options.headers)
+    if options.api_key:
+        headers["Authorization"] = f"Bearer {options.api_key}"
+    return headers
+
+
 @contextmanager
-def open_session(options: TargetOptions, mcp_names: Iterable[str]) -> Iterator[Session]:
-    """Start what the target needs; stop it on exit."""
+def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Iterable[str],
+                      say: Callable[[str], None]) -> Iterator[Session]:
+    """A gateway from its profile: installed on first use, started against a fresh scripted
+    upstream and the MCP fixtures, stopped on exit."""
+    installation = install(profile, say)
+    with Stack(mcp_names=mcp_names, with_reference=False) as stack:
+        assert stack.upstream_url is not None
+        say(f"starting {profile.title} ...")
+        gateway = start(profile, installation, upstream=stack.upstream_url, mcp=stack.mcp, model=options.model)
+        try:
+            target = Target(name=profile.name, base_url=gateway.base_url,
+                            responses_path=profile.target.responses_path, chat_path=profile.target.chat_path,
+                            model=gateway.model, headers=gateway.headers | _extra_headers(options),
+                            timeout_s=options.timeout_s, retries=options.retries or 0, lacks=profile.lacks,
+                            rewrites=profile.rewrite)
+            yield Session(target, stack, gateway=gateway)
+        finally:
+            gateway.stop()
+
+
+@contextmanager
+def open_session(options: TargetOptions, mcp_names: Iterable[str],
+                 say: Callable[[str], None] = lambda line: None) -> Iterator[Session]:
+    """Start what the target needs; stop it on exit. `say` hears progress worth a line
+    (installing a gateway takes minutes)."""
     if options.target == OPENAI:
         yield _openai_session(options)
         return
+    try:
+        profile = find_profile(options.target, options.profile_dirs)
+    except ProfileError as error:
+        raise HarnessError(str(error)) from error
+    if profile is not None:
+        with _profiled_session(profile, options, mcp_names, say) as session:
+            yield session
+        return
+    if not options.target.startswith(("http://", "https://")) and options.target != REFERENCE:
+        known = ", ".join(sorted(profile_paths(options.profile_dirs)))
+        raise HarnessError(f"unknown target {options.target!r}: give {REFERENCE}, {OPENAI}, a profile ({known}), "
+                           f"a profile file, or a gateway's base URL")
     with _stack_for(options, mcp_names) as stack:
-        headers = dict(options.headers)
-        if options.api_key:
-            headers["Authorization"] = f"Bearer {options.api_key}"
         base_url = stack.reference_url if options.target == REFERENCE else options.target
         assert base_url is not None
         yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,
-                             chat_path=options.chat_path, model=options.model, headers=headers,
+                             chat_path=options.chat_path, model=options.model, headers=_extra_headers(options),
                              timeout_s=options.timeout_s, retries=options.retries or 0), stack)

@@ -17,6 +17,7 @@ import anyio
 import httpx
 
 from .exchange import KEPT_HEADERS, Exchange
+from .rewrites import Rewrites
 from .scenario import Disconnect
 from .sse import TeeStream, iter_sse
 
@@ -37,6 +38,10 @@ class Target:
     """Whether the target's model is the scripted upstream (False for live OpenAI)."""
     retries: int = 0
     """How often a request answered 429 or 5xx, or not at all, is sent again."""
+    lacks: Mapping[str, str] = field(default_factory=dict)
+    """Capabilities the gateway is known to lack -> why (from its profile)."""
+    rewrites: Rewrites = field(default_factory=Rewrites)
+    """How requests are rewritten for this gateway (from its profile)."""
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")

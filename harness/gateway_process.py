@@ -1,0 +1,247 @@
+"""Install a profiled gateway into a virtual environment of its own, start it as a child
+process, wait until it is ready, stop it.
+
+The environment lives in a cache folder keyed by the install spec (`PARITY_CACHE_DIR`, default
+`~/.cache/responses-parity`), so the first run installs and later runs start at once. The child
+runs in a process group of its own; stopping sends SIGTERM to that group, then SIGKILL after the
+profile's grace period: only processes this harness started are ever signalled.
+
+Every failure is a `HarnessError` that names the profile and ends with the tail of the log
+(pip's or the gateway's).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .findings import HarnessError
+from .fixture_client import McpFixture
+from .profile import Profile, ProfileError, render
+from .stack import LOOPBACK
+
+LOG_TAIL_LINES = 25
+INSTALL_TIMEOUT_S = 1800.0
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")
+
+
+def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = path.read_text(errors="replace").rstrip().splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(f"    | {line}" for line in text[-lines:]) or "    | (the log is empty)"
+
+
+def find_python(version: str) -> str:
+    """An interpreter of `version` (major.minor): `PARITY_PYTHON<major>_<minor>`, this one, one
+    named `python<version>` on PATH, or one installed by pyenv."""
+    override = os.environ.get(f"PARITY_PYTHON{version.replace('.', '_')}")
+    candidates = [override] if override else []
+    if f"{sys.version_info.major}.{sys.version_info.minor}" == version:
+        candidates.append(sys.executable)
+    if found := shutil.which(f"python{version}"):
+        candidates.append(found)
+    pyenv_root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    candidates += [str(p) for p in sorted(pyenv_root.glob(f"versions/{version}.*/bin/python{version}"), reverse=True)]
+    for candidate in candidates:
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            probe = subprocess.run([candidate, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                                   capture_output=True, text=True, timeout=30, check=False)
+            if probe.returncode == 0 and probe.stdout.strip() == version:
+                return candidate
+    raise HarnessError(f"no Python {version} found (tried PARITY_PYTHON{version.replace('.', '_')}, this "
+                       f"interpreter, python{version} on PATH and pyenv); install one or point "
+                       f"PARITY_PYTHON{version.replace('.', '_')} at it")
+
+
+@dataclass(frozen=True)
+class Installation:
+    """Where a profile's gateway lives: its cache folder, and its virtual environment if the
+    profile installs one."""
+
+    home: Path
+    venv: Path | None = None
+    python_version: str | None = None
+
+    def context(self) -> dict[str, Any]:
+        """The template variables about the installation."""
+        context = {"home": str(self.home), "harness_python": sys.executable}
+        if self.venv is not None:
+            context |= {"venv": str(self.venv), "bin": str(self.venv / "bin"),
+                        "python": str(self.venv / "bin" / "python"), "python_version": self.python_version}
+        return context
+
+
+def installation_for(profile: Profile) -> Installation:
+    if profile.install is None:
+        return Installation(cache_dir() / "gateways" / profile.name)
+    digest = hashlib.sha256(profile.install.model_dump_json().encode()).hexdigest()[:12]
+    home = cache_dir() / "gateways" / f"{profile.name}-{digest}"
+    return Installation(home, home / "venv", profile.install.python)
+
+
+def _run_logged(command: list[str], log: Path, cwd: Path, what: str) -> None:
+    with log.open("a") as sink:
+        sink.write(f"$ {' '.join(command)}\n")
+        sink.flush()
+        try:
+            done = subprocess.run(command, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S,
+                                  check=False)
+        except (OSError, subprocess.TimeoutExpired) as error:
+            raise HarnessError(f"{what}: {error}\n{log_tail(log)}") from error
+    if done.returncode != 0:
+        raise HarnessError(f"{what} failed (exit {done.returncode}); the end of {log}:\n{log_tail(log)}")
+
+
+def install(profile: Profile, report: Callable[[str], None] = print) -> Installation:
+    """Make the profile's environment unless a complete one is cached; `report` gets one line
+    per phase (installs take minutes)."""
+    installation = installation_for(profile)
+    spec = profile.install
+    if spec is None or installation.venv is None:
+        installation.home.mkdir(parents=True, exist_ok=True)
+        return installation
+    done_marker = installation.home / "installed.json"
+    if done_marker.exists():
+        return installation
+    if installation.home.exists():
+        shutil.rmtree(installation.home)  # a half-made environment from an interrupted install
+    installation.home.mkdir(parents=True)
+    log = installation.home / "install.log"
+    where = f"installing {profile.name}"
+    python = find_python(spec.python)
+    report(f"installing {profile.name} into {installation.venv} (once; this takes a few minutes) ...")
+    _run_logged([python, "-m", "venv", str(installation.venv)], log, installation.home, where)
+    pip = [str(installation.venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    if spec.packages:
+        _run_logged([*pip, *spec.packages], log, installation.home, where)
+    for index, step in enumerate(spec.steps):
+        try:
+            command = [render(part, installation.context(), f"install.steps[{index}]") for part in step]
+        except ProfileError as error:
+            raise HarnessError(f"the profile {profile.name} is broken: {error}") from error
+        _run_logged(command, log, installation.home, f"{where}: install.steps[{index}]")
+    done_marker.write_text(spec.model_dump_json(indent=2))
+    return installation
+
+
+class _FreePorts(dict[str, int]):
+    """`ports.<name>`: a free loopback port per name, chosen on first use."""
+
+    def __missing__(self, name: str) -> int:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            probe.bind((LOOPBACK, 0))
+            port = probe.getsockname()[1]
+        self[name] = port
+        return port
+
+
+@dataclass
+class RunningGateway:
+    """A started gateway: where to reach it, how to talk to it, and its log."""
+
+    profile: Profile
+    base_url: str
+    model: str
+    headers: dict[str, str] = field(repr=False)
+    log: Path
+    process: subprocess.Popen[bytes] = field(repr=False)
+
+    def stop(self) -> None:
+        """SIGTERM to the gateway's own process group, SIGKILL after the grace period."""
+        if self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGTERM)
+        try:
+            self.process.wait(timeout=self.profile.start.stop_grace_s)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+
+def start(profile: Profile, installation: Installation, *, upstream: str, mcp: Mapping[str, McpFixture],
+          model: str) -> RunningGateway:
+    """Start the gateway pointed at `upstream` and the MCP fixtures and wait until it is ready;
+    a gateway that exits or stays unready is stopped and reported with its log's tail."""
+    run_dir = installation.home / "run"
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    run_dir.mkdir()
+    context = installation.context() | {
+        "run_dir": str(run_dir), "upstream": upstream.rstrip("/"), "ports": _FreePorts(),
+        "secret": f"sk-parity-{secrets.token_hex(12)}", "model": model,
+        "mcp": {name: {"base_url": fixture.base_url} for name, fixture in mcp.items()},
+    }
+    name = profile.name
+    try:
+        for file_name, template in profile.start.files.items():
+            (run_dir / file_name).write_text(render(template, context, f"{name}: start.files[{file_name}]"))
+        command = [render(part, context, f"{name}: start.command") for part in profile.start.command]
+        env = os.environ | {key: render(value, context, f"{name}: start.env.{key}")
+                            for key, value in profile.start.env.items()}
+        base_url = render(profile.target.base_url, context, f"{name}: target.base_url")
+        target_model = render(profile.target.model, context, f"{name}: target.model")
+        headers = {key: render(value, context, f"{name}: target.headers.{key}")
+                   for key, value in profile.target.headers.items()}
+        ready = profile.start.ready
+        ready_body = json.loads(render(json.dumps(ready.body), context, f"{name}: start.ready.body"))
+        ready_headers = {key: render(value, context, f"{name}: start.ready.headers.{key}")
+                         for key, value in ready.headers.items()}
+    except ProfileError as error:
+        raise HarnessError(f"the profile {name} is broken: {error}") from error
+    log = run_dir / "gateway.log"
+    with log.open("wb") as sink:
+        try:
+            process = subprocess.Popen(command, cwd=run_dir, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        except OSError as error:
+            raise HarnessError(f"{name} cannot be started ({command[0]}): {error}") from error
+    gateway = RunningGateway(profile, base_url, target_model, headers, log, process)
+    try:
+        _wait_ready(gateway, ready.method, ready.path, ready_body, ready_headers)
+    except BaseException:
+        gateway.stop()
+        raise
+    return gateway
+
+
+def _wait_ready(gateway: RunningGateway, method: str, path: str, body: Any, headers: dict[str, str]) -> None:
+    ready = gateway.profile.start.ready
+    url = gateway.base_url.rstrip("/") + path
+    deadline = time.monotonic() + ready.timeout_s
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        if (code := gateway.process.poll()) is not None:
+            raise HarnessError(f"{gateway.profile.name} exited (code {code}) before it was ready; the end of "
+                               f"{gateway.log}:\n{log_tail(gateway.log)}")
+        try:
+            answer = httpx.request(method, url, json=body, headers=headers, timeout=10)
+            if answer.status_code in ready.status:
+                return
+            last = f"HTTP {answer.status_code}: {answer.text[:200]}"
+        except httpx.HTTPError as error:
+            last = f"{type(error).__name__}"
+        time.sleep(0.25)
+    raise HarnessError(f"{gateway.profile.name} was not ready within {ready.timeout_s:g}s ({method} {url}: {last}); "
+                       f"the end of {gateway.log}:\n{log_tail(gateway.log)}")

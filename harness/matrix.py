@@ -1,0 +1,310 @@
+"""The cross-gateway matrix: the same scenarios against several targets, one after another,
+tabulated per scenario and stream mode, with the latency each gateway adds over the scripted
+model alone and a short account of what each gets right and wrong.
+
+`run_matrix` runs the targets and writes each one's full report folder; `build_matrix` turns
+those reports' documents (`results.json`) into the matrix, so a matrix can also be rebuilt
+from saved reports. Rendering is `matrix.md.j2` / `matrix.html.j2`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .findings import HarnessError, Severity, fold_positions
+from .loader import LoadedScenario
+from .profile import ProfileError, find_profile
+from .report import RunInfo, write_reports
+from .runner import EngineEvent
+from .scenario import MODES, Mode
+from .session import OPENAI, REFERENCE, TargetOptions, open_session
+
+CellStatus = Literal["pass", "divergence", "unsupported", "error", "none"]
+TOP_DIVERGENCES = 6
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: CellStatus
+    errors: int = 0
+    warnings: int = 0
+    detail: str = ""
+    """Why unsupported, or what could not run."""
+
+    @property
+    def label(self) -> str:
+        if self.status == "divergence":
+            return f"divergence ({self.errors} error{'s' * (self.errors != 1)})"
+        if self.status == "pass" and self.warnings:
+            return f"pass ({self.warnings} warning{'s' * (self.warnings != 1)})"
+        return "-" if self.status == "none" else self.status
+
+    @property
+    def short(self) -> str:
+        """For a table with many columns."""
+        if self.status == "divergence":
+            return f"**div {self.errors}e**"
+        if self.status == "pass" and self.warnings:
+            return f"pass {self.warnings}w"
+        return {"none": "-", "unsupported": "unsup", "error": "**error**"}.get(self.status, self.status)
+
+
+def cell_of(result: dict[str, Any] | None) -> Cell:
+    """A scenario run's cell, from its entry in a results document. Known divergences (the
+    target's baseline) count as neither errors nor warnings."""
+    if result is None:
+        return Cell("none")
+    if result["outcome"] == "unsupported":
+        return Cell("unsupported", detail=result["unsupported"] or "")
+    findings = [f for step in result["steps"] for f in step["findings"] if not f["known"]]
+    errors = sum(f["severity"] == "error" for f in findings)
+    warnings = sum(f["severity"] == "warning" for f in findings)
+    if result["outcome"] == "error":
+        reasons = [step["error"] for step in result["steps"] if step["error"]]
+        return Cell("error", errors, warnings, reasons[0] if reasons else "")
+    return Cell("divergence" if result["outcome"] == "fail" else "pass", errors, warnings)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Per step that reached the model: the gateway's time, the scripted model's own time
+    within it, and the difference (what the gateway adds), in milliseconds."""
+
+    steps: int
+    gateway_median_ms: float
+    gateway_p95_ms: float
+    upstream_median_ms: float
+    added_median_ms: float
+    added_p95_ms: float
+
+
+def _p95(values: list[float]) -> float:
+    return statistics.quantiles(values, n=20, method="inclusive")[18] if len(values) > 1 else values[0]
+
+
+def latency_of(document: dict[str, Any]) -> Latency | None:
+    """From the timings of a results document's steps that were answered (HTTP 2xx, no
+    transport error) after at least one model request; None if there are none."""
+    gateway, upstream = [], []
+    for result in document["results"]:
+        for step in result["steps"]:
+            timing, contract = step.get("timing"), step["contract"] or {}
+            if not timing or not timing["model_requests"] or timing["upstream_s"] is None:
+                continue
+            status = contract.get("http_status")
+            if status is None or not 200 <= status < 300 or any(f["kind"] == "transport" for f in step["findings"]):
+                continue
+            gateway.append(timing["elapsed_s"] * 1000)
+            upstream.append(timing["upstream_s"] * 1000)
+    if not gateway:
+        return None
+    added = [g - u for g, u in zip(gateway, upstream, strict=True)]
+    return Latency(len(gateway), round(statistics.median(gateway), 1), round(_p95(gateway), 1),
+                   round(statistics.median(upstream), 1), round(statistics.median(added), 1), round(_p95(added), 1))
+
+
+@dataclass
+class TargetRun:
+    """One target's part of a matrix: its report document, or why it could not run at all."""
+
+    name: str
+    title: str
+    document: dict[str, Any] | None = None
+    failure: str | None = None
+    rewrites: list[str] = field(default_factory=list)
+    lacks: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    report_dir: Path | None = None
+
+
+def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
+    """A target's title, rewrites, lacks and notes, from its profile if it has one."""
+    if name == REFERENCE:
+        return TargetRun(name, "reference gateway (embedded, this project's executable spec)")
+    if name == OPENAI:
+        return TargetRun(name, "OpenAI (live)")
+    try:
+        profile = find_profile(name, profile_dirs)
+    except ProfileError:
+        profile = None  # reported when the run tries to open it
+    if profile is None:
+        return TargetRun(name, name)
+    return TargetRun(profile.name, profile.title, rewrites=profile.rewrite.describe(), lacks=dict(profile.lacks),
+                     notes=list(profile.notes))
+
+
+def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mode]], base: TargetOptions,
+               report_root: Path, *, jobs: int = 2, say: Callable[[str], None] = lambda line: None,
+               on_event: Callable[[EngineEvent], None] | None = None) -> list[TargetRun]:
+    """Run `units` against each target in turn (each started, run and stopped before the next:
+    a 2-core machine runs one gateway at a time), writing each one's report to
+    `report_root/<target>`. A target that cannot be installed or started is recorded with why,
+    and the others still run."""
+    mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
+    runs = []
+    for name in targets:
+        run = describe_target(name, base.profile_dirs)
+        say(f"== {name}: {run.title}")
+        options = replace(base, target=name)
+        started, clock = datetime.now(UTC), time.monotonic()
+        try:
+            with open_session(options, mcp_names, say) as session:
+                results = session.run(units, jobs, on_event)
+        except HarnessError as error:
+            run.failure = str(error)
+            say(f"{name} could not run: {error}")
+            runs.append(run)
+            continue
+        run.report_dir = report_root / run.name
+        run.document = write_reports(run.report_dir, results,
+                                     RunInfo(session.target, started, time.monotonic() - clock))
+        runs.append(run)
+    return runs
+
+
+@dataclass(frozen=True)
+class Divergence:
+    """A kind of divergence a target shows, with how many scenario runs show it."""
+
+    kind: str
+    rule: str
+    message: str
+    runs: int
+    example: str
+
+
+def divergences_of(document: dict[str, Any]) -> list[Divergence]:
+    """A target's failing findings grouped by rule and message (positions folded), most
+    frequent first."""
+    groups: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    for result in document["results"]:
+        if not result["openai_counterpart"]:
+            continue
+        for step in result["steps"]:
+            for finding in step["findings"]:
+                if finding["severity"] == "error" and not finding["known"]:
+                    key = (finding["rule"], fold_positions(finding["message"]))
+                    groups.setdefault(key, []).append((f"{result['scenario']} [{result['mode']}]", finding))
+    found = []
+    for (rule, message), members in groups.items():
+        units = {unit for unit, _ in members}
+        found.append(Divergence(members[0][1]["kind"], rule, message, len(units), sorted(units)[0]))
+    return sorted(found, key=lambda d: (-d.runs, d.rule, d.message))
+
+
+@dataclass(frozen=True)
+class Summary:
+    right: list[str]
+    wrong: list[Divergence]
+    passing: int
+    runs: int
+
+
+def summary_of(document: dict[str, Any]) -> Summary:
+    """What a target gets right (scenarios with an OpenAI counterpart passing in every mode it
+    ran) and wrong (its most frequent divergences)."""
+    by_scenario: dict[str, list[str]] = {}
+    for result in document["results"]:
+        if result["openai_counterpart"] and result["outcome"] != "unsupported":
+            by_scenario.setdefault(result["scenario"], []).append(result["outcome"])
+    right = sorted(name for name, outcomes in by_scenario.items() if set(outcomes) == {"pass"})
+    counts = document["summary"]["parity"]
+    return Summary(right, divergences_of(document)[:TOP_DIVERGENCES], counts["pass"], counts["runs"])
+
+
+@dataclass(frozen=True)
+class Row:
+    scenario: str
+    title: str
+    policy: bool
+    cells: list[Cell]
+    """Per target, per mode (target-major)."""
+    evidence: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Matrix:
+    runs: list[TargetRun]
+    modes: tuple[str, ...]
+    rows: list[Row]
+    generated_at: str
+    command: str
+
+    def summaries(self) -> dict[str, Summary]:
+        return {run.name: summary_of(run.document) for run in self.runs if run.document is not None}
+
+    def latencies(self) -> dict[str, Latency | None]:
+        return {run.name: latency_of(run.document) for run in self.runs if run.document is not None}
+
+    def details(self) -> list[dict[str, Any]]:
+        """Every divergent or failed cell with its findings (errors and warnings, positions
+        folded) and the evidence of what OpenAI does."""
+        found = []
+        for run in self.runs:
+            for result in (run.document or {}).get("results", []):
+                if result["outcome"] not in ("fail", "error"):
+                    continue
+                findings = Counter()
+                for step in result["steps"]:
+                    if step["error"]:
+                        findings[f"`{step['step']}` could not run: {step['error']}"] += 1
+                    for finding in step["findings"]:
+                        if Severity[finding["severity"].upper()] >= Severity.WARNING and not finding["known"]:
+                            findings[f"{finding['severity']}: {fold_positions(finding['message'])}"] += 1
+                found.append({"target": run.name, "scenario": result["scenario"], "mode": result["mode"],
+                              "policy": not result["openai_counterpart"], "evidence": result["evidence"],
+                              "findings": sorted(findings.items(), key=lambda pair: not pair[0].startswith("error"))})
+        return found
+
+
+def build_matrix(runs: list[TargetRun], command: str) -> Matrix:
+    results: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
+    meta: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        for result in (run.document or {}).get("results", []):
+            results.setdefault(result["scenario"], {})[(run.name, result["mode"])] = result
+            meta.setdefault(result["scenario"], result)
+    modes = tuple(m for m in MODES if any(mode == m for cells in results.values() for _, mode in cells))
+    rows = [Row(scenario, meta[scenario]["title"], not meta[scenario]["openai_counterpart"],
+                [cell_of(cells.get((run.name, mode))) if run.document is not None
+                 else Cell("error", detail="the target could not run") for run in runs for mode in modes],
+                meta[scenario]["evidence"])
+            for scenario, cells in sorted(results.items(), key=lambda pair: (not meta[pair[0]]["openai_counterpart"],
+                                                                            pair[0]))]
+    return Matrix(runs, modes, rows, datetime.now(UTC).isoformat(timespec="seconds"), command)
+
+
+def _md_cell(text: Any) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _environment(autoescape: bool) -> Environment:
+    environment = Environment(loader=PackageLoader("responses_parity.harness", "templates"),
+                              autoescape=select_autoescape(["html"]) if autoescape else False,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    environment.filters["md"] = _md_cell
+    return environment
+
+
+def render_matrix(matrix: Matrix, template: Literal["md", "html"]) -> str:
+    context = {"matrix": matrix, "summaries": matrix.summaries(), "latencies": matrix.latencies(),
+               "details": matrix.details()}
+    return _environment(template == "html").get_template(f"matrix.{template}.j2").render(context)
+
+
+def write_matrix(matrix: Matrix, markdown_path: Path) -> Path:
+    """Write the matrix as Markdown to `markdown_path` and as HTML beside it; returns the HTML path."""
+    markdown_path.parent.mkdir(parents=True, exist_ok=True)
+    markdown_path.write_text(render_matrix(matrix, "md"))
+    html_path = markdown_path.with_suffix(".html")
+    html_path.write_text(render_matrix(matrix, "html"))
+    return html_path

@@ -1,0 +1,137 @@
+"""Target profiles: one YAML file per gateway saying how to install it, start it against the
+scripted upstream and the MCP fixtures, know it is ready, talk to it, and what it lacks.
+
+Every string in `install.steps`, `start` and `target` is a Jinja template. What it may use:
+- `python`, `venv`, `bin`: the profile's own interpreter and virtual environment (`bin` is its
+  scripts folder), unless it has no `install` section; `harness_python`: the interpreter running
+  the harness; `home`: the profile's cache folder (kept between runs); `run_dir`: a fresh folder
+  for this start (config files are written there, the gateway's log too);
+- `upstream`: the scripted upstream's base URL (`{{ upstream }}/v1` is its OpenAI base URL);
+- `mcp.<fixture>.base_url`: where each MCP fixture listens (`/mcp` there is its default run);
+- `ports.<name>`: a free loopback port, the same for every use of one name (`ports.http` is the
+  port the gateway must serve on); `secret`: a random token for this start (a master key);
+- `model`: the model name scenarios use; `python_version`: `install.python`.
+
+Profiles are found by name among the shipped ones (`harness/gateways/`) and in folders the user
+names; a path to a `.yaml` file is a profile too. `ProfileError` names the file and the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import jinja2
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .capabilities import Capability
+from .rewrites import Rewrites
+
+SHIPPED_PROFILES_DIR = Path(__file__).resolve().parent / "gateways"
+
+
+
+class ProfileError(Exception):
+    """A profile that cannot be found, read or understood; the message names the file."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class InstallSpec(_Strict):
+    python: str = Field(default="3.11", pattern=r"^3\.\d+$",
+                        description="The interpreter its virtual environment is made with (major.minor).")
+    packages: list[str] = Field(default_factory=list, description="pip requirements, pinned (`name==1.2.3`).")
+    steps: list[list[str]] = Field(default_factory=list,
+                                   description="Commands (argument lists) run once after pip, in `home`.")
+
+
+class ReadySpec(_Strict):
+    method: Literal["GET", "POST"] = "GET"
+    path: str
+    body: Any = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    status: list[int] = Field(default_factory=lambda: [200], description="Answers that mean ready.")
+    timeout_s: float = Field(default=120.0, gt=0)
+
+
+class StartSpec(_Strict):
+    command: list[str] = Field(min_length=1)
+    env: dict[str, str] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict, description="File name -> template, written to `run_dir`.")
+    ready: ReadySpec
+    stop_grace_s: float = Field(default=10.0, gt=0, description="How long SIGTERM is given before SIGKILL.")
+
+
+class TargetSpec(_Strict):
+    base_url: str = "http://127.0.0.1:{{ ports.http }}"
+    responses_path: str = "/v1/responses"
+    chat_path: str = "/v1/chat/completions"
+    model: str = Field(default="{{ model }}", description="The model name as the gateway knows the scripted one.")
+    headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request; never reported.")
+
+
+class Profile(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    title: str
+    homepage: str | None = None
+    install: InstallSpec | None = Field(default=None, description="None: nothing to install (the command is on "
+                                                                  "the machine already).")
+    start: StartSpec
+    target: TargetSpec = Field(default_factory=TargetSpec)
+    lacks: dict[Capability, str] = Field(default_factory=dict,
+                                         description="Capability -> why the gateway lacks it (with a source).")
+    rewrite: Rewrites = Field(default_factory=Rewrites)
+    notes: list[str] = Field(default_factory=list, description="Workarounds the profile applies, and why.")
+
+
+_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
+
+
+def render(template: str, context: Mapping[str, Any], where: str) -> str:
+    """Render one profile template; `ProfileError` names the field on an unknown variable."""
+    try:
+        return _ENV.from_string(template).render(context)
+    except jinja2.TemplateError as error:
+        raise ProfileError(f"{where}: {error}") from error
+
+
+def load_profile(path: Path) -> Profile:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as error:
+        raise ProfileError(f"{path}: cannot read it as YAML ({error})") from error
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors())
+        raise ProfileError(f"{path}: {problems}") from error
+
+
+def profile_paths(dirs: Iterable[Path] = ()) -> dict[str, Path]:
+    """Profile name (file stem) -> file, the user's folders winning over the shipped one."""
+    found: dict[str, Path] = {}
+    for folder in [SHIPPED_PROFILES_DIR, *dirs]:
+        for path in sorted(folder.glob("*.yaml")):
+            found[path.stem] = path
+    return found
+
+
+def find_profile(target: str, dirs: Iterable[Path] = ()) -> Profile | None:
+    """The profile `target` names (a profile name, or a path to a profile file), or None when
+    `target` is no profile (a URL, `reference`, `openai`)."""
+    if target.endswith((".yaml", ".yml")):
+        path = Path(target)
+        if not path.is_file():
+            raise ProfileError(f"{target}: no such profile file")
+        return load_profile(path)
+    path = profile_paths(dirs).get(target)
+    if path is None:
+        return None
+    profile = load_profile(path)
+    if profile.name != path.stem:
+        raise ProfileError(f"{path}: name {profile.name!r} differs from the file's name {path.stem!r}")
+    return profile

@@ -1,0 +1,94 @@
+"""Profiled gateways as real child processes: started against the harness's own upstream and
+fixtures, run, stopped by PID; and every way a start can fail, reported with the gateway's log."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from responses_parity.harness.findings import HarnessError
+from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.runner import units_of
+from responses_parity.harness.session import TargetOptions, open_session
+
+PROFILES = Path(__file__).parent / "profiles"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def _units(*ids: str):
+    catalogue = load([builtin_scenarios_dir()])
+    return units_of(catalogue.select(ids, ()), ("nonstream", "stream"))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_a_profiled_gateway_runs_the_scenarios_and_is_stopped_after() -> None:
+    units = _units("text-basic", "mcp-call", "background-poll")
+    options = TargetOptions(target=str(PROFILES / "reference-process.yaml"))
+    with open_session(options, {"calc"}) as session:
+        results = session.run(units, jobs=2)
+    outcomes = {(r.scenario.id, r.mode): r.outcome for r in results}
+    assert outcomes == {("text-basic", "nonstream"): "pass", ("text-basic", "stream"): "pass",
+                        ("mcp-call", "nonstream"): "pass", ("mcp-call", "stream"): "pass",
+                        ("background-poll", "nonstream"): "unsupported", ("background-poll", "stream"): "unsupported"}
+    unsupported = next(r for r in results if r.scenario.id == "background-poll")
+    assert "this test profile says so" in (unsupported.unsupported or "")
+
+
+def test_the_gateway_process_is_gone_once_the_session_ends() -> None:
+    options = TargetOptions(target=str(PROFILES / "reference-process.yaml"))
+    with open_session(options, set()) as session:
+        assert session.gateway is not None
+        pid = session.gateway.process.pid
+        assert _alive(pid)
+        assert "reference gateway listening" in session.gateway.log.read_text()
+    assert not _alive(pid)
+
+
+def test_a_gateway_that_exits_at_start_is_reported_with_its_log() -> None:
+    with pytest.raises(HarnessError) as caught, open_session(TargetOptions(target=str(PROFILES / "exits-at-once.yaml")),
+                                                             set()):
+        pass
+    message = str(caught.value)
+    assert "exits-at-once exited (code 3) before it was ready" in message
+    assert "fatal: unknown flag --frobnicate" in message
+
+
+def test_a_gateway_that_never_gets_ready_is_stopped_and_reported() -> None:
+    with pytest.raises(HarnessError) as caught, open_session(TargetOptions(target=str(PROFILES / "never-ready.yaml")),
+                                                             set()):
+        pass
+    message = str(caught.value)
+    assert "never-ready was not ready within 1.5s" in message and "warming up forever" in message
+
+
+def test_a_template_naming_an_unknown_variable_is_a_broken_profile() -> None:
+    with pytest.raises(HarnessError, match=r"broken-template is broken: .*start.command.*no_such_variable"), \
+            open_session(TargetOptions(target=str(PROFILES / "broken-template.yaml")), set()):
+        pass
+
+
+def test_a_failing_install_step_is_reported_with_the_install_log() -> None:
+    with pytest.raises(HarnessError) as caught, \
+            open_session(TargetOptions(target=str(PROFILES / "failing-install.yaml")), set()):
+        pass
+    message = str(caught.value)
+    assert "install.steps[0] failed (exit 1)" in message and "no wheel for this platform" in message
+
+
+def test_an_unknown_target_name_lists_the_profiles() -> None:
+    with pytest.raises(HarnessError, match=r"unknown target 'smgg'.*smg"), \
+            open_session(TargetOptions(target="smgg"), set()):
+        pass

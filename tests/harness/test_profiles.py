@@ -1,0 +1,107 @@
+"""Target profiles: the shipped ones load and render, broken ones are named precisely, and
+what a profile says it lacks or rewrites reaches the scenarios it should."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from responses_parity.harness.capabilities import required_capabilities
+from responses_parity.harness.fixture_client import McpFixture
+from responses_parity.harness.gateway_process import _FreePorts
+from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.profile import ProfileError, find_profile, load_profile, profile_paths, render
+from responses_parity.harness.rewrites import Rewrites
+
+SHIPPED = ["smg", "llama-stack", "open-responses-server", "litellm"]
+TEST_PROFILES = Path(__file__).parent / "profiles"
+
+
+def _scenario(scenario_id: str):
+    catalogue = load([builtin_scenarios_dir()])
+    return next(s.scenario for s in catalogue.scenarios if s.scenario.id == scenario_id)
+
+
+def test_every_peer_named_by_the_recipe_has_a_shipped_profile() -> None:
+    assert set(SHIPPED) <= set(profile_paths())
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_a_shipped_profile_renders_every_template(name: str) -> None:
+    """Every template resolves with what a start provides (a typo would only show at start)."""
+    profile = find_profile(name)
+    assert profile is not None and profile.name == name
+    context = {"home": "/h", "venv": "/h/venv", "bin": "/h/venv/bin", "python": "/h/venv/bin/python",
+               "python_version": "3.x", "harness_python": "/usr/bin/python3", "run_dir": "/run",
+               "upstream": "http://127.0.0.1:9", "ports": _FreePorts(), "secret": "sk-parity-test",
+               "model": "parity-model", "mcp": {"calc": {"base_url": "http://127.0.0.1:10"}}}
+    texts = [*profile.start.command, *profile.start.env.values(), *profile.start.files.values(),
+             profile.target.base_url, profile.target.model, *profile.target.headers.values(),
+             json.dumps(profile.start.ready.body)]
+    for step in profile.install.steps if profile.install else []:
+        texts += step
+    rendered = [render(text, context, name) for text in texts]
+    assert all("{{" not in text for text in rendered)
+    assert all(port > 0 for port in context["ports"].values())
+
+
+def test_a_shipped_profile_pins_the_gateway_it_installs() -> None:
+    for name in SHIPPED:
+        profile = find_profile(name)
+        assert profile is not None and profile.install is not None
+        assert any("==" in package for package in profile.install.packages), name
+
+
+def test_a_broken_profile_names_its_file_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\ntitle: t\nstart: {ready: {path: /h}}\nlacks: {teleportation: nope}\n")
+    with pytest.raises(ProfileError) as caught:
+        load_profile(path)
+    message = str(caught.value)
+    assert str(path) in message and "start.command" in message and "lacks.teleportation" in message
+
+
+def test_a_profile_that_is_not_yaml_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("name: [unclosed\n")
+    with pytest.raises(ProfileError, match="cannot read it as YAML"):
+        load_profile(path)
+
+
+def test_a_user_profile_folder_adds_and_overrides(tmp_path: Path) -> None:
+    (tmp_path / "smg.yaml").write_text((TEST_PROFILES / "exits-at-once.yaml").read_text())
+    with pytest.raises(ProfileError, match="differs from the file's name"):
+        find_profile("smg", [tmp_path])
+    assert find_profile("https://gateway.example/v1") is None
+    assert find_profile("reference-process", [TEST_PROFILES]) is not None
+    with pytest.raises(ProfileError, match="no such profile file"):
+        find_profile(str(tmp_path / "missing.yaml"))
+
+
+@pytest.mark.parametrize(("scenario_id", "needs"), [
+    ("text-basic", set()),
+    ("mcp-call", {"request_mcp_tools"}),
+    ("mcp-call-sse", {"request_mcp_tools", "mcp_sse_transport"}),
+    ("conversations-crud", {"conversations"}),
+    ("background-poll", {"background"}),
+    ("chat-passthrough", {"chat_completions"}),
+])
+def test_what_a_scenario_needs_is_told_from_its_steps(scenario_id: str, needs: set[str]) -> None:
+    assert required_capabilities(_scenario(scenario_id)) == needs
+
+
+def test_rewrites_touch_only_what_they_name() -> None:
+    fixtures = {"calc": McpFixture("calc", "http://127.0.0.1:7", "run1")}
+    body = {"input": "hi", "tools": [
+        {"type": "mcp", "server_label": "calc", "server_url": fixtures["calc"].url},
+        {"type": "mcp", "server_label": "far", "server_url": "https://mcp.example.org/mcp"},
+        {"type": "function", "name": "f"},
+    ]}
+    rewritten = Rewrites(mcp_server_url="litellm_proxy/mcp/{{ fixture }}", input_as_messages=True).apply(body, fixtures)
+    assert rewritten["input"] == [{"type": "message", "role": "user", "content": "hi"}]
+    assert [tool.get("server_url") for tool in rewritten["tools"]] == [
+        "litellm_proxy/mcp/calc", "https://mcp.example.org/mcp", None]
+    assert Rewrites().apply(body, fixtures) == body
+    assert body["input"] == "hi"  # the scenario's own request is never changed in place
