@@ -7,6 +7,7 @@ capture did not keep (status, request, body) skips the checks that need it, with
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -69,4 +70,9 @@ def no_reference_findings(exchange: Exchange, chat: bool | None = None) -> list[
         return findings + check_payload("response", body, "body")
     if chat and isinstance(body, dict) and body.get("object") == "chat.completion":
         return findings + check_payload("chat.completion", body, "body")
+    if exchange.answered_create_without_object:
+        wanted = "chat.completion" if chat else "Response"
+        findings.append(Finding(Kind.SCHEMA, Severity.ERROR, "schema.response_object",
+                                f"the {exchange.status} answer to a create request is not a {wanted} object "
+                                f"but {(body if isinstance(body, str) else json.dumps(body))[:80]}"))
     return findings

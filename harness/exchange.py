@@ -44,6 +44,17 @@ class Exchange:
     def streamed(self) -> bool:
         return self.sse is not None
 
+    @property
+    def answered_create_without_object(self) -> bool:
+        """A create request (a Response or a chat completion) answered 2xx, unstreamed, with a
+        body that is not a JSON object at all (null, text, a list)."""
+        body = self.request_body
+        creates = self.method == "POST" and isinstance(body, dict) and "model" in body and (
+            "input" in body or "messages" in body)
+        ok = self.status is not None and 200 <= self.status < 300
+        return creates and ok and not self.streamed and self.transport_error is None and \
+            not isinstance(self.body, dict)
+
     def terminal_event(self) -> dict[str, Any] | None:
         for event in reversed(self.events):
             if event.payload is not None and event.type in TERMINAL_EVENTS:

@@ -70,7 +70,10 @@ def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:
         return text
     try:
         if match := _WHOLE.match(text):
-            return _ENV.compile_expression(match["expr"], undefined_to_none=False)(**context)
+            value = _ENV.compile_expression(match["expr"], undefined_to_none=False)(**context)
+            if isinstance(value, jinja2.Undefined):
+                str(value)  # raises, naming what an earlier answer lacked
+            return value
         return _ENV.from_string(text).render(**context)
     except (jinja2.TemplateError, AttributeError, IndexError, KeyError, TypeError) as error:
         raise HarnessError(f"{where}: cannot resolve {text!r}: {error}") from error

@@ -55,7 +55,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity", action="store_true", help="Collect scenario YAML files under the given paths.")
     group.addoption("--parity-builtin", action="store_true", help="Also run the built-in scenarios.")
     group.addoption("--target", dest="parity_target", default=None,
-                    help="Base URL of the gateway to test (default: the embedded reference gateway).")
+                    help="Base URL of the gateway to test, or a target profile (smg, litellm, ... or a file) to "
+                         "install and start (default: the embedded reference gateway).")
     group.addoption("--parity-api-key", default=None, help="Bearer token sent to the target.")
     group.addoption("--parity-header", action="append", default=[], help="Extra header 'Name: value'.")
     group.addoption("--parity-model", default="parity-model", help="Model name sent in requests.")

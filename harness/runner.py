@@ -73,10 +73,11 @@ class ScenarioResult:
 
     @property
     def outcome(self) -> Outcome:
+        """The first step that did not pass decides: a step that cannot run after a failed one
+        lacks what that answer should have held, so the scenario failed rather than errored."""
         if self.unsupported is not None:
             return "unsupported"
-        outcomes = {step.outcome for step in self.steps}
-        return "error" if "error" in outcomes else "fail" if "fail" in outcomes else "pass"
+        return next((step.outcome for step in self.steps if step.outcome != "pass"), "pass")
 
     @property
     def findings(self) -> list[tuple[str, Finding]]:
@@ -372,7 +373,11 @@ class Engine:
             nonlocal done
             async with gate:
                 self.on_event(UnitStarted(unit[0].scenario.id, unit[1]))
-                result = await self.run(*unit)
+                try:
+                    result = await self.run(*unit)
+                except Exception as error:  # a harness bug a target provoked: report it, run the rest
+                    result = ScenarioResult(unit[0].scenario, str(unit[0].path), unit[1], self.target.name,
+                                            [StepResult("(harness)", error=f"internal error: {error!r}")])
             done += 1
             self.on_event(UnitFinished(result, done, len(units)))
             return result

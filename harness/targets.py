@@ -125,7 +125,10 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
 
 
 def _decode(raw: bytes) -> Any:
+    """The body as JSON, else as text; a JSON `null` stays the text `null`, so it is not taken
+    for a body that was never captured."""
     try:
-        return json.loads(raw)
+        decoded = json.loads(raw)
     except ValueError:
         return raw.decode("utf-8", errors="replace")
+    return raw.decode() if decoded is None else decoded

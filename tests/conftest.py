@@ -54,3 +54,23 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
         return asyncio.run(go())
 
     return run
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--peers", action="store_true",
+                     help="Run the peer tier: the suite against smg, Llama Stack, open-responses-server and LiteLLM "
+                          "(installed from PyPI on first use).")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "peers: runs real peer gateways (opt in with --peers)")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("peers"):
+        return
+    skip = pytest.mark.skip(reason="the peer tier installs four gateways from PyPI on first use and runs the whole "
+                                   "suite against each (about 15 minutes): pass --peers")
+    for item in items:
+        if "peers" in item.keywords:
+            item.add_marker(skip)

@@ -37,6 +37,13 @@ def test_an_unresolvable_placeholder_names_the_place() -> None:
         render("{{ask.output.mcp_call.id}}", CONTEXT, "steps[1].request.input")
 
 
+def test_a_field_an_earlier_answer_lacked_is_unresolvable_at_once() -> None:
+    """A gateway whose answer had no `id` must not leave an undefined value in the next request."""
+    lacking = {"ask": {"response": {"object": "response"}}}
+    with pytest.raises(HarnessError, match=r"steps\[1\].request.previous_response_id: cannot resolve .*'id'"):
+        render({"previous_response_id": "{{ask.response.id}}"}, lacking, "steps[1].request")
+
+
 def test_referenced_names() -> None:
     assert referenced_names({"a": ["{{ask.response.id}}", "{{ model }}-{{mcp.calc.url}}"], "b": 3}) == \
         {"ask", "model", "mcp"}

@@ -1,0 +1,116 @@
+"""The cross-gateway matrix, built from real runs: the embedded reference gateway, the same
+gateway started from a profile in a child process, and a target that cannot run at all."""
+
+from __future__ import annotations
+
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.matrix import Cell, build_matrix, latency_of, run_matrix, write_matrix
+from responses_parity.harness.runner import units_of
+from responses_parity.harness.session import TargetOptions
+
+PROFILE = Path(__file__).parent / "profiles" / "reference-process.yaml"
+CLAIM = "OpenAI ends this one incomplete (a claim this test makes up, so that every target diverges)"
+
+
+def _wrong_scenario(folder: Path) -> Path:
+    """text-basic with an expectation no gateway meets, and evidence the matrix must cite."""
+    text = (builtin_scenarios_dir() / "text-basic.yaml").read_text()
+    text = text.replace("id: text-basic", "id: text-made-up").replace("status: completed\n      usage",
+                                                                        "status: incomplete\n      usage")
+    start = text.index("  note: >-")
+    end = text.index("live:")
+    text = text[:start] + f"  note: {CLAIM}\n" + text[end:]
+    (folder / "text-made-up.yaml").write_text(text)
+    return folder
+
+
+class _Cells(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.classes: list[str] = []
+        self._in_matrix = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "table":
+            self._in_matrix = values.get("id") == "matrix"
+        elif tag == "td" and self._in_matrix and values.get("class"):
+            self.classes.append(values["class"] or "")
+
+
+@pytest.fixture(scope="module")
+def matrix_run(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("matrix")
+    scenarios = load([builtin_scenarios_dir(), _wrong_scenario(root)])
+    units = units_of(scenarios.select(("text-basic", "mcp-call", "background-poll", "text-made-up"), ()),
+                     ("nonstream", "stream"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PARITY_CACHE_DIR", str(root / "cache"))
+        runs = run_matrix(["reference", str(PROFILE), "no-such-gateway"], units, TargetOptions(timeout_s=20),
+                          root / "reports", jobs=2)
+    matrix = build_matrix(runs, "parity matrix --targets reference,reference-process.yaml,no-such-gateway")
+    html = write_matrix(matrix, root / "matrix.md")
+    return matrix, (root / "matrix.md").read_text(), html.read_text(), root
+
+
+def test_each_target_gets_a_cell_per_scenario_and_mode(matrix_run) -> None:
+    matrix, _, _, _ = matrix_run
+    assert [run.name for run in matrix.runs] == ["reference", "reference-process", "no-such-gateway"]
+    assert matrix.modes == ("nonstream", "stream")
+    by_scenario = {row.scenario: [cell.status for cell in row.cells] for row in matrix.rows}
+    assert by_scenario["text-basic"] == ["pass", "pass", "pass", "pass", "error", "error"]
+    assert by_scenario["mcp-call"] == ["pass", "pass", "pass", "pass", "error", "error"]
+    assert by_scenario["background-poll"][2:4] == ["unsupported", "unsupported"]
+    assert by_scenario["text-made-up"][:4] == ["divergence"] * 4
+
+
+def test_a_target_that_cannot_run_is_reported_and_the_rest_still_ran(matrix_run) -> None:
+    matrix, markdown, _, root = matrix_run
+    failed = matrix.runs[2]
+    assert failed.document is None and "unknown target 'no-such-gateway'" in (failed.failure or "")
+    assert "unknown target 'no-such-gateway'" in markdown
+    assert (root / "reports" / "reference-process" / "report.md").exists()
+
+
+def test_divergences_cite_what_openai_does(matrix_run) -> None:
+    _, markdown, _, _ = matrix_run
+    section = markdown[markdown.index("## Divergences, with what OpenAI does"):]
+    assert "### text-made-up" in section and f"OpenAI: {CLAIM}" in section
+    assert "- **reference** [nonstream]" in section and "- **reference-process** [stream]" in section
+    assert "status is 'completed', expected 'incomplete'" in section
+
+
+def test_the_summary_says_what_each_gets_right_and_wrong(matrix_run) -> None:
+    matrix, markdown, _, _ = matrix_run
+    summary = matrix.summaries()["reference-process"]
+    assert summary.right == ["mcp-call", "text-basic"]
+    assert summary.wrong and summary.wrong[0].runs == 2 and summary.wrong[0].rule == "expect.status"
+    assert "Lacks `background`" in markdown
+
+
+def test_latency_is_measured_per_step_against_the_model_alone(matrix_run) -> None:
+    matrix, markdown, _, _ = matrix_run
+    for run in matrix.runs[:2]:
+        latency = latency_of(run.document)
+        assert latency is not None and latency.steps >= 6  # text-basic, mcp-call, text-made-up: both modes
+        assert 0 < latency.upstream_median_ms < latency.gateway_median_ms
+        assert latency.added_median_ms <= latency.added_p95_ms
+    assert "| reference-process |" in markdown[markdown.index("## Latency"):]
+
+
+def test_the_html_matrix_has_the_same_cells(matrix_run) -> None:
+    matrix, _, html, _ = matrix_run
+    parser = _Cells()
+    parser.feed(html)
+    assert parser.classes == [cell.status for row in matrix.rows for cell in row.cells]
+
+
+def test_cell_labels_name_the_severity() -> None:
+    assert Cell("divergence", errors=3).label == "divergence (3 errors)"
+    assert Cell("pass", warnings=1).short == "pass 1w"
+    assert Cell("none").short == "-"
