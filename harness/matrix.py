@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .findings import HarnessError, Severity, fold_positions
+from .findings import HarnessError, Kind, Severity, fold_positions
 from .loader import LoadedScenario
 from .profile import ProfileError, find_profile
 from .report import RunInfo, write_reports
@@ -201,24 +201,51 @@ def divergences_of(document: dict[str, Any]) -> list[Divergence]:
     return sorted(found, key=lambda d: (-d.runs, d.rule, d.message))
 
 
+ASPECTS: dict[Kind, str] = {
+    Kind.STATUS: "statuses (HTTP, and the Response's own)",
+    Kind.ERROR_ENVELOPE: "error envelopes",
+    Kind.RESPONSE_FIELD: "Response fields",
+    Kind.ITEMS: "output items",
+    Kind.INTERRUPT: "where the response stops for the client",
+    Kind.EVENT_SEQUENCE: "stream event order",
+    Kind.STREAM_GRAMMAR: "stream grammar",
+    Kind.SCHEMA: "the openai SDK's schemas",
+    Kind.UPSTREAM_REQUEST: "what reaches the model and the MCP servers",
+    Kind.TRANSPORT: "answers arriving whole and in time",
+}
+"""The contract aspects a summary speaks of, by the kind of finding that checks each."""
+
+
 @dataclass(frozen=True)
 class Summary:
     right: list[str]
+    """Scenarios with an OpenAI counterpart that pass in every mode the target ran."""
+    clean_aspects: list[str]
+    """Aspects no run of a scenario with an OpenAI counterpart diverged in."""
+    aspect_runs: dict[str, int]
+    """Aspect -> how many such runs diverged in it."""
     wrong: list[Divergence]
     passing: int
     runs: int
 
 
 def summary_of(document: dict[str, Any]) -> Summary:
-    """What a target gets right (scenarios with an OpenAI counterpart passing in every mode it
-    ran) and wrong (its most frequent divergences)."""
+    """What a target gets right (scenarios passing in every mode, aspects it never diverges in)
+    and wrong (the aspects it diverges in, and its most frequent divergences)."""
     by_scenario: dict[str, list[str]] = {}
+    diverged: Counter[str] = Counter()
     for result in document["results"]:
-        if result["openai_counterpart"] and result["outcome"] != "unsupported":
-            by_scenario.setdefault(result["scenario"], []).append(result["outcome"])
+        if not result["openai_counterpart"] or result["outcome"] == "unsupported":
+            continue
+        by_scenario.setdefault(result["scenario"], []).append(result["outcome"])
+        kinds = {f["kind"] for step in result["steps"] for f in step["findings"]
+                 if f["severity"] == "error" and not f["known"]}
+        diverged.update(ASPECTS[Kind(kind)] for kind in kinds if Kind(kind) in ASPECTS)
     right = sorted(name for name, outcomes in by_scenario.items() if set(outcomes) == {"pass"})
+    clean = [aspect for aspect in ASPECTS.values() if not diverged[aspect]]
     counts = document["summary"]["parity"]
-    return Summary(right, divergences_of(document)[:TOP_DIVERGENCES], counts["pass"], counts["runs"])
+    return Summary(right, clean, dict(diverged.most_common()), divergences_of(document)[:TOP_DIVERGENCES],
+                   counts["pass"], counts["runs"])
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,8 @@ def test_the_summary_says_what_each_gets_right_and_wrong(matrix_run) -> None:
     summary = matrix.summaries()["reference-process"]
     assert summary.right == ["mcp-call", "text-basic"]
     assert summary.wrong and summary.wrong[0].runs == 2 and summary.wrong[0].rule == "expect.status"
+    assert summary.aspect_runs == {"statuses (HTTP, and the Response's own)": 2}
+    assert "output items" in summary.clean_aspects and "Response fields" in summary.clean_aspects
     assert "Lacks `background`" in markdown
 
 
@@ -108,6 +110,12 @@ def test_the_html_matrix_has_the_same_cells(matrix_run) -> None:
     parser = _Cells()
     parser.feed(html)
     assert parser.classes == [cell.status for row in matrix.rows for cell in row.cells]
+
+
+def test_the_per_start_secret_reaches_no_report(matrix_run) -> None:
+    _, markdown, html, root = matrix_run
+    reports = [markdown, html, *(path.read_text() for path in (root / "reports").rglob("*") if path.is_file())]
+    assert len(reports) > 4 and not any("sk-parity-" in text for text in reports)
 
 
 def test_cell_labels_name_the_severity() -> None:
