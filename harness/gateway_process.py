@@ -33,6 +33,7 @@ import httpx
 from .findings import HarnessError
 from .fixture_client import McpFixture
 from .profile import Profile, ProfileError, render
+from .redaction import redact_text
 from .stack import LOOPBACK
 
 LOG_TAIL_LINES = 25
@@ -44,11 +45,13 @@ def cache_dir() -> Path:
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
+    """The log's last lines, indented, with anything that looks like a secret redacted (a
+    gateway may print its master key; errors carrying this tail reach reports)."""
     try:
         text = path.read_text(errors="replace").rstrip().splitlines()
     except OSError:
         return "(no log)"
-    return "\n".join(f"    | {line}" for line in text[-lines:]) or "    | (the log is empty)"
+    return redact_text("\n".join(f"    | {line}" for line in text[-lines:])) or "    | (the log is empty)"
 
 
 def find_python(version: str) -> str:
@@ -239,7 +242,7 @@ def _wait_ready(gateway: RunningGateway, method: str, path: str, body: Any, head
             answer = httpx.request(method, url, json=body, headers=headers, timeout=10)
             if answer.status_code in ready.status:
                 return
-            last = f"HTTP {answer.status_code}: {answer.text[:200]}"
+            last = f"HTTP {answer.status_code}: {redact_text(answer.text[:200])}"
         except httpx.HTTPError as error:
             last = f"{type(error).__name__}"
         time.sleep(0.25)

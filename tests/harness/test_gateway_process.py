@@ -64,6 +64,7 @@ def test_a_gateway_that_exits_at_start_is_reported_with_its_log() -> None:
     message = str(caught.value)
     assert "exits-at-once exited (code 3) before it was ready" in message
     assert "fatal: unknown flag --frobnicate" in message
+    assert "master_key=<redacted>" in message and "sk-parity-" not in message
 
 
 def test_a_gateway_that_never_gets_ready_is_stopped_and_reported() -> None:
