@@ -70,7 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("peers"):
         return
     skip = pytest.mark.skip(reason="the peer tier installs four gateways from PyPI on first use and runs the whole "
-                                   "suite against each (about 15 minutes): pass --peers")
+                                   "suite against each (about 8 minutes, 3 once they are installed): pass --peers")
     for item in items:
         if "peers" in item.keywords:
             item.add_marker(skip)
