@@ -93,6 +93,7 @@ def test_the_summary_says_what_each_gets_right_and_wrong(matrix_run) -> None:
     assert summary.aspect_runs == {"statuses (HTTP, and the Response's own)": 2}
     assert "output items" in summary.clean_aspects and "Response fields" in summary.clean_aspects
     assert "Lacks `background`" in markdown
+    assert "Workarounds its profile applies: It is started by `parity serve reference`" in markdown
 
 
 def test_latency_is_measured_per_step_against_the_model_alone(matrix_run) -> None:
