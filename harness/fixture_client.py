@@ -4,7 +4,6 @@ and read back what the gateway sent to it and to the MCP fixture servers."""
 from __future__ import annotations
 
 import contextlib
-
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -43,11 +42,16 @@ class McpFixture:
 
 @dataclass
 class Observed:
-    """What reached the fixtures during one step."""
+    """What reached the fixtures: the model requests the scripted upstream logged (in order of
+    arrival) and the MCP tool listings and calls the fixture servers logged."""
 
     model_requests: list[dict[str, Any]] = field(default_factory=list)
-    anomalies: list[str] = field(default_factory=list)
     mcp_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def anomalies(self) -> list[str]:
+        """What the scripted upstream could not answer as scripted, request by request."""
+        return [anomaly for request in self.model_requests for anomaly in request.get("anomalies", [])]
 
     def tool_runs(self) -> dict[str, int]:
         """Executions by tool name, and by `fixture.tool`."""
@@ -58,10 +62,18 @@ class Observed:
                     runs[key] = runs.get(key, 0) + 1
         return runs
 
-    def since(self, earlier: Observed) -> Observed:
-        """What this (later, cumulative) observation holds beyond `earlier`."""
-        return Observed(self.model_requests[len(earlier.model_requests):], self.anomalies[len(earlier.anomalies):],
-                        self.mcp_calls[len(earlier.mcp_calls):])
+    @property
+    def in_flight(self) -> bool:
+        """Whether a model request or an MCP request is still being answered."""
+        return any(not request.get("finished") for request in self.model_requests) or \
+            any(call.get("ended_at") is None for call in self.mcp_calls)
+
+    @property
+    def progress(self) -> tuple[int, int, int, int]:
+        """Changes whenever anything new reaches the fixtures or a request to them ends."""
+        return (len(self.model_requests), len(self.mcp_calls),
+                sum(bool(request.get("finished")) for request in self.model_requests),
+                sum(call.get("ended_at") is not None for call in self.mcp_calls))
 
     def to_dict(self) -> dict[str, Any]:
         return {"model_requests": self.model_requests, "anomalies": self.anomalies, "mcp_calls": self.mcp_calls}
@@ -113,4 +125,4 @@ class FixtureClient:
             fixture_calls = (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
             calls += [call | {"fixture": name} for call in fixture_calls]
         calls.sort(key=lambda call: call["at"])
-        return Observed(record["requests"], record["anomalies"], calls)
+        return Observed(record["requests"], calls)

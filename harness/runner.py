@@ -20,16 +20,18 @@ from typing import Any, Literal, Protocol
 import httpx
 
 from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
+from .attribution import Sent, attribute
 from .capabilities import missing_capability
 from .checks import no_reference_findings
 from .compare import compare, compare_upstream, upstream_anomalies
+from .conditions import wait_until
 from .contract import Contract, chat_completion, project, project_chat
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .fixture_client import FixtureClient, McpFixture, Observed
 from .loader import LoadedScenario
 from .placeholders import OutputView, render
-from .scenario import Expect, GatewaySetup, Mode, Scenario, Step
+from .scenario import Expect, GatewaySetup, Mode, Scenario, Step, UpstreamExpect, Wait
 from .targets import Target, send
 
 Outcome = Literal["pass", "fail", "error", "unsupported"]
@@ -101,13 +103,9 @@ EngineEvent = UnitStarted | UnitFinished
 
 
 def _rendered(expect: Expect, context: dict[str, Any], where: str) -> Expect:
-    """The expectation with the placeholders in its values resolved."""
-    update: dict[str, Any] = {name: render(getattr(expect, name), context, f"{where}.expect.{name}")
-                              for name in ("response", "body") if getattr(expect, name) is not None}
-    if expect.page is not None and expect.page.ids is not None:
-        ids = render(expect.page.ids, context, f"{where}.expect.page.ids")
-        update["page"] = expect.page.model_copy(update={"ids": ids})
-    return expect.model_copy(update=update)
+    """The expectation with the placeholders in its strings resolved (fields left out stay
+    left out, so they are still not compared)."""
+    return Expect.model_validate(render(expect.model_dump(mode="json", exclude_unset=True), context, where))
 
 
 def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
@@ -180,16 +178,32 @@ class GatewayProvider(Protocol):
 
 
 @dataclass
+class _Prepared:
+    """A step's request and expectations, placeholders resolved."""
+
+    path: str
+    body: Any
+    headers: dict[str, str]
+    expect: Expect
+    poll_until: Expect | None
+    chat: bool
+    """Whether the request goes to the Chat Completions endpoint (its answer is judged as one)."""
+
+
+@dataclass
 class _Run:
-    """One scenario run in one mode: its token, placeholder context, chains and what the
-    fixtures had logged before the current step."""
+    """One scenario run in one mode: its token, placeholder context, chains, the create
+    requests sent so far and each step's result by index."""
 
     token: str
     scenario: Scenario
     mode: Mode
     context: dict[str, Any]
     chains: _Chains = field(default_factory=_Chains)
-    seen: Observed = field(default_factory=Observed)
+    sent: list[Sent] = field(default_factory=list)
+    results: dict[int, StepResult] = field(default_factory=dict)
+    upstream_expects: dict[int, UpstreamExpect] = field(default_factory=dict)
+    """Each step's `expect.upstream`, rendered, judged once the run is over."""
 
 
 class Engine:
@@ -204,6 +218,11 @@ class Engine:
         self.on_event = on_event or (lambda event: None)
         self.gateways = gateways
         self.mcp = mcp if mcp is not None else (fixtures.mcp if fixtures else {})
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the target's model is the scripted upstream, whose logs the harness reads."""
+        return self.fixtures is not None and self.target.scripted
 
     def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
         mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
@@ -226,6 +245,8 @@ class Engine:
             return "the scenario scripts the model and has no `live:` section saying how to steer a live one"
         if scenario.live.skip:
             return scenario.live.skip
+        if any(isinstance(step.wait, Wait) or (step.disconnect and step.disconnect.when) for step in scenario.steps):
+            return "the scenario waits for what reaches the scripted model and the MCP fixtures, which a live run lacks"
         if missing := [name for name in scenario.fixtures if name not in self.mcp]:
             return (f"MCP fixture {', '.join(missing)} has no public URL a live model can reach "
                     f"(--public-mcp {missing[0]}=URL)")
@@ -258,14 +279,17 @@ class Engine:
                     if step.modes is not None and mode not in step.modes:
                         run.chains.chain_of.append(index)
                         continue
-                    step_result = await self._step(target, run, index, step)
+                    step_result = run.results[index] = await self._step(target, run, index, step)
                     result.steps.append(step_result)
                     if step_result.exchange is not None:
                         run.context[step.id] = _step_view(step_result.exchange)
+                if self.scripted:
+                    await self._judge_upstream(run)
         except HarnessError as error:
             result.steps.append(StepResult("(setup)", error=str(error)))
         finally:
-            if self.fixtures is not None and self.target.scripted:
+            if self.scripted:
+                assert self.fixtures is not None
                 await self.fixtures.forget(token)
         result.duration_s = time.monotonic() - started
         return result
@@ -279,51 +303,59 @@ class Engine:
         async with self.gateways.gateway(scenario.gateway, run) as base_url:
             yield replace(self.target, base_url=base_url)
 
-    async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
+    def _prepare(self, target: Target, run: _Run, index: int, step: Step) -> _Prepared:
+        """The step's request and expectations with every placeholder resolved; raises
+        `HarnessError` naming the field that cannot be."""
         where = f"steps[{index}] ({step.id})"
+        chat = run.scenario.surface == "chat"
+        path = render(step.path or ("{{chat_path}}" if chat else "{{responses_path}}"), run.context, f"{where}.path")
+        body = render(step.request, run.context, f"{where}.request")
+        live = run.scenario.live
+        if not self.target.scripted and live is not None and step.id in live.steer and isinstance(body, dict):
+            body = body | render(live.steer[step.id], run.context, f"live.steer.{step.id}")
+        body = target.rewrites.apply(body, run.context["mcp"])
+        creates = step.method == "POST" and path == (target.chat_path if chat else target.responses_path) \
+            and isinstance(body, dict)
+        if creates and (step.stream if step.stream is not None else run.mode == "stream"):
+            body = body | {"stream": True}
+        return _Prepared(str(path), body, render(step.headers, run.context, f"{where}.headers"),
+                         _rendered(step.expectation(run.mode), run.context, f"{where}.expect"),
+                         _rendered(step.poll.until, run.context, f"{where}.poll.until") if step.poll else None,
+                         chat=path == target.chat_path)
+
+    async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
         try:
-            surface_path = "{{chat_path}}" if run.scenario.surface == "chat" else "{{responses_path}}"
-            path = render(step.path or surface_path, run.context, f"{where}.path")
-            body = render(step.request, run.context, f"{where}.request")
-            expect = _rendered(step.expectation(run.mode), run.context, where)
-            live = run.scenario.live
-            if not self.target.scripted and live is not None and step.id in live.steer and isinstance(body, dict):
-                body = body | render(live.steer[step.id], run.context, f"live.steer.{step.id}")
-            body = target.rewrites.apply(body, run.context["mcp"])
+            prepared = self._prepare(target, run, index, step)
         except HarnessError as error:
             run.chains.chain_of.append(index)
             return StepResult(step.id, error=str(error))
-        create_path = target.chat_path if run.scenario.surface == "chat" else target.responses_path
-        creates = step.method == "POST" and path == create_path and isinstance(body, dict)
-        stream = step.stream if step.stream is not None else (creates and run.mode == "stream")
-        if creates and stream:
-            body = body | {"stream": True}
-        chain = run.chains.place(index, step, run.scenario.steps, body)
-        scripted = self.fixtures is not None and self.target.scripted
-        if not step.send:
-            return await self._observe_only(run, step, expect, scripted)
+        chain = run.chains.place(index, step, run.scenario.steps, prepared.body)
+        expect = prepared.expect
         try:
-            if scripted:
-                if isinstance(body, dict):
-                    body = mark_first_user_message(body, run_marker(run.token, chain))
+            if self.scripted:
+                assert self.fixtures is not None
+                if isinstance(prepared.body, dict):
+                    prepared.body = mark_first_user_message(prepared.body, run_marker(run.token, chain))
                 if target.rewrites.mcp_server_url is not None:
                     await self.fixtures.route_default_mcp(run.token, run.scenario.fixtures)
                 await self.fixtures.register(run.token, RunScript(steps=[s.model for s in run.scenario.steps],
                                                                   chain_of=run.chains.chain_of))
-            if step.wait:
-                await asyncio.sleep(step.wait)
-            exchange = await send(self.http, target, step.method, str(path), body, disconnect=step.disconnect,
-                                  headers=step.headers)
-            chat = run.scenario.surface == "chat"
-            contract = project_chat(exchange) if chat else project(exchange)
-            findings = self._check(expect, exchange, contract, chat)
+            if (waited := await self._wait(run, step)) is not None:
+                return StepResult(step.id, findings=[waited])
+            if not step.send:
+                return StepResult(step.id)
+            if expect.upstream is not None:
+                run.upstream_expects[index] = expect.upstream
+            exchange, poll_finding = await self._send(target, run, index, step, prepared)
+            contract, findings = await asyncio.to_thread(_judge, expect, exchange, prepared.chat)
+            findings += poll_finding
+            if step.disconnect is not None and step.disconnect.when is not None and not exchange.disconnected:
+                findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "disconnect.when",
+                                        "the answer was over before the client was to go away: "
+                                        "`disconnect.when` never held while it was in flight"))
             if not self.target.scripted and run.scenario.live is not None:
                 findings = model_dependent_as_notes(findings, run.scenario.live.model_dependent)
-            observed = None
-            if scripted:
-                observed, upstream_findings = await self._observe(run, expect)
-                findings += upstream_findings
-            elif expect.upstream is not None:
+            if not self.scripted and expect.upstream is not None:
                 findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.NOTE, "expect.upstream",
                                         "not checked: what reached the model is known only with the scripted one"))
         except HarnessError as error:
@@ -332,37 +364,71 @@ class Engine:
         if isinstance(response_id, str):
             run.chains.by_response[response_id] = chain
         reference = tuple(expect.events) if expect.events is not None and exchange.streamed else None
-        return StepResult(step.id, exchange, contract, findings, observed, reference_events=reference,
+        return StepResult(step.id, exchange, contract, findings, reference_events=reference,
                           reference_label="expected by the scenario" if reference else None)
 
-    async def _observe(self, run: _Run, expect: Expect) -> tuple[Observed, list[Finding]]:
-        """What reached the fixtures since the last step, and how it differs from `expect.upstream`."""
+    async def _wait(self, run: _Run, step: Step) -> Finding | None:
+        """Wait as the step asks before sending; a finding when the awaited condition never held."""
+        if not isinstance(step.wait, Wait):
+            await asyncio.sleep(step.wait)
+            return None
         assert self.fixtures is not None
-        total = await self.fixtures.observed(run.token, run.scenario.fixtures)
-        observed, run.seen = total.since(run.seen), total
-        findings = upstream_anomalies(observed)
-        if expect.upstream is not None:
-            findings += compare_upstream(expect.upstream, observed)
-        return observed, findings
+        missing = await wait_until(self.fixtures, run.token, run.scenario.fixtures, step.wait.until,
+                                   step.wait.timeout)
+        if missing is None:
+            return None
+        return Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "wait.until",
+                       f"waited {step.wait.timeout:g}s for `wait.until`, which never held: {missing}")
 
-    async def _observe_only(self, run: _Run, step: Step, expect: Expect, scripted: bool) -> StepResult:
-        await asyncio.sleep(step.wait)
-        if not scripted:
-            return StepResult(step.id)
-        try:
-            observed, findings = await self._observe(run, expect)
-        except HarnessError as error:
-            return StepResult(step.id, error=str(error))
-        return StepResult(step.id, findings=findings, observed=observed)
+    async def _send(self, target: Target, run: _Run, index: int, step: Step,
+                    prepared: _Prepared) -> tuple[Exchange, list[Finding]]:
+        """Send the step's request (again and again while polling), noting each create request
+        for attribution; with `poll`, a finding when the answer never matched `poll.until`."""
+        trigger = None
+        if step.disconnect is not None and step.disconnect.when is not None:
+            until, fixtures = step.disconnect.when, self.fixtures
+            assert fixtures is not None
 
-    @staticmethod
-    def _check(expect: Expect, exchange: Exchange, contract: Contract, chat: bool) -> list[Finding]:
-        findings: list[Finding] = []
-        if exchange.transport_error:
-            findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
-        findings += no_reference_findings(exchange, chat)
-        findings += compare(expect, contract, exchange)
-        return findings
+            async def trigger() -> bool:
+                return await wait_until(fixtures, run.token, run.scenario.fixtures, until, target.timeout_s) is None
+
+        path, body = prepared.path, prepared.body
+        deadline = time.monotonic() + (step.poll.timeout if step.poll else 0)
+        while True:
+            sent_at = time.time()
+            exchange = await send(self.http, target, step.method, path, body, disconnect=step.disconnect,
+                                  disconnect_when=trigger, headers=prepared.headers)
+            if step.method == "POST" and path in (target.responses_path, target.chat_path):
+                settled = not (exchange.disconnected or exchange.transport_error or
+                               (isinstance(body, dict) and body.get("background") is True))
+                run.sent.append(Sent(index, sent_at, time.time() if settled else None))
+            if step.poll is None or prepared.poll_until is None:
+                return exchange, []
+            _, misses = await asyncio.to_thread(_judge, prepared.poll_until, exchange, prepared.chat,
+                                                with_checks=False)
+            misses = [finding for finding in misses if finding.fails]
+            if not misses:
+                return exchange, []
+            if time.monotonic() >= deadline:
+                return exchange, [replace(misses[0], rule="poll.until", message=f"polled for {step.poll.timeout:g}s "
+                                          f"and the answer never matched `poll.until`: {misses[0].message}")]
+            await asyncio.sleep(step.poll.interval)
+
+    async def _judge_upstream(self, run: _Run) -> None:
+        """Judge every step's `expect.upstream` on what its request caused, once the run is over
+        (so work a background or abandoned request did later counts), and report what the
+        scripted model could not answer as scripted."""
+        assert self.fixtures is not None
+        observed = await self.fixtures.observed(run.token, run.scenario.fixtures)
+        caused = attribute(observed, run.sent)
+        for index, result in run.results.items():
+            step = run.scenario.steps[index]
+            if result.error is not None or not step.send:
+                continue
+            result.observed = caused.get(index, Observed())
+            result.findings += upstream_anomalies(result.observed)
+            if (expect := run.upstream_expects.get(index)) is not None:
+                result.findings += compare_upstream(expect, result.observed)
 
     async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1) -> list[ScenarioResult]:
         """Run every (scenario, mode) unit, at most `jobs` at a time; results in input order."""
@@ -383,6 +449,21 @@ class Engine:
             return result
 
         return list(await asyncio.gather(*(one(unit) for unit in units)))
+
+
+def _judge(expect: Expect, exchange: Exchange, chat: bool, with_checks: bool = True) -> tuple[Contract, list[Finding]]:
+    """The exchange's contract and its findings: transport, the checks that need no reference
+    (unless `with_checks` is False) and how it differs from `expect`. CPU-bound on long
+    streams, so the engine runs it off the event loop (the other runs' streams keep being
+    read while it works)."""
+    contract = project_chat(exchange) if chat else project(exchange)
+    findings: list[Finding] = []
+    if exchange.transport_error:
+        findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
+    if with_checks:
+        findings += no_reference_findings(exchange, chat)
+    findings += compare(expect, contract, exchange)
+    return contract, findings
 
 
 def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:

@@ -24,7 +24,7 @@ STEP_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class Evidence(_Strict):
@@ -185,17 +185,53 @@ class Expect(_Strict):
                                   "matches, and the report names which.")
 
 
+class Until(_Strict):
+    """A condition on what the run's fixtures have seen so far, all steps together; the harness
+    checks it every few milliseconds until it holds."""
+
+    upstream: UpstreamExpect | None = Field(
+        default=None, description="What the gateway has sent to the scripted model and the MCP fixtures so far "
+                                  "(the same fields as `expect.upstream`).")
+    quiet: float | None = Field(
+        default=None, gt=0, le=30, description="Seconds during which nothing new reached the fixtures while no "
+                                               "request to them was in flight: the gateway has settled.")
+
+    @model_validator(mode="after")
+    def _something(self) -> Until:
+        if self.upstream is None and self.quiet is None:
+            raise ValueError("say what to wait for: `upstream`, `quiet` or both")
+        return self
+
+
+class Wait(_Strict):
+    """Wait before sending until a condition holds; if it never does within `timeout`, the step
+    fails saying which part did not hold."""
+
+    until: Until
+    timeout: float = Field(default=10, gt=0, le=120)
+
+
+class Poll(_Strict):
+    """Send the request again until the answer matches `until`, as a client polls a background
+    response; the last answer is the one judged. Never matching within `timeout` fails the step."""
+
+    until: Expect
+    timeout: float = Field(default=30, gt=0, le=120)
+    interval: float = Field(default=0.1, gt=0, le=5)
+
+
 class Disconnect(_Strict):
-    """The client goes away mid-response: after the first event of a type (streams), or after
-    some seconds (either mode)."""
+    """The client goes away mid-response: after the first event of a type (streams), after some
+    seconds, or as soon as a condition on the fixtures holds (e.g. a tool call reached them)."""
 
     after_event: str | None = None
     after_seconds: float | None = Field(default=None, gt=0, le=60)
+    when: Until | None = None
 
     @model_validator(mode="after")
     def _one(self) -> Disconnect:
-        if (self.after_event is None) == (self.after_seconds is None):
-            raise ValueError("give exactly one of `after_event` and `after_seconds`")
+        if sum(value is not None for value in (self.after_event, self.after_seconds, self.when)) != 1:
+            raise ValueError("give exactly one of `after_event`, `after_seconds` and `when`")
         return self
 
 
@@ -211,10 +247,13 @@ class Step(_Strict):
     continues: str | None = Field(default=None, description="The step whose conversation this one continues "
                                                              "(normally inferred).")
     modes: list[Mode] | None = Field(default=None, description="Run this step only in these stream modes.")
-    wait: float = Field(default=0, ge=0, le=60, description="Seconds to wait before sending the request.")
+    wait: Annotated[float, Field(ge=0, le=60)] | Wait = Field(
+        default=0, description="Before sending: a pause in seconds, for where time itself is meant (a TTL to "
+                               "pass), or `{until, timeout}` to wait for something to happen.")
+    poll: Poll | None = None
     headers: dict[str, str] = Field(default_factory=dict, description="Extra request headers for this step.")
-    send: bool = Field(default=True, description="False: send nothing; wait, then check only `upstream` "
-                                                 "(what reached the fixtures meanwhile).")
+    send: bool = Field(default=True, description="False: send nothing, only wait (`wait`), e.g. until what an "
+                                                 "earlier step started has reached the model.")
     disconnect: Disconnect | None = None
     model: list[ModelTurn] = Field(default_factory=list, description="The scripted model's turns in this step.")
     expect: Expect = Field(default_factory=Expect)
@@ -229,9 +268,19 @@ class Step(_Strict):
         return self.expect.model_copy(update={name: getattr(override, name) for name in override.model_fields_set})
 
     @model_validator(mode="after")
-    def _valid_id(self) -> Step:
+    def _valid(self) -> Step:
         if not STEP_ID.match(self.id):
             raise ValueError(f"step id {self.id!r} must match {STEP_ID.pattern}")
+        if not self.send:
+            idle = sorted(self.model_fields_set & {"request", "path", "method", "stream", "headers", "disconnect",
+                                                   "poll", "model", "expect", "per_mode"})
+            if idle:
+                raise ValueError(f"a step that sends nothing has nothing of its own to judge or send, so "
+                                 f"{', '.join(idle)} would never be used: state what earlier steps caused in their "
+                                 "own `expect.upstream` (judged once the run is over), and what to wait for in "
+                                 "`wait`")
+            if "wait" not in self.model_fields_set:
+                raise ValueError("a step that sends nothing only waits: give it a `wait`")
         return self
 
 

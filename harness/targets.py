@@ -7,9 +7,10 @@ report, never a stuck or crashed run.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,21 +52,29 @@ RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
 MAX_RETRY_WAIT_S = 30.0
 
 
+Trigger = Callable[[], Awaitable[bool]]
+"""Returns True when the client should go away (a condition on the fixtures came true), False
+when it gave up waiting for that."""
+
+
 async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
-               disconnect: Disconnect | None = None, headers: dict[str, str] | None = None) -> Exchange:
+               disconnect: Disconnect | None = None, disconnect_when: Trigger | None = None,
+               headers: dict[str, str] | None = None) -> Exchange:
     """Send one request and read the whole answer (JSON or SSE) within the target's timeout.
     An answer of 429 or 5xx, or none at all, is retried up to `target.retries` times, after the
     `Retry-After` the target asked for (at most 30 s) or a doubling back-off; the exchange's
-    `meta.attempts` says how many it took. With `disconnect`, the connection is dropped early,
-    on purpose: on a client of its own, closed at once, since a cancelled request may otherwise
-    linger in a shared pool."""
+    `meta.attempts` says how many it took. With `disconnect` (and, for its `when`, the
+    `disconnect_when` trigger), the connection is dropped early, on purpose: on a client of its
+    own, closed at once, since a cancelled request may otherwise linger in a shared pool."""
     headers = dict(target.headers) | (headers or {})
     if disconnect is not None:
         async with httpx.AsyncClient() as own:
-            return await _send(own, target, method, path, body, disconnect=disconnect, headers=headers)
+            return await _send(own, target, method, path, body, disconnect=disconnect,
+                               disconnect_when=disconnect_when, headers=headers)
     attempt = 0
     while True:
-        exchange = await _send(client, target, method, path, body, disconnect=None, headers=headers)
+        exchange = await _send(client, target, method, path, body, disconnect=None, disconnect_when=None,
+                               headers=headers)
         if attempt >= target.retries or not _retryable(exchange):
             break
         await anyio.sleep(_retry_wait(exchange, attempt))
@@ -90,15 +99,24 @@ def _retry_wait(exchange: Exchange, attempt: int) -> float:
 
 
 async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
-                disconnect: Disconnect | None, headers: dict[str, str]) -> Exchange:
+                disconnect: Disconnect | None, disconnect_when: Trigger | None, headers: dict[str, str]) -> Exchange:
     url = target.url(path)
     exchange = Exchange(method=method, url=url, request_body=body)
     tee: TeeStream | None = None
     started = time.monotonic()
     after_seconds = disconnect.after_seconds if disconnect else None
     after_event = disconnect.after_event if disconnect else None
+    reading = anyio.CancelScope()
+
+    async def go_away_when_triggered() -> None:
+        assert disconnect_when is not None
+        if await disconnect_when():
+            exchange.disconnected = True
+            reading.cancel()
+
+    trigger = asyncio.create_task(go_away_when_triggered()) if disconnect_when is not None else None
     try:
-        with anyio.fail_after(after_seconds or target.timeout_s):
+        with reading, anyio.fail_after(after_seconds or target.timeout_s):
             async with client.stream(method, url, json=body, headers=headers) as response:
                 exchange.status = response.status_code
                 exchange.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
@@ -118,6 +136,9 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
             exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
     except httpx.HTTPError as error:
         exchange.transport_error = f"{type(error).__name__}: {error}"
+    finally:
+        if trigger is not None:
+            trigger.cancel()
     if tee is not None:
         exchange.sse = tee.text
     exchange.elapsed_s = time.monotonic() - started

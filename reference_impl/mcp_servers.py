@@ -14,6 +14,7 @@ tool is logged as a warning.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -173,6 +174,7 @@ class McpConnector:
         try:
             raw_tools = await self._with_timeout(listing)
         except Exception as error:  # every failure means "cannot be listed"
+            _raise_if_cancelling()
             raise _blocked(error) or McpUnavailable(_describe(error, http_failures)) from error
         tools = [tool for raw in raw_tools if (tool := listed_tool(server.label, raw)) is not None]
         if not tools:
@@ -194,6 +196,7 @@ class McpConnector:
         try:
             return await self._with_timeout(calling)
         except Exception as error:  # a failed connection is a failed call, not a crash
+            _raise_if_cancelling()
             if (blocked := _blocked(error)) is not None:
                 return CallResult(None, None, "", blocked)
             message = _describe(error, http_failures)
@@ -203,6 +206,16 @@ class McpConnector:
                                          "message": protocol.message}, protocol.message)
             status = http_failures[-1] if http_failures else 502
             return CallResult(None, {"type": "http_error", "code": status, "message": message}, message)
+
+
+def _raise_if_cancelling() -> None:
+    """Raise `CancelledError` when the current task is being cancelled. The SDK's task groups
+    can turn a cancellation that arrives mid-call into an ordinary exception (a broken stream,
+    a group of them); taken for a failed call, it would let the loop go on after its client
+    has gone."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 async def _raw_listing(client: Client, cursor: str | None) -> dict[str, Any]:

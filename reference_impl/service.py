@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .chain import Chain, history_from_input
@@ -152,7 +152,8 @@ class ResponsesService:
             await self.store.save_events(run.response_id, run.log.events)
 
     async def cancel(self, response_id: str) -> dict[str, Any]:
-        """Cancel a background response (again: the same final response)."""
+        """Cancel a background response (again: the same final response). A run cancelled
+        before its task began never stored its end, so it is stored as cancelled here."""
         run = self.running.get(response_id)
         if run is not None and run.task is not None:
             run.task.cancel()
@@ -162,6 +163,10 @@ class ResponsesService:
             raise NotFound(f"Response with id '{response_id}' not found.")
         if not stored.response.get("background"):
             raise InvalidRequest("Cannot cancel a synchronous response.")
+        if run is not None and stored.response["status"] in ("queued", "in_progress"):
+            stored = replace(stored, response=run.sink.snapshot("cancelled"))
+            await self.store.save(stored)
+            run.log.close()
         return stored.response
 
     async def shutdown(self) -> None:

@@ -193,7 +193,11 @@ async def _run_call(ctx: LoopContext, state: LoopState, call: ToolCall) -> tuple
 async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> GatewayError | None:
     """Run the plan's calls concurrently; report them in the model's order. A call to a blocked
     destination aborts the request (its error returned): it never becomes a tool output.
-    Leaving the task group on cancellation cancels every call still running."""
+
+    A cancelled loop (its client went away) leaves the task group, which cancels every call
+    still running and then raises the cancellation. Each call is awaited through
+    `asyncio.wait`, never directly: awaiting a task hands the awaiter's cancellation to that
+    task, and a call that swallowed it would return a result and let the loop go on."""
     async with asyncio.TaskGroup() as group:
         tasks = [(gc, group.create_task(_timed(_run_call(ctx, state, gc.call)))) for gc in plan.run]
         for index, (gateway_call, task) in enumerate(tasks):
@@ -202,7 +206,8 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
             visible = tool.binding.server.visible
             started = sink.mcp_call_started(gateway_call.server_label, call.name, call.arguments,
                                             gateway_call.approval_request_id) if visible else None
-            (result, status), latency = await task
+            await asyncio.wait([task])
+            (result, status), latency = task.result()
             state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": index,
                                 "server": tool.binding.server.label, "tool": call.name, "status": status,
                                 "latency_ms": latency})

@@ -37,8 +37,10 @@ def test_every_built_in_scenario_passes(config: dict[str, Any], excluded: dict[s
     with Stack(mcp_names=FIXTURE_SERVERS, gateway_config=config) as stack:
         assert stack.reference_url is not None
         results = Session(Target("reference", stack.reference_url), stack).run(units_of(scenarios, MODES), jobs=6)
-    failures = [f"{r.scenario.id} [{r.mode}] {step}: {finding.message}"
-                for r in results if r.outcome != "pass" for step, finding in r.findings]
+    failures = [f"{r.scenario.id} [{r.mode}] {step.step_id}: {problem}" for r in results if r.outcome != "pass"
+                for step in r.steps
+                for problem in [*([f"could not run: {step.error}"] if step.error else []),
+                                *(finding.message for finding in step.findings if finding.fails)]]
     assert not failures, "\n".join(failures)
     assert {r.scenario.id for r in results} == {s.scenario.id for s in scenarios}
 
