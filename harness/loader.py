@@ -7,6 +7,7 @@ file, the scenario (when its id could be read) and the field, e.g.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import re
 import typing
@@ -16,12 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from .placeholders import BUILTIN_NAMES, referenced_names
-from .scenario import Scenario
+from ..fixtures.mcp import FIXTURE_SERVERS
+from . import semantics
+from .scenario import MODES, Scenario, Step
+from .semantics import Outline
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 _BOOL = "tag:yaml.org,2002:bool"
@@ -130,24 +132,53 @@ def _describe(error: dict[str, Any]) -> str:
             message += f" (did you mean '{close[0]}'?)"
         return message
     message = error["msg"].removeprefix("Value error, ")
+    if error["type"].endswith("_type") and not isinstance(error.get("input"), (dict, list)):
+        message += f" (got {error['input']!r})"
     return f"{_loc(loc)}: {message}" if loc else message
 
 
-def _placeholder_errors(scenario: Scenario) -> list[str]:
-    errors: list[str] = []
-    earlier: set[str] = set()
-    for index, step in enumerate(scenario.steps):
+def _partial_outline(raw: dict[str, Any]) -> Outline:
+    """The outline of a scenario that did not validate: the steps that did, and the rest of what
+    the checks of meaning need, read as far as it can be."""
+    raw_steps = raw.get("steps") if isinstance(raw.get("steps"), list) else []
+    steps = [(index, step) for index, raw_step in enumerate(raw_steps)
+             if (step := _without_broken_fields(raw_step)) is not None]
+    ids = [step.get("id") if isinstance(step, dict) and isinstance(step.get("id"), str) else "" for step in raw_steps]
+    gateway = raw.get("gateway") if isinstance(raw.get("gateway"), dict) else {}
+    servers = gateway.get("mcp_servers") if isinstance(gateway.get("mcp_servers"), list) else []
+    named = [*(raw.get("mcp") if isinstance(raw.get("mcp"), list) else []),
+             *(server.get("fixture") for server in servers if isinstance(server, dict))]
+    modes = raw.get("modes") if isinstance(raw.get("modes"), list) and set(raw["modes"]) <= set(MODES) else MODES
+    surface = raw.get("surface") if raw.get("surface") in ("responses", "chat") else "responses"
+    return Outline(steps, ids, sorted({n for n in named if n in FIXTURE_SERVERS}), modes, surface)
+
+
+def _without_broken_fields(raw_step: Any, attempts: int = 5) -> Step | None:
+    """The step with the fields that fail validation set aside (their errors are reported
+    already), so what remains can still be checked for meaning; None if nothing sensible is left."""
+    candidate = copy.deepcopy(raw_step)
+    for _ in range(attempts):
         try:
-            names = referenced_names([step.path, step.request, step.expect.response, step.expect.body,
-                                      step.expect.page.ids if step.expect.page else None])
-        except jinja2.TemplateSyntaxError as error:
-            errors.append(f"steps[{index}]: placeholder syntax: {error.message}")
-            continue
-        for name in sorted(names - BUILTIN_NAMES - earlier):
-            errors.append(f"steps[{index}]: placeholder '{name}' is neither an earlier step nor one of "
-                          f"{', '.join(sorted(BUILTIN_NAMES))}")
-        earlier.add(step.id)
-    return errors
+            return Step.model_validate(candidate)
+        except ValidationError as error:
+            for loc in sorted({tuple(e["loc"]) for e in error.errors()}, key=len, reverse=True):
+                if not loc or not _drop(candidate, loc):
+                    return None
+    return None
+
+
+def _drop(data: Any, loc: tuple[Any, ...]) -> bool:
+    """Remove the value at `loc` (a dict key or list index); False when it is not there."""
+    for part in loc[:-1]:
+        try:
+            data = data[part]
+        except (KeyError, IndexError, TypeError):
+            return False
+    try:
+        del data[loc[-1]]
+    except (KeyError, IndexError, TypeError):
+        return False
+    return True
 
 
 def load_file(path: Path) -> Scenario | list[str]:
@@ -160,15 +191,22 @@ def load_file(path: Path) -> Scenario | list[str]:
         mark = getattr(error, "problem_mark", None)
         where = f"line {mark.line + 1}: " if mark else ""
         return [f"{where}not valid YAML: {getattr(error, 'problem', error)}"]
+    return scenario_from(raw)
+
+
+def scenario_from(raw: Any) -> Scenario | list[str]:
+    """The scenario a parsed file holds, or one message per problem: of shape and of meaning,
+    all in one pass."""
     if not isinstance(raw, dict):
         return ["a scenario file holds one mapping (id, title, evidence, steps ...)"]
+    prefix = f"scenario '{raw['id']}': " if isinstance(raw.get("id"), str) else ""
     try:
         scenario = Scenario.model_validate(raw)
     except ValidationError as error:
-        prefix = f"scenario '{raw['id']}': " if isinstance(raw.get("id"), str) else ""
-        return [prefix + _describe(e) for e in error.errors()]
-    if problems := _placeholder_errors(scenario):
-        return [f"scenario '{scenario.id}': {p}" for p in problems]
+        shape = [prefix + _describe(e) for e in error.errors()]
+        return shape + [prefix + str(problem) for problem in semantics.problems(_partial_outline(raw), raw)]
+    if found := semantics.problems(Outline.of(scenario), raw):
+        return [prefix + str(problem) for problem in found]
     return scenario
 
 

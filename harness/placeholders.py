@@ -11,11 +11,10 @@ event's response), `.output` (items; `.output.<type>` is the first item of that 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import jinja2
-from jinja2 import meta
 
 from .findings import HarnessError
 
@@ -45,24 +44,10 @@ class OutputView:
         return len(self._items)
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, Mapping):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
-def referenced_names(value: Any) -> set[str]:
-    """The top-level names the placeholders in `value` use (raises on a syntax error)."""
-    names: set[str] = set()
-    for text in _strings(value):
-        if "{{" in text or "{%" in text:
-            names |= meta.find_undeclared_variables(_ENV.parse(text))
-    return names
+def parse_template(text: str) -> jinja2.nodes.Template:
+    """A placeholder string's syntax tree, as it will be rendered (raises
+    `jinja2.TemplateSyntaxError`)."""
+    return _ENV.parse(text)
 
 
 def _render_string(text: str, context: Mapping[str, Any], where: str) -> Any:

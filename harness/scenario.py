@@ -146,11 +146,16 @@ class ChatExpect(_Strict):
 
 
 class Variant(_Strict):
-    """One known way a target may behave where OpenAI's behaviour is not recorded."""
+    """One known way a target may behave where OpenAI's behaviour is not recorded. A variant
+    that OpenAI's documentation contradicts is a `warning`: the step still passes, and the
+    report names the deviation; such a variant may name values OpenAI never sends."""
 
     name: str
     expect: Expect
     note: str | None = None
+    severity: Literal["note", "warning"] = Field(
+        default="note", description="note: a known way OpenAI may behave; warning: a deviation from what "
+                                    "OpenAI documents, tolerated but reported.")
 
 
 class Expect(_Strict):

@@ -20,6 +20,7 @@ from responses_parity.harness.stack import Stack
 from responses_parity.harness.targets import Target
 
 RunScenario = Callable[..., ScenarioResult]
+_FIGURES = pytest.StashKey[list[str]]()
 
 
 @pytest.fixture(scope="session")
@@ -54,6 +55,20 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
         return asyncio.run(go())
 
     return run
+
+
+@pytest.fixture
+def record_figure(pytestconfig: pytest.Config) -> Callable[[str], None]:
+    """Keep a figure a test measured (how many cases it generated, ...) for the end of the run."""
+    return pytestconfig.stash.setdefault(_FIGURES, []).append
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    figures = config.stash.get(_FIGURES, [])
+    if figures:
+        terminalreporter.section("figures")
+        for figure in figures:
+            terminalreporter.write_line(figure)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from conftest import write_scenario
 
 from responses_parity.harness.loader import builtin_scenarios_dir, load
@@ -45,8 +46,85 @@ def test_a_broken_file_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_a_placeholder_must_name_an_earlier_step(tmp_path: Path) -> None:
     write_scenario(tmp_path, GOOD.replace('input: "Hi"', 'input: "{{later.response.id}}"'))
     assert catalogue_messages(tmp_path) == [
-        "scenario 'good': steps[0]: placeholder 'later' is neither an earlier step nor one of chat_path, mcp, model, "
-        "responses_path, run"]
+        "scenario 'good': steps[0].request.input: '{{later.response.id}}': 'later' is neither an earlier step nor a "
+        "built-in name (known: chat_path, mcp, model, responses_path, run)"]
+
+
+MCP = """
+id: mcp
+title: mcp
+evidence: {contract: "5"}
+mcp: [calc]
+steps:
+  - id: ask
+    request:
+      model: "{{model}}"
+      input: "Add"
+      tools: [{type: mcp, server_label: calc, server_url: "{{mcp.calc.url}}", require_approval: never}]
+    model: [{call: {tool: add, arguments: {a: 1, b: 2}}}, {text: "3"}]
+    expect:
+      status: completed
+      output: [mcp_list_tools, {type: mcp_call, name: add}, message]
+      upstream: {tool_runs: {add: 1}, never_sent: [mcp_list_tools]}
+  - id: again
+    method: GET
+    path: "{{responses_path}}/{{ask.response.id}}"
+    expect: {http_status: 200}
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("tool_runs: {add: 1}", "tool_runs: {ad: 0}",
+     "steps[0].expect.upstream.tool_runs.ad: no MCP fixture of the scenario offers a tool 'ad', and no request "
+     "declares one (did you mean 'add'?) (known: add, echo, fail, sleep)"),
+    ("tool_runs: {add: 1}", "tool_runs: {calc.ad: 1}",
+     "steps[0].expect.upstream.tool_runs.calc.ad: the MCP fixture 'calc' has no tool 'ad' (did you mean 'add'?)"),
+    ("{call: {tool: add,", "{call: {tool: addd,",
+     "steps[0].model[0].call.tool: no MCP fixture of the scenario offers a tool 'addd', and no request declares "
+     "one (did you mean 'add'?) (known: add, echo, fail, sleep)"),
+    ("never_sent: [mcp_list_tools]", "never_sent: [mcp_list_tool]",
+     "steps[0].expect.upstream.never_sent[0]: 'mcp_list_tool' is not an item type (did you mean 'mcp_list_tools'?)"),
+    ("output: [mcp_list_tools,", "output: [mcp_list_tool,",
+     "steps[0].expect.output[0].type: 'mcp_list_tool' is not an output item type (did you mean 'mcp_list_tools'?)"),
+    ("status: completed", "status: complete",
+     "steps[0].expect.status: 'complete' is not a Response status (did you mean 'completed'?)"),
+    ("{type: mcp_call, name: add}", "{type: mcp_call, name: add, role: assistant}",
+     "steps[0].expect.output[1].role: a mcp_call item has no `role`"),
+    ("{type: mcp_call, name: add}", "{type: mcp_call, name: add, status: done}",
+     "steps[0].expect.output[1].status: 'done' is not a status of a mcp_call item"),
+    ("{{ask.response.id}}", "{{ask.respones.id}}",
+     "steps[1].path: '{{responses_path}}/{{ask.respones.id}}': ask.respones: a step gives response, output, status, "
+     "body, completion (did you mean 'response'?)"),
+    ("{{ask.response.id}}", "{{ask.output.mcp_call.idd}}",
+     "steps[1].path: '{{responses_path}}/{{ask.output.mcp_call.idd}}': ask.output.mcp_call.idd: no such item field "
+     "(did you mean 'id'?)"),
+    ("{{mcp.calc.url}}", "{{mcp.calk.url}}",
+     "steps[0].request.tools[0].server_url: '{{mcp.calk.url}}': mcp.calk: not an MCP fixture of the scenario (add it "
+     "to `mcp`) (did you mean 'calc'?)"),
+    ('{text: "3"}', '{text: "{{model}}"}',
+     "steps[0].model[1].text: '{{model}}': this field is used as written, placeholders are not rendered here (they "
+     "are in a step's path, request, headers, expectations and poll.until)"),
+    ("expect: {http_status: 200}", "expect: {http_status: 200, events: [response.completed]}",
+     "steps[1].expect.events: is compared only on streamed answers, and this step never streams"),
+    ("expect: {http_status: 200}", 'expect: {http_status: "200"}',
+     "steps[1].expect.http_status: Input should be a valid integer (got '200')"),
+    ("expect: {http_status: 200}", "expect: {http_status: 200, response: {backgroud: true}}",
+     "steps[1].expect.response.backgroud: 'backgroud' is not a Response field (did you mean 'background'?)"),
+    ("expect: {http_status: 200}", "per_mode: {stream: {http_status: 200}}\n    modes: [nonstream]",
+     "steps[1].per_mode.stream: the step does not run in stream mode: never judged"),
+])
+def test_validation_rejects_what_would_check_nothing(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in MCP
+    write_scenario(tmp_path, MCP.replace(old, new))
+    assert catalogue_messages(tmp_path) == [f"scenario 'mcp': {message}"]
+
+
+def test_every_problem_is_reported_in_one_pass(tmp_path: Path) -> None:
+    broken = (MCP.replace("status: completed", 'status: completed\n      usage: "yes"')
+              .replace("never_sent: [mcp_list_tools]", "never_sent: [mcp_list_tool]")
+              .replace("{{ask.response.id}}", "{{nosuch.response.id}}"))
+    assert [message.split(": ", 2)[1] for message in catalogue_messages(tmp_path, broken)] == [
+        "steps[0].expect.usage", "steps[0].expect.upstream.never_sent[0]", "steps[1].path"]
 
 
 def test_an_unknown_mcp_fixture_is_named(tmp_path: Path) -> None:
@@ -86,5 +164,7 @@ def test_selection_by_id_and_tag(tmp_path: Path) -> None:
     assert len(catalogue.select()) == 2
 
 
-def catalogue_messages(directory: Path) -> list[str]:
+def catalogue_messages(directory: Path, text: str | None = None) -> list[str]:
+    if text is not None:
+        write_scenario(directory, text)
     return [error.message for error in load([directory]).errors]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from responses_parity.harness.findings import HarnessError
-from responses_parity.harness.placeholders import OutputView, referenced_names, render
+from responses_parity.harness.placeholders import OutputView, render
 
 CONTEXT = {
     "model": "m",
@@ -42,8 +42,3 @@ def test_a_field_an_earlier_answer_lacked_is_unresolvable_at_once() -> None:
     lacking = {"ask": {"response": {"object": "response"}}}
     with pytest.raises(HarnessError, match=r"steps\[1\].request.previous_response_id: cannot resolve .*'id'"):
         render({"previous_response_id": "{{ask.response.id}}"}, lacking, "steps[1].request")
-
-
-def test_referenced_names() -> None:
-    assert referenced_names({"a": ["{{ask.response.id}}", "{{ model }}-{{mcp.calc.url}}"], "b": 3}) == \
-        {"ask", "model", "mcp"}
