@@ -40,36 +40,38 @@ def _is_error_answer(exchange: Exchange) -> bool:
     return isinstance(body, dict) and "error" in body and body.get("object") is None
 
 
-def stream_findings(exchange: Exchange, chat: bool) -> list[Finding]:
+def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> list[Finding]:
     if chat:
         return check_chat_stream(exchange.events) + [
             finding for position, event in enumerate(exchange.events) if event.payload is not None
             and "error" not in event.payload
-            for finding in check_payload("chat.completion.chunk", event.payload, f"chunk {position}")]
+            for finding in check_payload("chat.completion.chunk", event.payload, f"chunk {position}", current)]
     return check_stream(exchange.events, resumed_after(exchange.url)) + [
         finding for position, event in enumerate(exchange.events) if event.payload is not None
-        for finding in check_event(event.payload, position)]
+        for finding in check_event(event.payload, position, current)]
 
 
-def no_reference_findings(exchange: Exchange, chat: bool | None = None) -> list[Finding]:
+def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, current: bool = False) -> list[Finding]:
     """Grammar and schema findings for a complete answer (`chat`: the Chat Completions surface;
-    None: tell from the answer itself)."""
+    None: tell from the answer itself). `current`: the answer came just now from a target,
+    so a field the SDK requires and it lacks is a warning; otherwise it is traffic recorded
+    earlier, and such a field is drift (a note)."""
     if exchange.transport_error or exchange.disconnected:
         return []
     chat = _is_chat(exchange) if chat is None else chat
     findings = [] if exchange.status is not None else [_note("the capture kept no HTTP status; whether the "
                                                              "answer is an error is told from its body")]
     if exchange.streamed:
-        return findings + stream_findings(exchange, chat)
+        return findings + stream_findings(exchange, chat, current)
     body = exchange.body
     if body is None:
         return [*findings, _note("the capture kept no response body; schema checks are skipped")]
     if _is_error_answer(exchange):
-        return findings + check_error_envelope(body)
+        return findings + check_error_envelope(body, current=current)
     if isinstance(body, dict) and body.get("object") == "response" and "deleted" not in body:
-        return findings + check_payload("response", body, "body")
+        return findings + check_payload("response", body, "body", current)
     if chat and isinstance(body, dict) and body.get("object") == "chat.completion":
-        return findings + check_payload("chat.completion", body, "body")
+        return findings + check_payload("chat.completion", body, "body", current)
     if exchange.answered_create_without_object:
         wanted = "chat.completion" if chat else "Response"
         findings.append(Finding(Kind.SCHEMA, Severity.ERROR, "schema.response_object",

@@ -440,7 +440,10 @@ def _exchanges_in(path: Path) -> list[Exchange]:
 @click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--surface", type=click.Choice(["auto", "responses", "chat"]), default="auto", show_default=True,
               help="Which endpoint the exchanges come from (auto: tell from the answer).")
-def check_exchange(files: tuple[Path, ...], surface: str) -> None:
+@click.option("--current", is_flag=True,
+              help="The exchanges were captured just now (a gateway's traffic today): a field the openai SDK "
+                   "requires and they lack is a warning, not drift of older traffic.")
+def check_exchange(files: tuple[Path, ...], surface: str, current: bool) -> None:
     """Run every no-reference check (SDK schema, stream grammar) on exchange files.
 
     A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}} or a
@@ -457,7 +460,7 @@ def check_exchange(files: tuple[Path, ...], surface: str) -> None:
             continue
         for index, exchange in enumerate(exchanges):
             name = f"{path}[{index}]" if len(exchanges) > 1 else str(path)
-            findings = no_reference_findings(exchange, chat)
+            findings = no_reference_findings(exchange, chat, current=current)
             worst = max((f.severity for f in findings), default=None)
             label = "ok" if worst is None or worst < Severity.WARNING else str(worst)
             out.print(f"[bold]{escape(name)}[/bold]: {label}", soft_wrap=True)

@@ -2,14 +2,21 @@
 
 Each rule is a function `<aspect>_conformance(events, resumed_after) -> findings`; a stream
 resumed with `starting_after=N` numbers its events from N + 1 and may name items added before
-it began. The rules follow what real OpenAI streams do, so real OpenAI traffic passes them:
+it began. The rules: framing (JSON objects with a `type`); `sequence_number` from 0 by 1; the
+lifecycle (response.created first, one terminal event, last); every `.added` closed by its
+`.done`, with consistent indices and ids; deltas adding up to their `.done`; the terminal
+output equal to the items done; the Response's `id`, `created_at` and `model` the same in
+every lifecycle event; an `mcp_call`'s status agreeing with its `.completed` / `.failed`
+event; and no `data: [DONE]` (a warning: clients skip it, OpenAI never sends it).
+
+The rules follow what real OpenAI streams do, so real OpenAI traffic passes them:
 - streams recorded before `sequence_number` existed are a legacy note, not an error;
-- `obfuscation` fields, the nested `error` event and the absence of `[DONE]` are normal;
+- `obfuscation` fields and the nested `error` event are normal;
 - with several MCP servers OpenAI closes only the last `mcp_list_tools` item with
   `output_item.done` (the others appear only in the terminal output): a note;
 - after `response.failed`, items may stay open: a note;
-- the terminal event's reasoning items carry `encrypted_content` encrypted anew, so it differs
-  from what their `output_item.done` carried: a note.
+- the terminal event's reasoning items carry `encrypted_content` encrypted anew (and `program`
+  items a new `fingerprint`), so it differs from what their `output_item.done` carried: a note.
 """
 
 from __future__ import annotations
@@ -23,7 +30,8 @@ from .findings import Finding, Kind, Severity
 from .sse import SseEvent
 
 _DELTAS: dict[str, tuple[str, str, str]] = {
-    # delta event -> (done event, field in done, key that separates streams within an item)
+    # delta event -> (done event, field in done, key that separates streams within an item); an
+    # event that names no item (shell commands) belongs to the item at its output_index
     "response.output_text.delta": ("response.output_text.done", "text", "content_index"),
     "response.refusal.delta": ("response.refusal.done", "refusal", "content_index"),
     "response.reasoning_text.delta": ("response.reasoning_text.done", "text", "content_index"),
@@ -31,6 +39,9 @@ _DELTAS: dict[str, tuple[str, str, str]] = {
     "response.function_call_arguments.delta": ("response.function_call_arguments.done", "arguments", ""),
     "response.mcp_call_arguments.delta": ("response.mcp_call_arguments.done", "arguments", ""),
     "response.custom_tool_call_input.delta": ("response.custom_tool_call_input.done", "input", ""),
+    "response.code_interpreter_call_code.delta": ("response.code_interpreter_call_code.done", "code", ""),
+    "response.apply_patch_call_operation_diff.delta": ("response.apply_patch_call_operation_diff.done", "diff", ""),
+    "response.shell_call_command.delta": ("response.shell_call_command.done", "command", "command_index"),
 }
 _DONE_TO_DELTA = {done: delta for delta, (done, _, _) in _DELTAS.items()}
 
@@ -115,6 +126,11 @@ def lifecycle_conformance(events: list[SseEvent], resumed_after: int | None = No
     return findings
 
 
+REISSUED_IN_TERMINAL = frozenset({"encrypted_content", "fingerprint"})
+"""Opaque fields OpenAI issues anew in the terminal event: a reasoning item's
+`encrypted_content`, a `program` item's `fingerprint`."""
+
+
 @dataclass
 class _Item:
     added: dict[str, Any]
@@ -196,12 +212,12 @@ def delta_conformance(events: list[SseEvent], resumed_after: int | None = None) 
         kind = payload.get("type")
         if kind in _DELTAS:
             _, _, sub = _DELTAS[kind]
-            key = (kind, payload.get("item_id"), payload.get(sub) if sub else None)
+            key = (kind, payload.get("item_id", payload.get("output_index")), payload.get(sub) if sub else None)
             streamed[key] = streamed.get(key, "") + str(payload.get("delta", ""))
         elif kind in _DONE_TO_DELTA:
             delta_kind = _DONE_TO_DELTA[kind]
             _, value_field, sub = _DELTAS[delta_kind]
-            key = (delta_kind, payload.get("item_id"), payload.get(sub) if sub else None)
+            key = (delta_kind, payload.get("item_id", payload.get("output_index")), payload.get(sub) if sub else None)
             if key in streamed and streamed[key] != payload.get(value_field) and resumed_after is None:
                 findings.append(_finding(Severity.ERROR, "deltas", f"the {delta_kind} events of item "
                                          f"{payload.get('item_id')!r} concatenate to {streamed[key][:60]!r}, but "
@@ -227,18 +243,72 @@ def terminal_output_conformance(events: list[SseEvent], resumed_after: int | Non
         if index in done and done[index] != item:
             carried = done[index] or {}
             differing = sorted(k for k in set(item) | set(carried) if item.get(k) != carried.get(k))
-            if differing == ["encrypted_content"]:
+            if set(differing) <= REISSUED_IN_TERMINAL:
                 findings.append(_finding(Severity.NOTE, "terminal_output", f"{terminal['type']} output[{index}] "
-                                         "carries reasoning encrypted anew, as OpenAI's streams do"))
+                                         f"carries {', '.join(differing)} issued anew, as OpenAI's streams do"))
                 continue
             findings.append(_finding(Severity.ERROR, "terminal_output", f"{terminal['type']} output[{index}] differs "
                                      f"from the item its output_item.done carried (fields: {', '.join(differing)})"))
     return findings
 
 
+def done_sentinel_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    if not any(event.is_done_sentinel for event in events):
+        return []
+    return [_finding(Severity.WARNING, "done_sentinel", "the stream sends data: [DONE], which OpenAI's Responses "
+                     "streams never do (its Chat Completions streams do); most clients skip it")]
+
+
+_LIFECYCLE_EVENTS = ("response.created", "response.queued", "response.in_progress", *TERMINAL_EVENTS)
+_IDENTITY = ("id", "created_at", "model")
+
+
+def response_identity_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """The Response that response.created announces is the one every later lifecycle event
+    carries: the same `id`, `created_at` and `model`."""
+    snapshots = [(p["type"], p["response"]) for p in _payloads(events)
+                 if p.get("type") in _LIFECYCLE_EVENTS and isinstance(p.get("response"), dict)]
+    if not snapshots:
+        return []
+    first_type, first = snapshots[0]
+    findings = []
+    for event_type, response in snapshots[1:]:
+        differing = [name for name in _IDENTITY if response.get(name) != first.get(name)]
+        if differing:
+            findings.append(_finding(Severity.ERROR, "response_identity", f"{event_type} carries a response whose "
+                                     + ", ".join(f"{name} {response.get(name)!r}" for name in differing)
+                                     + f" differ(s) from {first_type}'s "
+                                     + ", ".join(f"{first.get(name)!r}" for name in differing),
+                                     expected={n: first.get(n) for n in differing},
+                                     actual={n: response.get(n) for n in differing}))
+    return findings
+
+
+_MCP_CALL_OUTCOMES = {"response.mcp_call.completed": "completed", "response.mcp_call.failed": "failed"}
+
+
+def mcp_call_outcome_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """An `mcp_call` that ends with `response.mcp_call.completed` is done with status completed;
+    one that ends with `.failed`, with status failed."""
+    payloads = _payloads(events)
+    outcomes = {p.get("item_id"): p["type"] for p in payloads if p.get("type") in _MCP_CALL_OUTCOMES}
+    findings = []
+    for payload in payloads:
+        item = payload.get("item") if payload.get("type") == "response.output_item.done" else None
+        if not isinstance(item, dict) or item.get("type") != "mcp_call" or item.get("id") not in outcomes:
+            continue
+        event_type = outcomes[item["id"]]
+        if item.get("status") != _MCP_CALL_OUTCOMES[event_type]:
+            findings.append(_finding(Severity.ERROR, "mcp_call_outcome", f"mcp_call {item.get('id')!r} ends with "
+                                     f"status {item.get('status')!r} after {event_type}",
+                                     expected=_MCP_CALL_OUTCOMES[event_type], actual=item.get("status")))
+    return findings
+
+
 RULES: tuple[Callable[[list[SseEvent], int | None], list[Finding]], ...] = (
     framing_conformance, sequence_conformance, lifecycle_conformance, item_lifecycle_conformance,
-    delta_conformance, terminal_output_conformance,
+    delta_conformance, terminal_output_conformance, done_sentinel_conformance, response_identity_conformance,
+    mcp_call_outcome_conformance,
 )
 
 

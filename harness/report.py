@@ -18,7 +18,7 @@ from .findings import Severity
 from .redaction import redact
 from .report_html import render_html
 from .runner import ScenarioResult, StepResult
-from .schemas import sdk_event_types, sdk_output_item_types
+from .vocabulary import output_item_types, sdk_event_types
 from .scenario import FORMAT_VERSION, MODES
 from .targets import Target
 
@@ -86,7 +86,7 @@ def coverage(results: list[ScenarioResult]) -> dict[str, dict[str, Any]]:
             events.update({e.type for e in step.exchange.events if e.type and not e.is_done_sentinel})
             response = step.exchange.latest_response() or {}
             items.update({item.get("type") for item in response.get("output") or [] if isinstance(item, dict)})
-    known = {"event_types": (events, sdk_event_types()), "item_types": (items, sdk_output_item_types())}
+    known = {"event_types": (events, sdk_event_types()), "item_types": (items, output_item_types())}
     return {name: {"exercised": {t: seen[t] for t in sorted(universe) if seen[t]},
                    "not_exercised": sorted(t for t in universe if not seen[t]),
                    "unknown_to_sdk": sorted(t for t in seen if t not in universe)}

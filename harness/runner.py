@@ -461,7 +461,7 @@ def _judge(expect: Expect, exchange: Exchange, chat: bool, with_checks: bool = T
     if exchange.transport_error:
         findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
     if with_checks:
-        findings += no_reference_findings(exchange, chat)
+        findings += no_reference_findings(exchange, chat, current=True)
     findings += compare(expect, contract, exchange)
     return contract, findings
 

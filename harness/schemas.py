@@ -10,9 +10,13 @@ a client, never reported flatly:
   `message` or `type`;
 - **warning**: an unknown type where clients usually pass things through (a content part, an
   annotation, a tool echo), an event type the SDK does not know, a bound or pattern broken;
-- **note** (drift): any other field the SDK marks required but the answer lacks (added after
-  the recording: `sequence_number`, `logprobs`, `usage.*_details.*`, `web_search_call.action`),
-  a value outside a closed enum (`insufficient_quota`, a web search source of type `api`).
+- any other field the SDK marks required but the answer lacks: a **warning** for a target
+  answering now (`current`: OpenAI sends it today, and a client validating strictly, like the
+  SDK with `_strict_response_validation`, rejects the answer), a **note** (drift) for traffic
+  recorded earlier (added after it: `sequence_number`, `logprobs`, `usage.*_details.*`,
+  `web_search_call.action`);
+- **note**: a value outside a closed enum (`insufficient_quota`, a web search source of type
+  `api`); an event type OpenAI sends that the SDK does not declare yet (an `apply_patch` diff).
 
 Discriminated unions (`anyOf` over objects told apart by `type`) are rewritten to `if/then`
 dispatch on `type` before validation, so a bad item yields the precise error inside its own
@@ -34,6 +38,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from .findings import Finding, Kind, Severity
+from .vocabulary import EVENT_TYPES_BEYOND_THE_SDK
 
 BREAKING_IF_MISSING = frozenset({"id", "type", "call_id"})
 """Fields whose absence stops a client: it cannot tell what a thing is or answer it."""
@@ -115,22 +120,6 @@ def event_validators() -> dict[str, Draft202012Validator]:
             for rule in root["allOf"]}
 
 
-def sdk_event_types() -> frozenset[str]:
-    """Every stream event type the installed SDK knows."""
-    return frozenset(event_validators())
-
-
-@cache
-def sdk_output_item_types() -> frozenset[str]:
-    """Every output item type the installed SDK knows."""
-    output = validators()["response"].schema["properties"]["output"]["items"]
-    return frozenset(_tag_values(output))
-
-
-def _tag_values(schema: dict[str, Any]) -> list[str]:
-    return list(schema.get("properties", {}).get("type", {}).get("enum", []))
-
-
 def _path(error: ValidationError) -> str:
     text = ""
     for part in error.absolute_path:
@@ -152,14 +141,21 @@ def _leaves(error: ValidationError) -> Iterator[ValidationError]:
     yield error
 
 
-def _classify(error: ValidationError, where: str, kind: str) -> list[Finding]:
+def _missing(name: str, location: str, kind: str, current: bool) -> Finding:
+    if name in BREAKING_IF_MISSING | BREAKING_IF_MISSING_BY_KIND.get(kind, frozenset()):
+        return _finding(Severity.ERROR, "required", f"{location}: `{name}` is missing")
+    if current:
+        return _finding(Severity.WARNING, "missing", f"{location}: `{name}` is missing: the installed openai SDK "
+                        "requires it and OpenAI sends it, so a client that validates strictly rejects the answer")
+    return _finding(Severity.NOTE, "drift", f"{location}: `{name}` is absent (the SDK added or requires it; older "
+                    "OpenAI traffic lacks it)")
+
+
+def _classify(error: ValidationError, where: str, kind: str, current: bool) -> list[Finding]:
     path = _path(error)
     location = f"{where} {path}" if path else where
     if error.validator == "required":
-        breaking = BREAKING_IF_MISSING | BREAKING_IF_MISSING_BY_KIND.get(kind, frozenset())
-        return [_finding(Severity.ERROR, "required", f"{location}: `{name}` is missing") if name in breaking
-                else _finding(Severity.NOTE, "drift", f"{location}: `{name}` is absent (the SDK added or requires "
-                              "it; older OpenAI traffic lacks it)")
+        return [_missing(name, location, kind, current)
                 for name in error.validator_value if name not in (error.instance or {})]
     if error.validator == "enum" and error.schema.get("x-discriminator"):
         item = bool(_ITEM_PATH.search(path.removesuffix(".type")))
@@ -190,16 +186,18 @@ def _finding(severity: Severity, rule: str, message: str) -> Finding:
     return Finding(Kind.SCHEMA, severity, f"schema.{rule}", message)
 
 
-def check_payload(kind: str, instance: Any, where: str) -> list[Finding]:
-    """Findings for one object of a kind `validators()` knows, each naming `where` it is."""
-    return _validate(validators()[kind], kind, instance, where)
+def check_payload(kind: str, instance: Any, where: str, current: bool = False) -> list[Finding]:
+    """Findings for one object of a kind `validators()` knows, each naming `where` it is;
+    `current`: the target answered just now (not traffic recorded earlier)."""
+    return _validate(validators()[kind], kind, instance, where, current)
 
 
-def _validate(validator: Draft202012Validator, kind: str, instance: Any, where: str) -> list[Finding]:
+def _validate(validator: Draft202012Validator, kind: str, instance: Any, where: str,
+              current: bool) -> list[Finding]:
     if not isinstance(instance, dict):
         return [_finding(Severity.ERROR, "type", f"{where}: {_short(instance)} is not a JSON object")]
     findings = [finding for error in validator.iter_errors(instance) for leaf in _leaves(error)
-                for finding in _classify(leaf, where, kind)]
+                for finding in _classify(leaf, where, kind, current)]
     return _dedup(findings)
 
 
@@ -213,7 +211,7 @@ def _dedup(findings: list[Finding]) -> list[Finding]:
     return kept
 
 
-def check_event(payload: dict[str, Any], position: int) -> list[Finding]:
+def check_event(payload: dict[str, Any], position: int, current: bool = False) -> list[Finding]:
     """One stream event. The nested error event OpenAI sends (`{type: error, error: {...}}`)
     is checked as an error envelope; an event type the SDK lacks is a warning."""
     event_type = payload.get("type")
@@ -221,21 +219,24 @@ def check_event(payload: dict[str, Any], position: int) -> list[Finding]:
     if event_type == "error" and isinstance(payload.get("error"), dict):
         return [_finding(Severity.NOTE, "nested_error_event", f"{where}: carries its error nested under `error`, "
                          "as OpenAI sends it (the SDK's type has the fields at the top level)"),
-                *check_payload("error", payload["error"], f"{where} error")]
+                *check_payload("error", payload["error"], f"{where} error", current)]
     validator = event_validators().get(event_type)  # type: ignore[arg-type]
+    if validator is None and event_type in EVENT_TYPES_BEYOND_THE_SDK:
+        return [_finding(Severity.NOTE, "sdk_lag", f"{where}: an event type OpenAI sends that the installed openai "
+                         "SDK does not declare yet")]
     if validator is None:
         return [_finding(Severity.WARNING, "unknown_event", f"{where}: an event type the installed openai SDK "
                          "does not know")]
-    return _validate(validator, "event", payload, where)
+    return _validate(validator, "event", payload, where, current)
 
 
-def check_error_envelope(body: Any, where: str = "body") -> list[Finding]:
+def check_error_envelope(body: Any, where: str = "body", current: bool = False) -> list[Finding]:
     """An error answer's body: `{"error": {message, type, param, code}}`."""
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
         return [_finding(Severity.ERROR, "error_envelope", f"{where}: an error answer without the "
                          '{"error": {message, type, param, code}} envelope')]
-    findings = check_payload("error", error, f"{where} error")
+    findings = check_payload("error", error, f"{where} error", current)
     missing = [name for name in ("param", "code") if name not in error]
     if missing:
         findings.append(_finding(Severity.WARNING, "error_envelope", f"{where} error: lacks "

@@ -1,7 +1,9 @@
 """OpenAI's names, read from the installed `openai` SDK's types: output and input item types
-and each one's fields and statuses, Response fields and statuses, incomplete reasons, chat
-finish reasons. Scenario validation checks every name a scenario uses against these, so a
-typo is an error before anything runs, never an expectation that silently holds.
+and each one's fields and statuses, stream event types, Response fields and statuses,
+incomplete reasons, chat finish reasons; plus the few names real OpenAI traffic uses that
+the SDK does not declare yet. Scenario validation checks every name a scenario uses against
+these, so a typo is an error before anything runs, never an expectation that silently holds;
+the schema checks use them to tell SDK lag from a target's own inventions.
 """
 
 from __future__ import annotations
@@ -11,14 +13,20 @@ from functools import cache
 from typing import Any
 
 from openai.types.chat import ChatCompletion
-from openai.types.responses import Response, ResponseInputItem, ResponseOutputItem, ResponseStatus
+from openai.types.responses import (
+    Response, ResponseInputItem, ResponseOutputItem, ResponseStatus, ResponseStreamEvent,
+)
 from openai.types.responses.response import IncompleteDetails
 from pydantic import BaseModel
 
-from .schemas import sdk_event_types
+__all__ = ["EVENT_TYPES_BEYOND_THE_SDK", "RESPONSE_FIELDS_BEYOND_THE_SDK", "chat_finish_reasons", "event_types",
+           "incomplete_reasons", "input_item_types", "item_fields", "item_statuses", "output_item_types",
+           "response_fields", "response_statuses", "sdk_event_types"]
 
-__all__ = ["chat_finish_reasons", "event_types", "incomplete_reasons", "input_item_types", "item_fields",
-           "item_statuses", "output_item_types", "response_fields", "response_statuses"]
+EVENT_TYPES_BEYOND_THE_SDK = frozenset({"response.apply_patch_call_operation_diff.delta",
+                                        "response.apply_patch_call_operation_diff.done"})
+"""Event types real OpenAI streams carry that the installed SDK does not declare yet: an
+`apply_patch` call's diff streams as `.delta` events ending in a `.done` with the whole diff."""
 
 
 def _literals(annotation: Any) -> list[Any]:
@@ -59,8 +67,16 @@ def input_item_types() -> frozenset[str]:
     return frozenset(_items_by_type())
 
 
+@cache
+def sdk_event_types() -> frozenset[str]:
+    """Every stream event type the installed SDK declares."""
+    return frozenset(value for model in _members(ResponseStreamEvent)
+                     for value in _literals(model.model_fields["type"].annotation))
+
+
 def event_types() -> frozenset[str]:
-    return sdk_event_types()
+    """Every stream event type OpenAI sends: the SDK's, and those it does not declare yet."""
+    return sdk_event_types() | EVENT_TYPES_BEYOND_THE_SDK
 
 
 @cache

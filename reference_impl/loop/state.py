@@ -17,7 +17,7 @@ from ..errors import GatewayError
 from ..mcp_servers import ListedTool, McpConnector, McpServer
 from ..tool_cache import ToolResultCache
 from ..tool_catalog import ToolCatalog
-from ..upstream.adapter import UpstreamAdapter
+from ..upstream.adapter import UpstreamAdapter, responses_usage
 from ..upstream.items import ToolCall, TranscriptItem
 from .actions import CallLlm, Completed, Finish, NextAction
 
@@ -114,17 +114,16 @@ class LoopState:
         self._next = action
 
     def add_usage(self, usage: dict[str, Any] | None) -> None:
+        """Add one model call's usage to the response's (each count and each detail summed)."""
         if not usage:
             return
         if self.usage is None:
-            self.usage = {"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 0,
-                          "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0}
+            self.usage = responses_usage(0, 0)
         for key in ("input_tokens", "output_tokens", "total_tokens"):
             self.usage[key] += usage.get(key) or 0
-        self.usage["input_tokens_details"]["cached_tokens"] += (usage.get("input_tokens_details") or {}).get(
-            "cached_tokens") or 0
-        self.usage["output_tokens_details"]["reasoning_tokens"] += (usage.get("output_tokens_details") or {}).get(
-            "reasoning_tokens") or 0
+        for details in ("input_tokens_details", "output_tokens_details"):
+            for key in self.usage[details]:
+                self.usage[details][key] += (usage.get(details) or {}).get(key) or 0
 
     def chain(self, item_ids: frozenset[str]) -> Chain:
         """The chain a continuation of this response starts from."""

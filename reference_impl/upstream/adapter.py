@@ -44,8 +44,8 @@ def upstream_error_from(response: httpx.Response, body: bytes) -> UpstreamError:
 
 
 def responses_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
-    """Token counts as a Responses `usage` block."""
-    return {"input_tokens": input_tokens, "input_tokens_details": {"cached_tokens": 0},
+    """Token counts as a Responses `usage` block, every detail OpenAI sends included."""
+    return {"input_tokens": input_tokens, "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0},
             "output_tokens": output_tokens, "output_tokens_details": {"reasoning_tokens": 0},
             "total_tokens": input_tokens + output_tokens}
 

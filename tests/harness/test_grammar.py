@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from openai_streams import message_item, numbered_events, response, sse_text, text_events
 
 from responses_parity.harness.findings import Severity
@@ -126,3 +127,42 @@ def test_reasoning_encrypted_anew_in_the_terminal_event_is_a_note() -> None:
     events[-1]["response"]["output"][0]["summary"] = [{"type": "summary_text", "text": "changed"}]
     assert errors(events) == ["response.completed output[0] differs from the item its output_item.done carried "
                               "(fields: encrypted_content, summary)"]
+
+
+def test_a_done_sentinel_is_a_warning() -> None:
+    text = sse_text(text_events(["Hi"])) + "data: [DONE]\n\n"
+    findings = [(str(f.severity), f.rule) for f in check_stream(parse_sse(text))]
+    assert findings == [("warning", "grammar.done_sentinel")]
+
+
+@pytest.mark.parametrize("field", ["id", "created_at", "model"])
+def test_the_terminal_response_is_the_one_created(field: str) -> None:
+    events = text_events(["Hi"])
+    for event in events:
+        if "response" in event:
+            event["response"] |= {"created_at": 1754000000, "model": "gpt-4.1"}
+    events[-1]["response"][field] = {"id": "resp_other", "created_at": 1754000001, "model": "gpt-4o"}[field]
+    assert [rule for _, rule, _ in check(events)] == ["grammar.response_identity"]
+    assert errors(events)[0].startswith(f"response.completed carries a response whose {field} ")
+
+
+def mcp_call_events(event: str, status: str) -> list[dict[str, Any]]:
+    call = {"id": "mcp_1", "type": "mcp_call", "server_label": "calc", "name": "add", "arguments": "{}",
+            "approval_request_id": None, "error": None, "output": None}
+    done = call | {"status": status, "output": "3" if status == "completed" else None}
+    return numbered_events([
+        {"type": "response.created", "response": response("in_progress")},
+        {"type": "response.in_progress", "response": response("in_progress")},
+        {"type": "response.output_item.added", "output_index": 0, "item": call | {"status": "in_progress"}},
+        {"type": "response.mcp_call.in_progress", "output_index": 0, "item_id": "mcp_1"},
+        {"type": event, "output_index": 0, "item_id": "mcp_1"},
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": response("completed", [done])},
+    ])
+
+
+def test_an_mcp_call_ends_as_its_event_says() -> None:
+    assert errors(mcp_call_events("response.mcp_call.completed", "completed")) == []
+    assert errors(mcp_call_events("response.mcp_call.failed", "failed")) == []
+    assert errors(mcp_call_events("response.mcp_call.completed", "failed")) == [
+        "mcp_call 'mcp_1' ends with status 'failed' after response.mcp_call.completed"]

@@ -78,7 +78,9 @@ def test_a_stream_from_openai_passes_every_check(respx_mock: respx.MockRouter) -
     respx_mock.post(RESPONSES_URL).mock(side_effect=text_answer)
     [result] = run_live(["text-basic"], modes=("stream",))
     assert result.outcome == "pass", result.findings
-    assert not [f for _, f in result.findings if f.severity > 0]
+    # The capture predates `cache_write_tokens`; replayed as an answer given now, its absence warns.
+    assert [(f.rule, f.message.split(": `")[1].split("`")[0]) for _, f in result.findings if f.severity > 0] == \
+        [("schema.missing", "cache_write_tokens")]
 
 
 @respx.mock(assert_all_mocked=True)

@@ -12,13 +12,8 @@ from typing import Any
 import pytest
 
 from responses_parity.harness.findings import Severity
-from responses_parity.harness.schemas import (
-    check_error_envelope,
-    check_event,
-    check_payload,
-    sdk_event_types,
-    sdk_output_item_types,
-)
+from responses_parity.harness.schemas import check_error_envelope, check_event, check_payload, event_validators
+from responses_parity.harness.vocabulary import output_item_types, sdk_event_types
 
 
 def a_response() -> dict[str, Any]:
@@ -50,14 +45,27 @@ def by_severity(findings: list[Any]) -> dict[str, list[str]]:
 
 def test_the_installed_sdk_knows_the_core_types() -> None:
     assert {"message", "function_call", "mcp_call", "mcp_list_tools", "mcp_approval_request"} <= \
-        sdk_output_item_types()
+        output_item_types()
     assert {"response.created", "response.output_text.delta", "response.completed", "error"} <= sdk_event_types()
+    assert frozenset(event_validators()) == sdk_event_types()
 
 
 def test_a_response_recorded_before_cache_write_tokens_is_only_drift() -> None:
     findings = check_payload("response", a_response(), "body")
     assert [(str(f.severity), f.rule) for f in findings] == [("note", "schema.drift")]
     assert "`cache_write_tokens` is absent" in findings[0].message
+
+
+def test_a_target_answering_now_without_a_field_the_sdk_requires_is_a_warning() -> None:
+    findings = check_payload("response", a_response(), "body", current=True)
+    assert [(str(f.severity), f.rule) for f in findings] == [("warning", "schema.missing")]
+    assert "body usage.input_tokens_details: `cache_write_tokens` is missing" in findings[0].message
+
+
+def test_an_event_openai_sends_before_the_sdk_declares_it_is_a_note() -> None:
+    diff = {"type": "response.apply_patch_call_operation_diff.done", "sequence_number": 7, "output_index": 0,
+            "item_id": "apc_1", "diff": "+x"}
+    assert [(str(f.severity), f.rule) for f in check_event(diff, 7)] == [("note", "schema.sdk_lag")]
 
 
 @pytest.mark.parametrize(("change", "expected"), [
