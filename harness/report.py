@@ -48,8 +48,10 @@ def _exchange_name(result: ScenarioResult, step: StepResult) -> str:
 
 def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
     stream = step.contract.stream if step.contract else None
+    scripted = next((s for s in result.scenario.steps if s.id == step.step_id), None)
     return {
         "step": step.step_id,
+        "inferred": scripted.inferred if scripted else None,
         "outcome": step.outcome,
         "error": step.error,
         "contract": step.contract.to_dict() if step.contract else None,
@@ -178,6 +180,9 @@ def markdown(document: dict[str, Any]) -> str:
         for step in result["steps"]:
             if step["outcome"] == "pass":
                 continue
+            if step["inferred"]:
+                lines.append(f"- step `{step['step']}` states more than OpenAI's recordings show: "
+                             f"{step['inferred']}")
             if step["error"]:
                 lines.append(f"- step `{step['step']}` could not run: {step['error']}")
             for finding in step["findings"]:

@@ -243,6 +243,9 @@ class Disconnect(_Strict):
 class Step(_Strict):
     id: str = Field(description="Lower-case identifier; later steps reach this step's results as {{id....}}.")
     title: str | None = None
+    inferred: str | None = Field(
+        default=None, description="What this step states beyond the scenario's recordings, and what it is "
+                                  "inferred from (a scenario marked `unrecorded` is inferred throughout).")
     method: Literal["GET", "POST", "DELETE"] = "POST"
     path: str | None = Field(default=None, description="Request path, with placeholders (default: the "
                                                        "scenario's surface, {{responses_path}} or {{chat_path}}).")
@@ -356,6 +359,9 @@ class Scenario(_Strict):
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
+        if self.evidence.unrecorded and (marked := [s.id for s in self.steps if s.inferred is not None]):
+            raise ValueError(f"the scenario is unrecorded throughout, so `inferred` on step(s) {', '.join(marked)} "
+                             "says nothing more: say what is inferred in `evidence.note`")
         seen: set[str] = set()
         for step in self.steps:
             if step.id in seen:

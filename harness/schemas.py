@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import re
+import threading
 from collections.abc import Iterator
 from functools import cache
 from typing import Any
@@ -103,19 +104,34 @@ def _validator(model: Any) -> Draft202012Validator:
     return Draft202012Validator(rewritten)
 
 
-@cache
+_BUILDING = threading.Lock()
+"""Building the validators takes a second of CPU; checks run in worker threads, and the first
+ones to need the validators must not each build them."""
+
+
 def validators() -> dict[str, Draft202012Validator]:
     """Validators by kind of payload, built once from the installed SDK."""
+    with _BUILDING:
+        return _validators()
+
+
+def event_validators() -> dict[str, Draft202012Validator]:
+    """One validator per stream event type: the event union dispatched once, by `type`, in
+    Python rather than by trying each of its sixty `if` branches on every event."""
+    with _BUILDING:
+        return _event_validators()
+
+
+@cache
+def _validators() -> dict[str, Draft202012Validator]:
     return {"response": _validator(Response), "event": _validator(ResponseStreamEvent),
             "error": _validator(ErrorObject), "chat.completion": _validator(ChatCompletion),
             "chat.completion.chunk": _validator(ChatCompletionChunk)}
 
 
 @cache
-def event_validators() -> dict[str, Draft202012Validator]:
-    """One validator per stream event type: the event union dispatched once, by `type`, in
-    Python rather than by trying each of its sixty `if` branches on every event."""
-    root = validators()["event"].schema
+def _event_validators() -> dict[str, Draft202012Validator]:
+    root = _validators()["event"].schema
     return {rule["if"]["properties"]["type"]["const"]: Draft202012Validator(rule["then"] | {"$defs": root["$defs"]})
             for rule in root["allOf"]}
 

@@ -109,7 +109,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         response_id = request.path_params["response_id"]
         if not await store.delete(response_id):
             raise NotFound(f"Response with id '{response_id}' not found.")
-        return JSONResponse({"id": response_id, "object": "response", "deleted": True})
+        return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel_response(request: Request) -> Response:
         return JSONResponse(await service.cancel(request.path_params["response_id"]))
