@@ -1,5 +1,6 @@
-"""Every check that needs no reference, on one exchange: the stream grammar and the SDK schema
-of whatever the answer carries (Response, events, error envelope, chat completion, chunks).
+"""Every check that needs no reference, on one exchange: the stream grammar, the SDK schema of
+whatever the answer carries (Response, events, error envelope, chat completion, chunks), and
+that an MCP call names only an approval its request granted.
 
 Used by the engine on each step and by `parity check-exchange` on captured files. A part the
 capture did not keep (status, request, body) skips the checks that need it, with a note.
@@ -11,6 +12,7 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+from .contract import approved_requests
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .grammar import check_chat_stream, check_stream
@@ -51,6 +53,21 @@ def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> li
         for finding in check_event(event.payload, position, current)]
 
 
+def approval_link_findings(exchange: Exchange) -> list[Finding]:
+    """An `mcp_call` that names an approval request names one its request approved (when the
+    capture kept the request)."""
+    response = exchange.response_object()
+    if not isinstance(exchange.request_body, dict) or response is None:
+        return []
+    approved = approved_requests(exchange.request_body)
+    return [Finding(Kind.ITEMS, Severity.ERROR, "approval_link",
+                    f"output[{index}]: the mcp_call names approval request {item['approval_request_id']!r}, which "
+                    "this request did not approve", expected=sorted(approved), actual=item["approval_request_id"])
+            for index, item in enumerate(response.get("output") or [])
+            if isinstance(item, dict) and item.get("type") == "mcp_call" and item.get("approval_request_id")
+            and item["approval_request_id"] not in approved]
+
+
 def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, current: bool = False) -> list[Finding]:
     """Grammar and schema findings for a complete answer (`chat`: the Chat Completions surface;
     None: tell from the answer itself). `current`: the answer came just now from a target,
@@ -61,6 +78,8 @@ def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, curre
     chat = _is_chat(exchange) if chat is None else chat
     findings = [] if exchange.status is not None else [_note("the capture kept no HTTP status; whether the "
                                                              "answer is an error is told from its body")]
+    if not chat:
+        findings += approval_link_findings(exchange)
     if exchange.streamed:
         return findings + stream_findings(exchange, chat, current)
     body = exchange.body

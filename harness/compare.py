@@ -10,7 +10,6 @@ import difflib
 import json
 from typing import Any
 
-from deepdiff import DeepDiff
 
 from ..fixtures.recording import fingerprint
 from .contract import Contract, ItemShape
@@ -76,10 +75,13 @@ def compare(expect: Expect, contract: Contract, exchange: Exchange) -> list[Find
 
 def subset_mismatch(expected: Any, actual: Any, where: str = "$") -> str | None:
     """Where `actual` fails to hold `expected` (dict keys given must match, recursively; lists
-    match item by item and in length), or None when it holds it."""
+    match item by item and in length; an empty object means an empty one), or None when it
+    holds it."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
             return f"{where} (expected an object)"
+        if not expected and actual:
+            return f"{where} (expected an empty object, got keys {', '.join(sorted(actual))})"
         for key, value in expected.items():
             if key not in actual:
                 return f"{where}.{key} (missing)"
@@ -92,6 +94,36 @@ def subset_mismatch(expected: Any, actual: Any, where: str = "$") -> str | None:
         return next((found for index, (e, a) in enumerate(zip(expected, actual, strict=True))
                      if (found := subset_mismatch(e, a, f"{where}[{index}]")) is not None), None)
     return None if expected == actual else f"{where} ({actual!r}, expected {expected!r})"
+
+
+def _media_type(value: str) -> tuple[str, dict[str, str]]:
+    """`type/subtype` in lower case, and the parameters (names and charset values lower case)."""
+    kind, *parameters = value.split(";")
+    parsed = {}
+    for parameter in parameters:
+        name, _, argument = parameter.strip().partition("=")
+        argument = argument.strip().strip('"')
+        parsed[name.strip().lower()] = argument.lower() if name.strip().lower() == "charset" else argument
+    return kind.strip().lower(), parsed
+
+
+def header_matches(name: str, wanted: str, actual: str | None) -> bool:
+    """Whether a header value is the one wanted: `content-type` as a media type (the
+    parameters the expectation gives must be there too), any other exactly."""
+    if actual is None:
+        return False
+    if name.lower() != "content-type":
+        return actual == wanted
+    (want_type, want_parameters), (got_type, got_parameters) = _media_type(wanted), _media_type(actual)
+    return want_type == got_type and all(got_parameters.get(k) == v for k, v in want_parameters.items())
+
+
+def compare_headers(expected: dict[str, str], headers: dict[str, str]) -> list[Finding]:
+    """Header names are compared in any case."""
+    received = {name.lower(): value for name, value in headers.items()}
+    return [_mismatch(Kind.RESPONSE_FIELD, "expect.headers", f"header {name} is {received.get(name.lower())!r}, "
+                      f"expected {wanted!r}", wanted, received.get(name.lower()))
+            for name, wanted in expected.items() if not header_matches(name, wanted, received.get(name.lower()))]
 
 
 def compare_page(expect: PageExpect, body: Any) -> list[Finding]:
@@ -205,22 +237,21 @@ def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> l
                                       f"the response stops on {got.on}{f' ({got.tool})' if got.tool else ''}, "
                                       f"expected {wanted.on}{f' ({wanted.tool})' if wanted.tool else ''}",
                                       wanted.model_dump(), {"on": got.on, "tool": got.tool}))
-    if expect.response is not None:
-        fields = contract.response_fields or {}
-        actual = {key: fields.get(key) for key in expect.response}
-        if diff := DeepDiff(expect.response, actual, ignore_order=False):
-            findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response",
-                                      f"response fields differ: {diff.pretty()}", expect.response, actual))
-    if expect.body is not None and (where := subset_mismatch(expect.body, exchange.body)):
+    if expect.response is not None and (where := subset_mismatch(expect.response, contract.response_fields or {})):
+        findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.response", f"the Response differs at {where}",
+                                  expect.response, {key: (contract.response_fields or {}).get(key)
+                                                    for key in expect.response}))
+    body = exchange.response_object() if streamed else exchange.body
+    if expect.body is not None and (where := subset_mismatch(expect.body, body)):
         findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.body", f"the body differs at {where}",
-                                  expect.body, exchange.body))
+                                  expect.body, body))
     if expect.headers is not None:
-        headers = exchange.headers or {}
-        for name, wanted in expect.headers.items():
-            if headers.get(name.lower()) != wanted:
-                findings.append(_mismatch(Kind.RESPONSE_FIELD, "expect.headers", f"header {name} is "
-                                          f"{headers.get(name.lower())!r}, expected {wanted!r}", wanted,
-                                          headers.get(name.lower())))
+        findings += compare_headers(expect.headers, exchange.headers or {})
+    if expect.terminal is not None and streamed:
+        terminal = contract.stream.terminal if contract.stream else None
+        if terminal != expect.terminal:
+            findings.append(_mismatch(Kind.EVENT_SEQUENCE, "expect.terminal", f"the stream ends with {terminal}, "
+                                      f"expected {expect.terminal}", expect.terminal, terminal))
     if expect.page is not None:
         findings += compare_page(expect.page, exchange.body)
     if expect.chat is not None:
@@ -302,7 +333,18 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
             findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.model_paths",
                                       f"the model requests went to {paths}, expected {expect.model_paths}",
                                       expect.model_paths, paths))
-    if expect.tool_runs is not None:
+    if expect.request is not None:
+        for number, request in enumerate(requests, 1):
+            if where := subset_mismatch(expect.request, request.get("body")):
+                findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.request",
+                                          f"model request {number} differs at {where}", expect.request,
+                                          request.get("body")))
+    if expect.tool_runs == "none":
+        if ran := {name: count for name, count in sorted(observed.tool_runs().items()) if "." in name}:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.tool_runs", "MCP tools ran ("
+                                      + ", ".join(f"{name}: {count}" for name, count in ran.items())
+                                      + "), expected none", "none", ran))
+    elif expect.tool_runs is not None:
         runs = observed.tool_runs()
         for tool, count in expect.tool_runs.items():
             if runs.get(tool, 0) != count:

@@ -4,9 +4,10 @@ between runs (ids, timestamps, text, token counts).
 The contract of a step holds the HTTP status; for errors the envelope's type, code, param
 and whether a message is present; the Response's status, incomplete reason and whether usage
 is present; the output items in order, each with its status, role, tool name, server label
-and (for MCP calls) error type and approval link; the interrupt boundary; the number of
-gateway-executed tool calls; and, for streams, the event types with runs collapsed, per output
-index too, the terminal event and whether `[DONE]` was sent (recorded, not judged).
+and (for MCP calls) error type and whether it names an approval its request granted; the
+interrupt boundary; the number of gateway-executed tool calls; and, for streams, the event
+types with runs collapsed, per output index too, the terminal event and whether `[DONE]` was
+sent (the stream grammar judges that).
 
 A chat completion (the `chat` surface) projects to its finish_reason, the message's role,
 whether it has text, the tool calls handed back (by name), and for streams the kinds of its
@@ -108,7 +109,18 @@ def collapse(types: list[str]) -> tuple[str, ...]:
     return tuple(collapsed)
 
 
-def item_shape(item: dict[str, Any]) -> ItemShape:
+def approved_requests(request_body: Any) -> frozenset[str]:
+    """The ids of the approval requests a Responses request approves (its input's
+    `mcp_approval_response` items with `approve: true`)."""
+    items = request_body.get("input") if isinstance(request_body, dict) else None
+    return frozenset(item["approval_request_id"] for item in items or []
+                     if isinstance(item, dict) and item.get("type") == "mcp_approval_response"
+                     and item.get("approve") is True and isinstance(item.get("approval_request_id"), str))
+
+
+def item_shape(item: dict[str, Any], approved: frozenset[str] = frozenset()) -> ItemShape:
+    """An item's contract; an `mcp_call` is approval-linked when it names a request in
+    `approved` (those its request approved)."""
     error = item.get("error")
     return ItemShape(
         type=str(item.get("type")),
@@ -117,7 +129,7 @@ def item_shape(item: dict[str, Any]) -> ItemShape:
         name=item.get("name"),
         server_label=item.get("server_label"),
         error_type=(error.get("type") if isinstance(error, dict) else ("text" if error else None)),
-        approval_linked=bool(item.get("approval_request_id")) if item.get("type") == "mcp_call" else None,
+        approval_linked=item.get("approval_request_id") in approved if item.get("type") == "mcp_call" else None,
     )
 
 
@@ -238,7 +250,8 @@ def project(exchange: Exchange) -> Contract:
     error = None if exchange.streamed else _error_shape(exchange.body)
     if response is None:
         return Contract(exchange.status, error=error, stream=stream)
-    output = tuple(item_shape(item) for item in response.get("output") or [] if isinstance(item, dict))
+    approved = approved_requests(exchange.request_body)
+    output = tuple(item_shape(item, approved) for item in response.get("output") or [] if isinstance(item, dict))
     status = response.get("status")
     return Contract(
         http_status=exchange.status,

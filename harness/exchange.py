@@ -25,6 +25,7 @@ class Exchange:
     request_body: Any = None
     status: int | None = None
     headers: dict[str, str] | None = None
+    """Every response header (names in lower case); a capture may keep fewer."""
     body: Any = None
     """The JSON body, or the raw text of a body that is not JSON."""
     sse: str | None = None
@@ -82,9 +83,11 @@ class Exchange:
         return None
 
     def to_file(self) -> dict[str, Any]:
+        """The exchange in the file format; of the headers only those in `KEPT_HEADERS`."""
+        headers = None if self.headers is None else {k: v for k, v in self.headers.items() if k in KEPT_HEADERS}
         return {
             "request": {"method": self.method, "url": self.url, "body": self.request_body},
-            "response": {"status": self.status, "headers": self.headers, "body": None if self.streamed else self.body,
+            "response": {"status": self.status, "headers": headers, "body": None if self.streamed else self.body,
                          "sse": self.sse},
             **({"transport_error": self.transport_error} if self.transport_error else {}),
             **({"disconnected": True} if self.disconnected else {}),

@@ -60,8 +60,9 @@ class ItemExpect(_Strict):
     name: str | None = None
     server_label: str | None = None
     error_type: str | None = Field(default=None, description="For mcp_call: the type of its `error`.")
-    approval_linked: bool | None = Field(default=None,
-                                         description="For mcp_call: whether `approval_request_id` is set.")
+    approval_linked: bool | None = Field(
+        default=None, description="For mcp_call: true when `approval_request_id` names an approval request this "
+                                  "request approved (an `mcp_approval_response` in its input), false when it is null.")
 
 
 ItemSpec = Annotated[ItemExpect, BeforeValidator(_item_shorthand, json_schema_input_type=str | ItemExpect)]
@@ -114,9 +115,13 @@ class UpstreamExpect(_Strict):
         default=None, description="How many items of each type the last model request's input holds, in any "
                                   "order (types not named are not counted).")
     instructions: str | None = Field(default=None, description="The instructions every model request carries.")
-    tool_runs: dict[str, int] | None = Field(default=None,
-                                             description="MCP tool executions by tool name, or by fixture.tool "
-                                                         "(tools not named are not counted).")
+    tool_runs: dict[str, int] | Literal["none"] | None = Field(
+        default=None, description="MCP tool executions by tool name, or by fixture.tool (tools not named are not "
+                                  "counted); `none`: no tool of any fixture ran.")
+    request: dict[str, Any] | None = Field(
+        default=None, description="A part of the JSON body every model request carried, as the gateway sent it "
+                                  "(in its wire format): every key given must be there with a matching value; "
+                                  "lists match item by item.")
     offered_tools: list[str] | None = Field(default=None, description="The tool names the first model request "
                                                                       "offered, in any order.")
     model_paths: list[str] | None = Field(default=None, description="The path of each model request, in order "
@@ -169,15 +174,17 @@ class Expect(_Strict):
     usage: bool | None = Field(default=None, description="Whether `usage` is present.")
     output: list[ItemSpec] | None = None
     interrupt: InterruptSpec | None = None
-    response: dict[str, Any] | None = Field(default=None,
-                                            description="Top-level Response fields that must equal these values "
-                                                        "(placeholders allowed).")
-    body: dict[str, Any] | None = Field(default=None,
-                                        description="A part of the JSON body (any endpoint): every key given must "
-                                                    "be there with a matching value; lists match item by item "
-                                                    "(placeholders allowed).")
-    headers: dict[str, str] | None = Field(default=None, description="Response headers that must have these "
-                                                                     "values (names in lower case).")
+    response: dict[str, Any] | None = Field(
+        default=None, description="A part of the Response object (in a stream, the terminal event's): every key "
+                                  "given must be there with a matching value; lists match item by item.")
+    body: dict[str, Any] | None = Field(
+        default=None, description="A part of the JSON body of any endpoint (in a stream, the terminal event's "
+                                  "Response): every key given must be there with a matching value; lists match "
+                                  "item by item.")
+    headers: dict[str, str] | None = Field(
+        default=None, description="Response headers that must have these values; names in any case, and "
+                                  "`content-type` compared as a media type (parameters only where given).")
+    terminal: str | None = Field(default=None, description="The stream's terminal event type (streams only).")
     page: PageExpect | None = Field(default=None, description="A list page's contents (list endpoints).")
     chat: ChatExpect | None = None
     events: list[str] | None = Field(default=None,

@@ -28,6 +28,7 @@ from jinja2 import nodes
 
 from ..fixtures.mcp import fixture_tools
 from . import vocabulary
+from .exchange import TERMINAL_EVENTS
 from .placeholders import BUILTIN_NAMES, parse_template
 from .scenario import MODES, ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 
@@ -121,8 +122,9 @@ class _Checker:
                 suffix = "call" if turn.call else f"calls[{call_index}]"
                 self.tool(f"{where}.model[{turn_index}].{suffix}.tool", call.tool)
         streams = [mode for mode in modes if self.streams(step, mode)]
+        replaced = {mode: step.per_mode[mode].model_fields_set for mode in step.per_mode}
         self.expect(f"{where}.expect", step.expect, stream_modes=[
-            mode for mode in streams if "events" not in step.per_mode.get(mode, Expect()).model_fields_set])
+            mode for mode in streams if not {"events", "terminal"} & replaced.get(mode, set())])
         for mode, override in step.per_mode.items():
             if mode not in modes:
                 self.add(f"{where}.per_mode.{mode}", f"the step does not run in {mode} mode: never judged")
@@ -156,8 +158,11 @@ class _Checker:
         """Check an expectation; in a `deviation` (a warning variant) values OpenAI never sends
         are what it describes, so statuses and reasons are not held to OpenAI's."""
         fields = expect.model_fields_set
-        if not stream_modes and "events" in fields:
-            self.add(f"{where}.events", f"{STREAM_ONLY}, and this step never streams")
+        for name in ("events", "terminal"):
+            if not stream_modes and name in fields:
+                self.add(f"{where}.{name}", f"{STREAM_ONLY}, and this step never streams")
+        if expect.terminal is not None:
+            self.known(f"{where}.terminal", expect.terminal, TERMINAL_EVENTS, "a terminal event type")
             if expect.chat is not None and expect.chat.chunks is not None:
                 self.add(f"{where}.chat.chunks", f"{STREAM_ONLY}, and this step never streams")
         if judged_on_answers and expect.upstream is not None:
@@ -227,7 +232,7 @@ class _Checker:
         for index, choice in enumerate(upstream.tool_choices or []):
             for name in _choice_tools(choice):
                 self.tool(f"{where}.tool_choices[{index}]", name)
-        for key in upstream.tool_runs or {}:
+        for key in upstream.tool_runs if isinstance(upstream.tool_runs, dict) else {}:
             fixture, dot, tool = key.rpartition(".")
             if dot and fixture not in self.outline.fixtures:
                 self.add(f"{where}.tool_runs.{key}", f"{fixture!r} is not an MCP fixture of the scenario"

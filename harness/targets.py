@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import httpx
 
-from .exchange import KEPT_HEADERS, Exchange
+from .exchange import Exchange
 from .rewrites import Rewrites
 from .scenario import Disconnect
 from .sse import TeeStream, iter_sse
@@ -119,7 +119,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
         with reading, anyio.fail_after(after_seconds or target.timeout_s):
             async with client.stream(method, url, json=body, headers=headers) as response:
                 exchange.status = response.status_code
-                exchange.headers = {k: response.headers[k] for k in KEPT_HEADERS if k in response.headers}
+                exchange.headers = dict(response.headers)
                 if "text/event-stream" in response.headers.get("content-type", ""):
                     tee = TeeStream(response.aiter_bytes())
                     async for event in iter_sse(tee):

@@ -142,6 +142,16 @@ def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                        **item}) for item in items]
 
 
+def text_echo(text: Any) -> dict[str, Any]:
+    """`text` as OpenAI echoes it: the format as sent (plain text when none), a json_schema
+    format with `description` (null when not given), and `verbosity` (medium by default)."""
+    text = text if isinstance(text, dict) else {}
+    text_format = text.get("format") or {"type": "text"}
+    if text_format.get("type") == "json_schema":
+        text_format = {"type": "json_schema", "description": None} | text_format
+    return {"verbosity": "medium"} | text | {"format": text_format}
+
+
 def response_object(request: CreateRequest, *, response_id: str, created_at: int, status: str,
                     output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
                     error: dict[str, Any] | None = None, incomplete_reason: str | None = None) -> dict[str, Any]:
@@ -171,7 +181,7 @@ def response_object(request: CreateRequest, *, response_id: str, created_at: int
         "service_tier": "default",
         "store": request.store,
         "temperature": raw.get("temperature", 1.0),
-        "text": raw.get("text") or {"format": {"type": "text"}, "verbosity": "medium"},
+        "text": text_echo(raw.get("text")),
         "tool_choice": request.tool_choice,
         "tools": [tool.echo() for tool in request.tools],
         "top_logprobs": raw.get("top_logprobs", 0),

@@ -34,6 +34,9 @@ class CallPlan:
     """Client function calls: the response ends with them."""
     ignored: tuple[ToolCall, ...] = ()
     """Calls past the budget, or made when no tools were offered: not run, not shown."""
+    refused: tuple[ToolCall, ...] = ()
+    """Calls to a tool the request does not offer (the model made it up, or it is excluded by
+    `allowed_tools`): not run, not handed back; the model is told, and asked again."""
 
 
 @dataclass(frozen=True)

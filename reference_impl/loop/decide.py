@@ -4,7 +4,8 @@ Rules they keep:
 - a request with approval answers runs the approved calls first (the model is not asked
   again before the approved call has run); a denial only adds to the transcript;
 - a model turn's gateway calls run within the `max_tool_calls` budget; calls past it, or made
-  when tools were withheld, are ignored; client function calls end the response;
+  when tools were withheld, are ignored; client function calls end the response; a call to a
+  tool the request does not offer is refused: never run nor handed back, the model is told;
 - one approval boundary at a time: the first gated call interrupts the response;
 - once the budget is spent, the model is called once more without tools for a final answer;
 - the gateway's own round budget, when it has one, ends the loop before a model call too many.
@@ -12,7 +13,7 @@ Rules they keep:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from ..chain import History
 from ..upstream.items import ToolCall
@@ -35,19 +36,21 @@ def decide_start(history: History, budget: int) -> NextAction:
     return ExecuteTools(CallPlan(run=tuple(approved[:budget]), ignored=tuple(g.call for g in approved[budget:])))
 
 
-def partition_calls(turn: TurnResult, tools: Mapping[str, GatewayTool], budget: int) -> CallPlan:
-    """Sort the turn's calls: run, gate, hand back, or ignore. Order within each group is the
-    model's order."""
+def partition_calls(turn: TurnResult, tools: Mapping[str, GatewayTool], budget: int,
+                    client_tools: Collection[str] = ()) -> CallPlan:
+    """Sort the turn's calls: run, gate, hand back (the client's own functions), refuse, or
+    ignore. Order within each group is the model's order."""
     if not turn.tools_offered:
         return CallPlan(ignored=tuple(turn.calls))
     run: list[GatewayCall] = []
     gated: list[GatewayCall] = []
     hand_back: list[ToolCall] = []
     ignored: list[ToolCall] = []
+    refused: list[ToolCall] = []
     for call in turn.calls:
         tool = tools.get(call.name)
         if tool is None:
-            hand_back.append(call)
+            (hand_back if call.name in client_tools else refused).append(call)
             continue
         gateway_call = GatewayCall(call, tool.binding.server.label)
         if tool.binding.requires_approval(call.name):
@@ -56,7 +59,7 @@ def partition_calls(turn: TurnResult, tools: Mapping[str, GatewayTool], budget: 
             run.append(gateway_call)
         else:
             ignored.append(call)
-    return CallPlan(tuple(run), tuple(gated), tuple(hand_back), tuple(ignored))
+    return CallPlan(tuple(run), tuple(gated), tuple(hand_back), tuple(ignored), tuple(refused))
 
 
 def decide_after_call_llm(ctx: LoopContext, state: LoopState) -> NextAction:
@@ -66,8 +69,9 @@ def decide_after_call_llm(ctx: LoopContext, state: LoopState) -> NextAction:
         return Finish(Failed(turn.error))
     if turn.incomplete_reason is not None:
         return Finish(Completed(turn.incomplete_reason))
-    plan = partition_calls(turn, state.gateway_tools, remaining_budget(ctx, state))
-    if plan.run:
+    client_tools = {tool.name for tool in ctx.request.function_tools}
+    plan = partition_calls(turn, state.gateway_tools, remaining_budget(ctx, state), client_tools)
+    if plan.run or plan.refused:
         return ExecuteTools(plan)
     return decide_after_execute_tools(ctx, state, plan)
 
@@ -75,7 +79,7 @@ def decide_after_call_llm(ctx: LoopContext, state: LoopState) -> NextAction:
 def decide_after_execute_tools(ctx: LoopContext, state: LoopState, plan: CallPlan) -> NextAction:
     if plan.gated:
         return InterruptForApproval(plan.gated[0], plan.hand_back)
-    if plan.hand_back or not plan.run:
+    if plan.hand_back or not (plan.run or plan.refused):
         return Finish(Completed(), plan.hand_back)
     if ctx.max_rounds is not None and state.model_calls >= ctx.max_rounds:
         return Finish(Exhausted("rounds"))

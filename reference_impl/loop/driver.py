@@ -192,7 +192,8 @@ async def _run_call(ctx: LoopContext, state: LoopState, call: ToolCall) -> tuple
 
 async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> GatewayError | None:
     """Run the plan's calls concurrently; report them in the model's order. A call to a blocked
-    destination aborts the request (its error returned): it never becomes a tool output.
+    destination aborts the request (its error returned): it never becomes a tool output. A
+    refused call (a tool the request does not offer) only tells the model so.
 
     A cancelled loop (its client went away) leaves the task group, which cancels every call
     still running and then raises the cancellation. Each call is awaited through
@@ -219,6 +220,10 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
                 sink.mcp_call_done(started, result.output, result.error)
             state.transcript += [call, ToolOutput(call.call_id, result.model_text)]
             state.tool_calls_executed += 1
+    for call in plan.refused:
+        state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": len(plan.run),
+                            "server": None, "tool": call.name, "status": "unavailable", "latency_ms": 0})
+        state.transcript += [call, ToolOutput(call.call_id, f"Tool '{call.name}' is not available in this request.")]
     return None
 
 

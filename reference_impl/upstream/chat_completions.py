@@ -52,6 +52,17 @@ def chat_tool_choice(choice: Any) -> Any:
     return choice
 
 
+def chat_response_format(text: Any) -> dict[str, Any] | None:
+    """A Responses `text.format` in Chat's shape (`response_format`); None for plain text."""
+    text_format = text.get("format") if isinstance(text, dict) else None
+    if not isinstance(text_format, dict) or text_format.get("type") not in ("json_schema", "json_object"):
+        return None
+    if text_format["type"] == "json_object":
+        return {"type": "json_object"}
+    schema = {key: text_format[key] for key in ("name", "description", "schema", "strict") if key in text_format}
+    return {"type": "json_schema", "json_schema": schema}
+
+
 class ChatCompletionsAdapter:
     def __init__(self, client: httpx.AsyncClient, base_url: str, api_key: str | None) -> None:
         self._http = HttpUpstream(client, base_url.rstrip("/") + "/chat/completions", api_key)
@@ -71,6 +82,8 @@ class ChatCompletionsAdapter:
                 body[key] = turn.sampling[key]
         if "max_output_tokens" in turn.sampling:
             body["max_completion_tokens"] = turn.sampling["max_output_tokens"]
+        if (response_format := chat_response_format(turn.sampling.get("text"))) is not None:
+            body["response_format"] = response_format
         return body
 
     async def stream_turn(self, turn: TurnRequest) -> AsyncIterator[ModelEvent]:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from responses_parity.harness.compare import compare, compare_upstream, list_diff
-from responses_parity.harness.contract import Contract, ErrorShape, Interrupt, ItemShape
+import json
+
+from responses_parity.harness.compare import compare, compare_upstream, list_diff, subset_mismatch
+from responses_parity.harness.contract import Contract, ErrorShape, Interrupt, ItemShape, project
 from responses_parity.harness.exchange import Exchange
 from responses_parity.harness.fixture_client import Observed
 from responses_parity.harness.scenario import Expect, UpstreamExpect
@@ -58,3 +60,53 @@ def test_an_answer_without_a_response_object_is_one_finding() -> None:
     contract = Contract(400, error=ErrorShape("invalid_request_error", "x", None, True))
     [finding] = compare(Expect.model_validate({"status": "completed", "output": ["message"]}), contract, JSON)
     assert finding.message == "the answer (HTTP 400) carries no Response object: the body is an error envelope"
+
+
+def test_headers_match_by_name_in_any_case_and_content_type_as_a_media_type() -> None:
+    exchange = Exchange("POST", "u", status=200, body={}, headers={"content-type": "Text/Event-Stream; charset=UTF-8"})
+    contract = Contract(200)
+    assert compare(Expect.model_validate({"headers": {"Content-Type": "text/event-stream"}}), contract, exchange) == []
+    assert compare(Expect.model_validate({"headers": {"content-type": "text/event-stream; charset=utf-8"}}),
+                   contract, exchange) == []
+    [finding] = compare(Expect.model_validate({"headers": {"content-type": "application/json"}}), contract, exchange)
+    assert finding.message == "header content-type is 'Text/Event-Stream; charset=UTF-8', expected 'application/json'"
+
+
+def stream_exchange(terminal: str, response: dict[str, object]) -> Exchange:
+    events = [{"type": "response.created", "sequence_number": 0, "response": response | {"status": "in_progress"}},
+              {"type": terminal, "sequence_number": 1, "response": response}]
+    return Exchange("POST", "u", status=200, sse="".join(f"data: {json.dumps(e)}\n\n" for e in events))
+
+
+def test_terminal_body_and_response_are_judged_on_the_terminal_event_of_a_stream() -> None:
+    exchange = stream_exchange("response.incomplete", {"object": "response", "status": "incomplete",
+                                                       "text": {"format": {"type": "text"}, "verbosity": "low"}})
+    contract = project(exchange)
+    expect = Expect.model_validate({"terminal": "response.incomplete", "body": {"status": "incomplete"},
+                                    "response": {"text": {"format": {"type": "text"}}}})
+    assert compare(expect, contract, exchange) == []
+    wrong = Expect.model_validate({"terminal": "response.completed", "body": {"status": "completed"},
+                                   "response": {"text": {"verbosity": "medium"}}})
+    assert [f.message for f in compare(wrong, contract, exchange)] == [
+        "the Response differs at $.text.verbosity ('low', expected 'medium')",
+        "the body differs at $.status ('incomplete', expected 'completed')",
+        "the stream ends with response.incomplete, expected response.completed",
+    ]
+
+
+def test_an_empty_object_in_a_part_means_an_empty_one() -> None:
+    assert subset_mismatch({"metadata": {}}, {"metadata": {}}) is None
+    assert subset_mismatch({"metadata": {}}, {"metadata": {"a": "1"}}) == "$.metadata (expected an empty object, got " \
+                                                                          "keys a)"
+
+
+def test_tool_runs_none_and_the_request_sent_upstream() -> None:
+    observed = Observed(model_requests=[{"item_types": [], "body": {"temperature": 0.2, "text": {"format": {}}}}],
+                        mcp_calls=[{"method": "tools/call", "tool": "echo", "fixture": "strings"}])
+    expect = UpstreamExpect(tool_runs="none", request={"temperature": 0.5})
+    assert [f.message for f in compare_upstream(expect, observed)] == [
+        "model request 1 differs at $.temperature (0.2, expected 0.5)",
+        "MCP tools ran (strings.echo: 1), expected none",
+    ]
+    assert compare_upstream(UpstreamExpect(tool_runs="none", request={"temperature": 0.2}),
+                            Observed(model_requests=observed.model_requests)) == []

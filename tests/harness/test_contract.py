@@ -45,7 +45,20 @@ def test_mcp_calls_count_as_gateway_tool_calls() -> None:
               "approval_request_id": "mcpr_1"}]
     contract = project(Exchange("POST", "u", status=200, body=response("completed", calls)))
     assert contract.gateway_tool_calls == 1
-    assert contract.output[0].error_type == "mcp_tool_execution_error" and contract.output[0].approval_linked
+    assert contract.output[0].error_type == "mcp_tool_execution_error"
+
+
+def test_an_mcp_call_is_approval_linked_only_to_an_approval_its_request_granted() -> None:
+    calls = [{"type": "mcp_call", "name": "add", "status": "completed", "approval_request_id": "mcpr_1"}]
+
+    def linked(approvals: list[dict[str, object]]) -> bool | None:
+        body = {"input": [{"type": "mcp_approval_response", **a} for a in approvals]}
+        return project(Exchange("POST", "u", request_body=body, status=200,
+                                body=response("completed", calls))).output[0].approval_linked
+
+    assert linked([{"approval_request_id": "mcpr_1", "approve": True}]) is True
+    assert linked([{"approval_request_id": "mcpr_2", "approve": True}]) is False
+    assert linked([{"approval_request_id": "mcpr_1", "approve": False}]) is False
 
 
 def test_collapse_folds_runs() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from responses_parity.reference_impl.chain import ApprovalDecision, Chain, History, PendingApproval
-from responses_parity.reference_impl.client import ApprovalPolicy, McpTool
+from responses_parity.reference_impl.client import ApprovalPolicy, FunctionTool, McpTool
 from responses_parity.reference_impl.errors import UpstreamError
 from responses_parity.reference_impl.loop.actions import (
     CallLlm, Completed, ExecuteTools, Exhausted, Failed, Finish, InterruptForApproval,
@@ -30,8 +30,9 @@ def call(name: str, k: int = 0) -> ToolCall:
     return ToolCall(f"call_{name}{k}", name, "{}")
 
 
-def context(budget: int = 10, rounds: int | None = None) -> LoopContext:
-    return LoopContext(LoopRequest("m"), History(Chain(), (), 0), (), adapter=None, connector=None,  # type: ignore[arg-type]
+def context(budget: int = 10, rounds: int | None = None, functions: tuple[str, ...] = ()) -> LoopContext:
+    request = LoopRequest("m", function_tools=tuple(FunctionTool(name) for name in functions))
+    return LoopContext(request, History(Chain(), (), 0), (), adapter=None, connector=None,  # type: ignore[arg-type]
                        catalog=None, tool_budget=budget, max_rounds=rounds)  # type: ignore[arg-type]
 
 
@@ -46,14 +47,14 @@ def test_no_tool_calls_finishes() -> None:
 
 
 def test_gateway_calls_run_before_anything_else() -> None:
-    action = decide_after_call_llm(context(), state(call("add"), call("get_weather")))
+    action = decide_after_call_llm(context(functions=("get_weather",)), state(call("add"), call("get_weather")))
     assert isinstance(action, ExecuteTools)
     assert [g.call.name for g in action.plan.run] == ["add"]
     assert [c.name for c in action.plan.hand_back] == ["get_weather"]
 
 
 def test_after_running_tools_with_client_calls_pending_the_response_ends_with_them() -> None:
-    plan = partition_calls(TurnResult([call("add"), call("get_weather")]), TOOLS, 10)
+    plan = partition_calls(TurnResult([call("add"), call("get_weather")]), TOOLS, 10, {"get_weather"})
     assert decide_after_execute_tools(context(), state(), plan) == Finish(Completed(), plan.hand_back)
 
 
@@ -71,6 +72,14 @@ def test_calls_past_the_budget_are_ignored() -> None:
     plan = partition_calls(TurnResult([call("add", 0), call("add", 1), call("echo")]), TOOLS, 2)
     assert [g.call.call_id for g in plan.run] == ["call_add0", "call_add1"]
     assert [c.name for c in plan.ignored] == ["echo"]
+
+
+def test_a_call_to_a_tool_the_request_does_not_offer_is_refused_not_handed_back() -> None:
+    plan = partition_calls(TurnResult([call("upper"), call("get_weather")]), TOOLS, 10, {"get_weather"})
+    assert [c.name for c in plan.refused] == ["upper"] and [c.name for c in plan.hand_back] == ["get_weather"]
+    only_refused = partition_calls(TurnResult([call("upper")]), TOOLS, 10)
+    assert decide_after_call_llm(context(), state(call("upper"))) == ExecuteTools(only_refused)
+    assert decide_after_execute_tools(context(), state(), only_refused) == CallLlm(with_tools=True)
 
 
 def test_calls_made_when_no_tools_were_offered_are_ignored() -> None:

@@ -16,10 +16,16 @@ from responses_parity.harness.session import Session
 from responses_parity.harness.stack import Stack
 from responses_parity.harness.targets import Target
 from responses_parity.reference_impl.upstream.anthropic_messages import AnthropicMessagesAdapter
+from responses_parity.reference_impl.upstream.chat_completions import ChatCompletionsAdapter
 from responses_parity.reference_impl.upstream.items import Message, ToolSpec, TurnRequest
 
-CHAT_CANNOT_CARRY = {"reasoning-summary": "Chat Completions has no standard way to carry a reasoning summary"}
+CHAT_CANNOT_CARRY = {
+    "reasoning-summary": "Chat Completions has no standard way to carry a reasoning summary",
+    "structured-output": "the model request carries text.format as Chat's response_format, so the scenario's "
+                         "Responses-shaped upstream.request cannot hold (the translation is unit-tested)",
+}
 ANTHROPIC_CANNOT_CARRY = {
+    "structured-output": "Anthropic Messages has no json_schema output format to translate text.format to",
     "reasoning-summary": "the scripted model's summary has no Anthropic Messages form",
     "tool-choice": "Anthropic has no allowed_tools choice: the adapter narrows the offered tools instead, so the "
                    "scenario's Responses-shaped tool_choice assertion cannot hold (the narrowing is unit-tested)",
@@ -56,3 +62,16 @@ def test_the_anthropic_adapter_narrows_tools_for_allowed_tools() -> None:
     assert body["tool_choice"] == {"type": "any", "disable_parallel_tool_use": True}
     assert body["system"] == "Be brief." and body["messages"] == [{"role": "user", "content": [{"type": "text",
                                                                                               "text": "hi"}]}]
+
+
+def test_the_chat_adapter_sends_text_format_as_response_format() -> None:
+    schema = {"type": "object", "properties": {"word": {"type": "string"}}}
+    text = {"format": {"type": "json_schema", "name": "Greeting", "schema": schema, "strict": True}}
+    turn = TurnRequest(model="m", instructions=None, transcript=(Message("user", "hi"),), tools=(), tool_choice=None,
+                       parallel_tool_calls=True, stream=False, sampling={"text": text})
+    body = ChatCompletionsAdapter(None, "http://127.0.0.1:1/v1", None).payload(turn)  # type: ignore[arg-type]
+    assert body["response_format"] == {"type": "json_schema", "json_schema": {"name": "Greeting", "schema": schema,
+                                                                              "strict": True}}
+    plain = TurnRequest(model="m", instructions=None, transcript=(Message("user", "hi"),), tools=(), tool_choice=None,
+                        parallel_tool_calls=True, stream=False, sampling={"text": {"format": {"type": "text"}}})
+    assert "response_format" not in ChatCompletionsAdapter(None, "http://x/v1", None).payload(plain)  # type: ignore[arg-type]
