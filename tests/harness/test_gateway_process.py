@@ -4,6 +4,7 @@ fixtures, run, stopped by PID; and every way a start can fail, reported with the
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,10 @@ def test_the_gateway_process_is_gone_once_the_session_ends() -> None:
         assert session.gateway is not None
         pid = session.gateway.process.pid
         assert _alive(pid)
+        # It answers the readiness probe a moment before it says so in its log.
+        deadline = time.monotonic() + 10
+        while "reference gateway listening" not in session.gateway.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert "reference gateway listening" in session.gateway.log.read_text()
     assert not _alive(pid)
 
