@@ -10,7 +10,7 @@ ids that change from run to run.
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,17 +68,17 @@ def load(path: Path) -> dict[Key, Severity]:
     return known
 
 
-def apply(results: list[ScenarioResult], known: dict[Key, Severity]) -> int:
-    """Mark the findings the baseline knows (in place); returns how many were known."""
-    count = 0
-    for result in results:
+@dataclass(frozen=True)
+class BaselineJudge:
+    """Marks the findings the baseline knows (in place), at the severity it accepted or lower."""
+
+    known: dict[Key, Severity]
+
+    def __call__(self, result: ScenarioResult) -> None:
         for step in result.steps:
-            marked = []
-            for finding in step.findings:
-                accepted = known.get(_key(result, step.step_id, finding))
-                if accepted is not None and finding.severity <= accepted and finding.severity >= Severity.WARNING:
-                    finding = replace(finding, known=True)
-                    count += 1
-                marked.append(finding)
-            step.findings = marked
-    return count
+            step.findings = [replace(finding, known=True) if self._knows(result, step.step_id, finding) else finding
+                             for finding in step.findings]
+
+    def _knows(self, result: ScenarioResult, step: str, finding: Finding) -> bool:
+        accepted = self.known.get(_key(result, step, finding))
+        return accepted is not None and Severity.WARNING <= finding.severity <= accepted

@@ -12,7 +12,7 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from .contract import approved_requests
+from .contract import approved_requests, is_chat_answer
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .grammar import check_chat_stream, check_stream
@@ -27,12 +27,6 @@ def resumed_after(url: str) -> int | None:
 
 def _note(message: str) -> Finding:
     return Finding(Kind.SCHEMA, Severity.NOTE, "exchange.incomplete_capture", message)
-
-
-def _is_chat(exchange: Exchange) -> bool:
-    if exchange.streamed:
-        return any((e.payload or {}).get("object") == "chat.completion.chunk" for e in exchange.events)
-    return isinstance(exchange.body, dict) and exchange.body.get("object") == "chat.completion"
 
 
 def _is_error_answer(exchange: Exchange) -> bool:
@@ -75,7 +69,7 @@ def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, curre
     earlier, and such a field is drift (a note)."""
     if exchange.transport_error or exchange.disconnected:
         return []
-    chat = _is_chat(exchange) if chat is None else chat
+    chat = is_chat_answer(exchange) if chat is None else chat
     findings = [] if exchange.status is not None else [_note("the capture kept no HTTP status; whether the "
                                                              "answer is an error is told from its body")]
     if not chat:

@@ -1,8 +1,10 @@
 """`parity`: run scenarios against a gateway, list and validate them, serve the fixtures.
 
-Exit codes of `parity run`: 0 every scenario passed; 1 a scenario failed; 2 a usage error, a
-target that cannot be started or reached, or a broken scenario file (even when others also
-failed). `parity matrix` exits 1 only when a target could not run at all.
+Exit codes of `parity run`: 0 every scenario passed (or is unsupported by the target); 1 a
+scenario failed; 2 a usage error (a selection that matches nothing among them), a target that
+cannot be started or reached, a broken scenario file or a scenario that could not run (even
+when others also failed). When nothing could run at all, the previous report stays in place.
+`parity matrix` exits 1 only when a target could not run at all.
 """
 
 from __future__ import annotations
@@ -32,16 +34,17 @@ from .findings import Finding, HarnessError, Severity, fold_positions
 from .loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
 from .matrix import build_matrix, run_matrix, write_matrix
 from .profile import ProfileError, find_profile, profile_paths
-from .report import RunInfo, parity_counts, write_reports
-from .runner import EngineEvent, ScenarioResult, UnitFinished, units_of
+from .judges import judges
+from .report import RunInfo, tally, tally_line, write_reports
+from .runner import EngineEvent, Judge, ScenarioResult, UnitFinished, units_of
 from .scenario import MODES, Mode, scenario_json_schema
 from .session import REFERENCE, TargetOptions, open_session, parse_header
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, ServerThread
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-DEFAULT_GOLDEN_DIR = Path("fixtures/goldens")
 SCHEMA_FILE = "scenario.schema.json"
-_STYLE = {"pass": "green", "fail": "red", "error": "yellow", "unsupported": "blue"}
+_STYLE = {"pass": "green", "fail": "red", "could_not_run": "yellow", "unsupported": "blue"}
+_LABEL = {"pass": "pass", "fail": "fail", "could_not_run": "could not run", "unsupported": "unsupported"}
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
@@ -109,7 +112,7 @@ def _progress(event: EngineEvent) -> None:
         result = event.result
         style = _STYLE[result.outcome]
         width = len(str(event.total))
-        out.print(f"[{event.done:>{width}}/{event.total}] [{style}]{result.outcome:<5}[/{style}] "
+        out.print(f"[{event.done:>{width}}/{event.total}] [{style}]{_LABEL[result.outcome]:<5}[/{style}] "
                   f"{result.scenario.id} [dim]\\[{result.mode}] {result.duration_s:.2f}s[/dim]")
         if result.unsupported:
             out.print(f"        [dim]{escape(result.unsupported)}[/dim]", soft_wrap=True)
@@ -134,7 +137,7 @@ def _summary(results: list[ScenarioResult]) -> Table:
     for result in results:
         rows.setdefault(result.scenario.id, {})[result.mode] = result.outcome
     for scenario, modes in rows.items():
-        cells = [f"[{_STYLE[modes[m]]}]{modes[m]}[/{_STYLE[modes[m]]}]" if m in modes else "-" for m in MODES]
+        cells = [f"[{_STYLE[modes[m]]}]{_LABEL[modes[m]]}[/{_STYLE[modes[m]]}]" if m in modes else "-" for m in MODES]
         table.add_row(scenario, *cells)
     return table
 
@@ -163,16 +166,24 @@ def _selection_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 def _units(paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
            mode: str) -> tuple[Catalogue, list[tuple[LoadedScenario, Mode]]]:
-    """The scenario catalogue and the selected (scenario, mode) units."""
+    """The scenario catalogue and the selected (scenario, mode) units; a selection that
+    matches nothing is a usage error."""
     catalogue = _catalogue(paths)
     if unknown := sorted(set(ids) - {s.scenario.id for s in catalogue.scenarios}):
         raise click.UsageError(f"no scenario with id {', '.join(unknown)}")
     modes: tuple[Mode, ...] = MODES if mode == "both" else (mode,)  # type: ignore[assignment]
-    return catalogue, units_of(catalogue.select(ids, tags), modes)
+    units = units_of(catalogue.select(ids, tags), modes)
+    if not units:
+        if not catalogue.scenarios:
+            raise click.UsageError("no scenario could be loaded (see the errors above)" if catalogue.errors
+                                   else "no scenario file found")
+        asked = [*(f"tag {t}" for t in tags), *(f"id {i}" for i in ids), *([f"mode {mode}"] if mode != "both" else [])]
+        raise click.UsageError(f"no scenario run matches {' and '.join(asked) or 'the selection'}")
+    return catalogue, units
 
 
 def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...], mode: str, jobs: int,
-             **target: Any) -> tuple[Catalogue, list[ScenarioResult], RunInfo]:
+             judges: tuple[Judge, ...] = (), **target: Any) -> tuple[Catalogue, list[ScenarioResult], RunInfo]:
     """Load the scenarios, run the selected units against the target, and time it; a harness
     error (a target that cannot be started or reached) exits with the usage code."""
     options = _build_options(**target)
@@ -182,7 +193,7 @@ def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, 
     out.print(f"Running {len(units)} scenario run(s) against [bold]{options.target}[/bold] ...")
     try:
         with open_session(options, mcp_names, _say) as session:
-            results = session.run(units, jobs, _progress)
+            results = session.run(units, jobs, _progress, judges)
     except HarnessError as error:
         err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
         sys.exit(EXIT_USAGE)
@@ -190,28 +201,21 @@ def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, 
                                        tuple(str(e) for e in catalogue.errors))
 
 
-def _finish(catalogue: Catalogue, results: list[ScenarioResult], info: RunInfo, report_dir: Path,
-            known: int = 0) -> None:
-    write_reports(report_dir, results, info)
-    if results:
+def _finish(catalogue: Catalogue, results: list[ScenarioResult], info: RunInfo, report_dir: Path) -> None:
+    """Report the run (console, report folder) and exit with its code. When nothing could run,
+    the previous report stays in place."""
+    counts = tally(results)
+    if results and counts["could_not_run"] == len(results):
         out.print(_summary(results))
-    failed = sum(1 for r in results if r.outcome in ("fail", "error"))
-    unsupported = sum(1 for r in results if r.outcome == "unsupported")
-    counts = parity_counts(results)
-    out.print(f"{len(results) - failed - unsupported} passed, {failed} failed, {unsupported} unsupported; "
-              f"parity with OpenAI {counts['parity']['pass']}/{counts['parity']['runs']}, gateway policy "
-              f"{counts['gateway_policy']['pass']}/{counts['gateway_policy']['runs']}"
-              + (f"; {known} known divergence(s) from the baseline" if known else "")
-              + f"; report: {report_dir / 'report.md'}")
-    if catalogue.errors:
+        err.print(f"[red]error[/red] nothing could run ({tally_line(counts)}); the report in {report_dir} is "
+                  "left as it was", soft_wrap=True)
         sys.exit(EXIT_USAGE)
-    sys.exit(EXIT_FAILED if failed else EXIT_OK)
-
-
-def _golden_dirs(golden_dir: Path | None) -> list[Path]:
-    """Where `golden:<name>` is looked up: the given folder (default ./fixtures/goldens), then
-    the goldens shipped with the project."""
-    return [golden_dir or DEFAULT_GOLDEN_DIR, Path(__file__).resolve().parent.parent / "fixtures" / "goldens"]
+    write_reports(report_dir, results, info)
+    out.print(_summary(results))
+    out.print(f"{tally_line(counts)}; report: {report_dir / 'report.md'}", soft_wrap=True)
+    if catalogue.errors or counts["could_not_run"]:
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_FAILED if counts["fail"] else EXIT_OK)
 
 
 @main.command()
@@ -219,29 +223,25 @@ def _golden_dirs(golden_dir: Path | None) -> list[Path]:
 @click.option("--against", default=None, metavar="golden:NAME",
               help="Also compare every step's contract with a recorded golden set (offline).")
 @click.option("--golden-dir", type=click.Path(path_type=Path), default=None,
-              help=f"Where golden sets are (default: {DEFAULT_GOLDEN_DIR}, then the shipped ones).")
+              help=f"Where golden sets are (default: {goldens.DEFAULT_GOLDEN_DIR}, then the shipped ones).")
 @click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), default=None,
               help="Known divergences of this target (`parity baseline update`): they no longer fail the run.")
 def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, baseline_file: Path | None,
         **selection: Any) -> None:
     """Run scenarios (default: the built-in ones) against a target, in both stream modes."""
     try:
-        golden = goldens.load(goldens.resolve(against, _golden_dirs(golden_dir))) if against else None
-        known_divergences = baseline.load(baseline_file) if baseline_file else None
+        chosen = judges(against, golden_dir, baseline_file)
     except HarnessError as error:
         raise click.UsageError(str(error)) from error
-    catalogue, results, info = _execute(**selection)
-    if golden is not None:
-        goldens.compare_with_golden(results, golden)
-    known = baseline.apply(results, known_divergences) if known_divergences is not None else 0
-    _finish(catalogue, results, info, report_dir, known)
+    catalogue, results, info = _execute(judges=chosen, **selection)
+    _finish(catalogue, results, info, report_dir)
 
 
 @main.command()
 @_selection_options
 @click.option("--name", default=None, help="Name of the golden set (default: the target's name; required for a "
                                            "URL target).")
-@click.option("--golden-dir", type=click.Path(path_type=Path), default=DEFAULT_GOLDEN_DIR, show_default=True)
+@click.option("--golden-dir", type=click.Path(path_type=Path), default=goldens.DEFAULT_GOLDEN_DIR, show_default=True)
 def record(*, report_dir: Path, name: str | None, golden_dir: Path, **selection: Any) -> None:
     """Run scenarios and save every exchange and its contract as goldens, secrets removed."""
     target = selection["target"]

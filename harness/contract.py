@@ -244,6 +244,18 @@ def project_chat(exchange: Exchange) -> Contract:
     )
 
 
+def is_chat_answer(exchange: Exchange) -> bool:
+    """Whether the answer is a chat completion (or its chunks) rather than a Response."""
+    if exchange.streamed:
+        return any((e.payload or {}).get("object") == "chat.completion.chunk" for e in exchange.events)
+    return isinstance(exchange.body, dict) and exchange.body.get("object") == "chat.completion"
+
+
+def project_answer(exchange: Exchange) -> Contract:
+    """The contract of an exchange whose surface is told from the answer itself."""
+    return project_chat(exchange) if is_chat_answer(exchange) else project(exchange)
+
+
 def project(exchange: Exchange) -> Contract:
     stream = _stream_shape(exchange) if exchange.streamed else None
     response = exchange.response_object()

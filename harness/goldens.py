@@ -2,41 +2,46 @@
 
 A golden set is a folder `<golden-dir>/<name>/`: `manifest.json` (target, date, model, SDK
 versions, whether the model was scripted) and one file per scenario and stream mode,
-`<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format) and its
-contract. Everything is redacted before it is written.
+`<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format) and, for
+readers, its contract. Everything is redacted before it is written.
 
-Comparing with a golden is done at the contract level (`compare_contracts`): status class,
-error envelope, Response status, output items, interrupt boundary, event sequence, chat
-completion shape. Parts a live model decides (the scenario's `live.model_dependent`) differ
-as notes when the golden comes from a live model.
+A golden step is compared as an expectation: its exchange is projected to a contract, which
+states every field it holds (`expectation_of`), and the one comparer (`compare.compare`)
+judges the other target's answer against it. Where two answers differ in a way most clients
+survive (an HTTP status of the same class, `error.param`, whether `usage` is present) it is a
+warning; parts a live model decides (the scenario's `live.model_dependent`) differ as notes
+when the golden comes from a live model. `GoldenJudge` does this inside the engine.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .compare import list_diff
+from .compare import compare
+from .contract import Contract, project_answer
+from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .redaction import redact
 from .report import versions
-from .runner import ScenarioResult
-from .scenario import FORMAT_VERSION, Mode
+from .runner import ScenarioResult, model_dependent_as_notes
+from .scenario import FORMAT_VERSION, Expect, Mode
 
 MANIFEST = "manifest.json"
+DEFAULT_GOLDEN_DIR = Path("fixtures/goldens")
 
 
 @dataclass(frozen=True)
 class GoldenUnit:
     scenario: str
     mode: Mode
-    steps: dict[str, dict[str, Any]]
-    """Step id -> its contract (as `Contract.to_dict`)."""
+    steps: dict[str, Exchange]
+    """Step id -> its exchange."""
 
 
 @dataclass(frozen=True)
@@ -94,12 +99,19 @@ def load(folder: Path) -> GoldenSet:
     for path in sorted(folder.glob("*/*.json")):
         data = _read(path)
         try:
-            unit = GoldenUnit(data["scenario"], data["mode"], {s["step"]: s["contract"] for s in data["steps"]})
-        except (KeyError, TypeError) as error:
-            raise HarnessError(f"{path}: not a golden unit (needs scenario, mode and steps[].step/contract; "
+            unit = GoldenUnit(data["scenario"], data["mode"],
+                              {s["step"]: Exchange.from_file(s["exchange"]) for s in data["steps"]})
+        except (KeyError, TypeError, AttributeError) as error:
+            raise HarnessError(f"{path}: not a golden unit (needs scenario, mode and steps[].step/exchange; "
                                f"{type(error).__name__}: {error})") from error
         units[(unit.scenario, unit.mode)] = unit
     return GoldenSet(folder.name, manifest, units)
+
+
+def search_path(golden_dir: Path | None = None) -> list[Path]:
+    """Where `golden:<name>` is looked up: the given folder (default ./fixtures/goldens), then
+    the goldens shipped with the project."""
+    return [golden_dir or DEFAULT_GOLDEN_DIR, Path(__file__).resolve().parent.parent / "fixtures" / "goldens"]
 
 
 def resolve(spec: str, golden_dirs: Iterable[Path]) -> Path:
@@ -114,120 +126,86 @@ def resolve(spec: str, golden_dirs: Iterable[Path]) -> Path:
     raise HarnessError(f"no golden set {name!r} in {', '.join(str(f.parent) for f in searched)}")
 
 
+def expectation_of(contract: Contract) -> Expect:
+    """What a recorded answer states, as an expectation: its HTTP status, error envelope,
+    Response status, incomplete reason, usage, output items, interrupt, events and terminal
+    event (streams), or its chat completion's shape."""
+    data: dict[str, Any] = {"http_status": contract.http_status} if contract.http_status is not None else {}
+    if contract.error is not None:
+        data["error"] = {"type": contract.error.type, "code": contract.error.code, "param": contract.error.param}
+    if contract.response_fields is not None and contract.chat is None:
+        data |= {"status": contract.status, "incomplete_reason": contract.incomplete_reason,
+                 "usage": contract.has_usage,
+                 "output": [{k: v for k, v in vars(item).items() if v is not None} for item in contract.output],
+                 "interrupt": {k: v for k, v in vars(contract.interrupt).items() if v is not None}}
+    if contract.stream is not None:
+        data["events"] = list(contract.stream.events)
+        if contract.stream.terminal is not None:
+            data["terminal"] = contract.stream.terminal
+    if contract.chat is not None:
+        chat = contract.chat
+        data["chat"] = {"finish_reason": chat.finish_reason, "role": chat.role, "tool_calls": list(chat.tool_calls)}
+        if contract.stream is not None or chat.chunks:
+            data["chat"]["chunks"] = list(chat.chunks)
+        data["usage"] = contract.has_usage
+    return Expect.model_validate({k: v for k, v in data.items() if v is not None or k in ("incomplete_reason",)})
+
+
+_SAME_CLASS_IS_A_WARNING = "golden.http_status"
+_WARNINGS = frozenset({"golden.error.param", "golden.usage"})
+"""Differences most clients survive."""
+
+
+def compare_with(golden: Exchange, actual: Contract, exchange: Exchange, label: str,
+                 model_dependent: Sequence[str] = ()) -> list[Finding]:
+    """How an answer differs from a golden one, each finding named `golden.<field>`."""
+    wanted = project_answer(golden)
+    findings = model_dependent_as_notes(compare(expectation_of(wanted), actual, exchange), model_dependent)
+    if (wanted.stream is None) != (actual.stream is None):
+        findings.append(Finding(Kind.EVENT_SEQUENCE, Severity.ERROR, "expect.events", "the answer "
+                                + ("streams" if actual.stream is not None else "does not stream"),
+                                expected=wanted.stream is not None, actual=actual.stream is not None))
+    judged = []
+    for finding in findings:
+        rule = "golden." + finding.rule.removeprefix("expect.")
+        severity = finding.severity
+        if severity > Severity.WARNING and (rule in _WARNINGS or (
+                rule == _SAME_CLASS_IS_A_WARNING and _status_class(wanted.http_status) ==
+                _status_class(actual.http_status))):
+            severity = Severity.WARNING
+        judged.append(replace(finding, rule=rule, severity=severity, message=f"{finding.message} ({label})"))
+    return judged
+
+
 def _status_class(status: int | None) -> str:
     return f"{status // 100}xx" if isinstance(status, int) else "none"
 
 
-def _items(contract: dict[str, Any]) -> list[str]:
-    return [_item_label(item) for item in contract.get("output") or []]
-
-
-def _item_label(item: dict[str, Any]) -> str:
-    details = [str(item[k]) for k in ("name", "status", "error_type") if item.get(k)]
-    return f"{item['type']}({', '.join(details)})" if details else item["type"]
-
-
-@dataclass
-class _Differences:
-    label: str
-    model_dependent: frozenset[str]
-    found: list[Finding]
-
-    def add(self, kind: Kind, severity: Severity, field: str, message: str, values: tuple[Any, Any]) -> None:
-        """One difference; `values` are the golden's and the actual one."""
-        expected, actual = values
-        if field.split(".", maxsplit=1)[0] in self.model_dependent:
-            severity, message = Severity.NOTE, message + " (model-dependent)"
-        self.found.append(Finding(kind, severity, f"golden.{field}", f"{message}; {self.label} has "
-                                  f"{_shown(expected)}", expected=expected, actual=actual))
-
-
-def compare_contracts(golden: dict[str, Any], actual: dict[str, Any], label: str,
-                      model_dependent: frozenset[str] = frozenset()) -> list[Finding]:
-    """How `actual` differs from the `golden` contract (both as `Contract.to_dict`). Fields in
-    `model_dependent` (`output`, `interrupt`, `events`, `chat`, `usage`, `status`) differ as notes."""
-    diff = _Differences(label, model_dependent, [])
-    want, got = golden.get("http_status"), actual.get("http_status")
-    if want != got:
-        same_class = _status_class(want) == _status_class(got)
-        diff.add(Kind.STATUS, Severity.WARNING if same_class else Severity.ERROR, "http_status",
-                 f"HTTP status {got}", (want, got))
-    want_error, got_error = golden.get("error"), actual.get("error")
-    if (want_error is None) != (got_error is None):
-        diff.add(Kind.ERROR_ENVELOPE, Severity.ERROR, "error", "an error envelope is " +
-                 ("missing" if got_error is None else "present"), (want_error is not None, got_error is not None))
-    elif want_error and got_error:
-        for name, severity in (("type", Severity.ERROR), ("code", Severity.ERROR), ("param", Severity.WARNING)):
-            if want_error.get(name) != got_error.get(name):
-                diff.add(Kind.ERROR_ENVELOPE, severity, f"error.{name}", f"error.{name} is {got_error.get(name)!r}",
-                         (want_error.get(name), got_error.get(name)))
-    for name in ("status", "incomplete_reason"):
-        if golden.get(name) != actual.get(name):
-            diff.add(Kind.STATUS, Severity.ERROR, name, f"{name} is {actual.get(name)!r}",
-                     (golden.get(name), actual.get(name)))
-    if golden.get("has_usage") != actual.get("has_usage"):
-        diff.add(Kind.RESPONSE_FIELD, Severity.WARNING, "usage", "usage is " +
-                 ("present" if actual.get("has_usage") else "absent"),
-                 (golden.get("has_usage"), actual.get("has_usage")))
-    want_items, got_items = _items(golden), _items(actual)
-    if want_items != got_items:
-        diff.add(Kind.ITEMS, Severity.ERROR, "output", f"output items differ: {list_diff(want_items, got_items)}",
-                 (want_items, got_items))
-    if golden.get("interrupt") != actual.get("interrupt"):
-        diff.add(Kind.INTERRUPT, Severity.ERROR, "interrupt", f"the response stops on {actual.get('interrupt')}",
-                 (golden.get("interrupt"), actual.get("interrupt")))
-    _compare_streams(golden.get("stream"), actual.get("stream"), diff)
-    want_chat, got_chat = golden.get("chat") or {}, actual.get("chat") or {}
-    for name in ("finish_reason", "role", "tool_calls", "chunks"):
-        if want_chat.get(name) != got_chat.get(name):
-            diff.add(Kind.EVENT_SEQUENCE if name == "chunks" else Kind.RESPONSE_FIELD, Severity.ERROR,
-                     f"chat.{name}", f"the completion's {name} is {got_chat.get(name)!r}",
-                     (want_chat.get(name), got_chat.get(name)))
-    return diff.found
-
-
-def _compare_streams(golden: dict[str, Any] | None, actual: dict[str, Any] | None, diff: _Differences) -> None:
-    if golden is None or actual is None:
-        if (golden is None) != (actual is None):
-            diff.add(Kind.EVENT_SEQUENCE, Severity.ERROR, "events", "the answer " +
-                     ("streams" if actual is not None else "does not stream"), (golden is not None, actual is not None))
-        return
-    want, got = list(golden.get("events") or []), list(actual.get("events") or [])
-    if want != got:
-        diff.add(Kind.EVENT_SEQUENCE, Severity.ERROR, "events", f"event sequence differs: {list_diff(want, got)}",
-                 (want, got))
-    if golden.get("done_sentinel") != actual.get("done_sentinel"):
-        diff.add(Kind.EVENT_SEQUENCE, Severity.WARNING, "events.done_sentinel", "the stream " +
-                 ("ends with" if actual.get("done_sentinel") else "lacks") + " data: [DONE]",
-                 (golden.get("done_sentinel"), actual.get("done_sentinel")))
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else value
-    return text if len(text) <= 120 else text[:117] + "..."
-
-
-def compare_with_golden(results: Iterable[ScenarioResult], golden: GoldenSet) -> None:
-    """Add to each step's findings how it differs from the golden set (in place). A unit or
+@dataclass(frozen=True)
+class GoldenJudge:
+    """Adds to each step how its contract differs from the golden set's (in place). A unit or
     step the golden set lacks is a note: there is nothing to compare it with."""
-    label = f"golden {golden.name}"
-    for result in results:
+
+    golden: GoldenSet
+
+    def __call__(self, result: ScenarioResult) -> None:
         if result.unsupported is not None:
-            continue
-        unit = golden.units.get((result.scenario.id, result.mode))
+            return
+        label = f"golden {self.golden.name}"
+        unit = self.golden.units.get((result.scenario.id, result.mode))
         live = result.scenario.live
-        model_dependent = frozenset(live.model_dependent) if live and not golden.scripted else frozenset()
+        model_dependent = live.model_dependent if live and not self.golden.scripted else []
         for step in result.steps:
-            if step.contract is None:
+            if step.contract is None or step.exchange is None:
                 continue
-            wanted = unit.steps.get(step.step_id) if unit else None
-            if wanted is None:
+            golden = unit.steps.get(step.step_id) if unit else None
+            if golden is None:
                 step.findings.append(Finding(Kind.VARIANT, Severity.NOTE, "golden.missing",
                                              f"{label} has no record of this step"))
                 continue
-            step.findings += compare_contracts(wanted, step.contract.to_dict(), label, model_dependent)
-            if wanted.get("stream") is not None:
-                step.reference_events, step.reference_label = tuple(wanted["stream"]["events"]), label
+            step.findings += compare_with(golden, step.contract, step.exchange, label, model_dependent)
+            if (stream := project_answer(golden).stream) is not None:
+                step.reference_events, step.reference_label = stream.events, label
 
 
 @dataclass(frozen=True)
@@ -255,6 +233,7 @@ def diff_sets(old: GoldenSet, new: GoldenSet) -> list[GoldenChange]:
                                                                 f"only {new.name if step in after.steps else old.name}"
                                                                 " has this step")))
                 continue
+            exchange = after.steps[step]
             changes += [GoldenChange(*key, step, finding) for finding in
-                        compare_contracts(before.steps[step], after.steps[step], f"golden {old.name}")]
+                        compare_with(before.steps[step], project_answer(exchange), exchange, f"golden {old.name}")]
     return changes

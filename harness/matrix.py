@@ -68,7 +68,7 @@ def cell_of(result: dict[str, Any] | None) -> Cell:
     findings = [f for step in result["steps"] for f in step["findings"] if not f["known"]]
     errors = sum(f["severity"] == "error" for f in findings)
     warnings = sum(f["severity"] == "warning" for f in findings)
-    if result["outcome"] == "error":
+    if result["outcome"] == "could_not_run":
         reasons = [step["error"] for step in result["steps"] if step["error"]]
         return Cell("error", errors, warnings, reasons[0] if reasons else "")
     return Cell("divergence" if result["outcome"] == "fail" else "pass", errors, warnings)
@@ -278,7 +278,7 @@ class Matrix:
         found = []
         for run in self.runs:
             for result in (run.document or {}).get("results", []):
-                if result["outcome"] not in ("fail", "error"):
+                if result["outcome"] not in ("fail", "could_not_run"):
                     continue
                 findings = Counter()
                 for step in result["steps"]:

@@ -2,9 +2,13 @@
 
 It does nothing until asked: `--parity` collects scenario files under the paths given to
 pytest, `--parity-builtin` adds the shipped scenarios, `--target URL` runs against a gateway
-instead of the embedded reference one (and implies `--parity`). A broken scenario file is one
-failing test with the loader's message; the other files still run. The `parity_session`
-fixture gives Python tests the same running target.
+instead of the embedded reference one (and implies `--parity`); `--parity-against
+golden:NAME` and `--parity-baseline FILE` judge as `parity run` does. Outcomes map as the CLI
+counts them: a pass passes, a divergence fails, a scenario the harness could not run is an
+error (in setup), one the target does not support is skipped with the reason; the session
+ends with the same one-line tally. A broken scenario file is one failing test with the
+loader's message; the other files still run. The `parity_session` fixture gives Python tests
+the same running target.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ import pytest
 import yaml
 
 from ..fixtures.mcp import FIXTURE_SERVERS
-from .findings import Severity
+from .findings import HarnessError, Severity
+from .judges import judges
 from .loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
-from .runner import ScenarioResult
+from .report import tally, tally_line
+from .runner import Judge, ScenarioResult
 from .scenario import MODES, Mode
 from .session import DEFAULT_UPSTREAM_URL, REFERENCE, Session, TargetOptions, open_session, parse_header
 
@@ -31,6 +37,8 @@ _SCHEMA_MODELINE = "scenario.schema.json"
 class _State:
     options: TargetOptions
     modes: tuple[Mode, ...]
+    judges: tuple[Judge, ...] = ()
+    results: list[ScenarioResult] = field(default_factory=list)
     _session: Session | None = None
     _context: Any = field(default=None, repr=False)
 
@@ -65,6 +73,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity-mode", choices=["both", *MODES], default="both", help="Stream modes to run.")
     group.addoption("--parity-upstream", default=DEFAULT_UPSTREAM_URL, help="Scripted upstream for a URL target.")
     group.addoption("--parity-timeout", type=float, default=60.0, help="Seconds one request may take.")
+    group.addoption("--parity-against", default=None, metavar="golden:NAME",
+                    help="Also compare every step's contract with a recorded golden set.")
+    group.addoption("--parity-golden-dir", default=None, help="Where golden sets are (default: fixtures/goldens).")
+    group.addoption("--parity-baseline", default=None, metavar="FILE",
+                    help="Known divergences of this target (`parity baseline update`): they fail nothing.")
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -79,6 +92,12 @@ def pytest_configure(config: pytest.Config) -> None:
     except ValueError as error:
         raise pytest.UsageError(str(error)) from error
     mode = config.getoption("parity_mode")
+    golden_dir, baseline_file = config.getoption("parity_golden_dir"), config.getoption("parity_baseline")
+    try:
+        chosen = judges(config.getoption("parity_against"), Path(golden_dir) if golden_dir else None,
+                        Path(baseline_file) if baseline_file else None)
+    except HarnessError as error:
+        raise pytest.UsageError(str(error)) from error
     options = TargetOptions(
         target=config.getoption("parity_target") or REFERENCE,
         api_key=config.getoption("parity_api_key"),
@@ -89,7 +108,7 @@ def pytest_configure(config: pytest.Config) -> None:
         timeout_s=config.getoption("parity_timeout"),
         upstream=config.getoption("parity_upstream"),
     )
-    config.stash[_STATE] = _State(options, MODES if mode == "both" else (mode,))
+    config.stash[_STATE] = _State(options, MODES if mode == "both" else (mode,), chosen)
     if config.getoption("parity_builtin"):
         config.args.append(str(builtin_scenarios_dir()))
 
@@ -97,6 +116,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if _STATE in config.stash:
         config.stash[_STATE].close()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is not None and state.results:
+        terminalreporter.section("responses-parity")
+        terminalreporter.write_line(tally_line(tally(state.results)))
 
 
 def _is_scenario_file(path: Path) -> bool:
@@ -140,28 +166,40 @@ class ScenarioItem(pytest.Item):
         super().__init__(**kwargs)
         self.loaded = loaded
         self.mode = mode
+        self.result: ScenarioResult | None = None
+
+    def setup(self) -> None:
+        """Runs the scenario; one the harness could not run is an error, not a failure."""
+        state = self.config.stash[_STATE]
+        self.result = state.session().run([(self.loaded, self.mode)], judges=state.judges)[0]
+        state.results.append(self.result)
+        if self.result.outcome == "could_not_run":
+            pytest.fail("\n".join(_describe(self.result)), pytrace=False)
 
     def runtest(self) -> None:
-        result = self.config.stash[_STATE].session().run([(self.loaded, self.mode)])[0]
-        if result.unsupported is not None:
-            pytest.skip(f"unsupported by the target: {result.unsupported}")
-        if result.outcome != "pass":
-            raise ScenarioFailed(result)
+        assert self.result is not None
+        if self.result.unsupported is not None:
+            pytest.skip(f"unsupported by the target: {self.result.unsupported}")
+        if self.result.outcome == "fail":
+            raise ScenarioFailed(self.result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if not isinstance(excinfo.value, ScenarioFailed):
             return str(super().repr_failure(excinfo))
-        result = excinfo.value.result
-        lines = [f"scenario {result.scenario.id} [{result.mode}] on {result.target}: {result.outcome}"]
-        for step in result.steps:
-            if step.error:
-                lines.append(f"  {step.step_id}: could not run: {step.error}")
-            lines += [f"  {step.step_id}: {f.severity} {f.kind} ({f.rule}): {f.message}"
-                      for f in step.findings if f.severity >= Severity.WARNING]
-        return "\n".join(lines)
+        return "\n".join(_describe(excinfo.value.result))
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.loaded.scenario.id} [{self.mode}]"
+
+
+def _describe(result: ScenarioResult) -> list[str]:
+    lines = [f"scenario {result.scenario.id} [{result.mode}] on {result.target}: {result.outcome.replace('_', ' ')}"]
+    for step in result.steps:
+        if step.error:
+            lines.append(f"  {step.step_id}: could not run: {step.error}")
+        lines += [f"  {step.step_id}: {f.severity}{' (known)' if f.known else ''} {f.kind} ({f.rule}): {f.message}"
+                  for f in step.findings if f.severity >= Severity.WARNING]
+    return lines
 
 
 class BrokenScenario(pytest.Item):

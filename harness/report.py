@@ -95,21 +95,35 @@ def coverage(results: list[ScenarioResult]) -> dict[str, dict[str, Any]]:
             for name, (seen, universe) in known.items()}
 
 
-def parity_counts(results: list[ScenarioResult]) -> dict[str, dict[str, int]]:
-    """Passing runs over all runs, apart for scenarios with an OpenAI counterpart (parity) and
-    gateway-policy ones (which never count toward parity). Unsupported runs count in neither."""
+OUTCOMES = ("pass", "fail", "could_not_run", "unsupported")
+
+
+def tally(results: list[ScenarioResult]) -> dict[str, Any]:
+    """The one summary of a run that the console, the reports and the pytest plugin all show:
+    scenario runs per outcome; parity with OpenAI and gateway policy as passing runs over runs
+    that passed or failed (a run that could not run, or that the target does not support,
+    says nothing either way); and how many findings the baseline knew."""
+    outcomes = Counter(result.outcome for result in results)
     counts = {"parity": {"pass": 0, "runs": 0}, "gateway_policy": {"pass": 0, "runs": 0}}
     for result in results:
-        if result.outcome == "unsupported":
-            continue
-        group = counts["parity" if result.scenario.openai_counterpart else "gateway_policy"]
-        group["runs"] += 1
-        group["pass"] += result.outcome == "pass"
-    return counts
+        if result.outcome in ("pass", "fail"):
+            group = counts["parity" if result.scenario.openai_counterpart else "gateway_policy"]
+            group["runs"] += 1
+            group["pass"] += result.outcome == "pass"
+    known = sum(finding.known for result in results for _, finding in result.findings)
+    return {"units": len(results), **{name: outcomes.get(name, 0) for name in OUTCOMES}, **counts, "known": known}
+
+
+def tally_line(counts: dict[str, Any]) -> str:
+    """The tally in one line of words."""
+    return (f"{counts['pass']} passed, {counts['fail']} failed, {counts['could_not_run']} could not run, "
+            f"{counts['unsupported']} unsupported; parity with OpenAI {counts['parity']['pass']}/"
+            f"{counts['parity']['runs']}, gateway policy {counts['gateway_policy']['pass']}/"
+            f"{counts['gateway_policy']['runs']}"
+            + (f"; {counts['known']} known divergence(s) from the baseline" if counts["known"] else ""))
 
 
 def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
-    outcomes = Counter(result.outcome for result in results)
     return redact({
         "tool": {"name": "responses-parity", **{"version": versions()["responses-parity"]}},
         "scenario_format": FORMAT_VERSION,
@@ -117,9 +131,7 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
         "target": {"name": info.target.name, "base_url": info.target.base_url, "model": info.target.model},
         "started_at": info.started_at.isoformat(timespec="seconds"),
         "duration_s": round(info.duration_s, 3),
-        "summary": {"units": len(results),
-                    **{k: outcomes.get(k, 0) for k in ("pass", "fail", "error", "unsupported")},
-                    "file_errors": len(info.file_errors), **parity_counts(results)},
+        "summary": tally(results) | {"file_errors": len(info.file_errors)},
         "file_errors": list(info.file_errors),
         "coverage": coverage(results),
         "results": [{
@@ -138,7 +150,7 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
     })
 
 
-_MARK = {"pass": "pass", "fail": "**FAIL**", "error": "**ERROR**", "unsupported": "unsupported"}
+_MARK = {"pass": "pass", "fail": "**FAIL**", "could_not_run": "**could not run**", "unsupported": "unsupported"}
 
 
 def markdown(document: dict[str, Any]) -> str:
@@ -151,12 +163,14 @@ def markdown(document: dict[str, Any]) -> str:
         f"responses-parity {document['tool']['version']}, scenario format {document['scenario_format']}, "
         + ", ".join(f"{name} SDK {version}" for name, version in document["sdk"].items()) + ".",
         "",
-        f"{summary['pass']} passed, {summary['fail']} failed, {summary['error']} could not run, "
+        f"{summary['pass']} passed, {summary['fail']} failed, {summary['could_not_run']} could not run, "
         f"{summary['unsupported']} unsupported by the target ({summary['units']} scenario runs); "
-        f"{summary['file_errors']} scenario file error(s).",
+        f"{summary['file_errors']} scenario file error(s)"
+        + (f"; {summary['known']} known divergence(s) from the baseline." if summary["known"] else "."),
         "",
         f"**Parity with OpenAI**: {summary['parity']['pass']} of {summary['parity']['runs']} runs of scenarios "
-        f"with an OpenAI counterpart pass. Gateway policy (no OpenAI counterpart, not counted toward parity): "
+        f"with an OpenAI counterpart pass (runs that could not run or are unsupported count neither way). "
+        f"Gateway policy (no OpenAI counterpart, not counted toward parity): "
         f"{summary['gateway_policy']['pass']} of {summary['gateway_policy']['runs']}.",
         "",
         "| scenario | " + " | ".join(MODES) + " |",
@@ -171,7 +185,7 @@ def markdown(document: dict[str, Any]) -> str:
     for scenario, modes in by_scenario.items():
         name = f"{scenario} *(gateway policy)*" if scenario in policy else scenario
         lines.append(f"| {name} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
-    problems = [r for r in document["results"] if r["outcome"] in ("fail", "error")]
+    problems = [r for r in document["results"] if r["outcome"] in ("fail", "could_not_run")]
     if problems:
         lines += ["", "## What differs", ""]
     for result in problems:

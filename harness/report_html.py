@@ -48,7 +48,7 @@ def _cell(results: list[dict[str, Any]]) -> tuple[str, str]:
                     key=lambda f: ("note", "warning", "error").index(f["severity"]), default=None)
         return "fail", f"divergence ({worst['severity']})" if worst else "divergence"
     known = any(f["known"] for s in result["steps"] for f in s["findings"])
-    return result["outcome"], result["outcome"] + (" (known)" if known else "")
+    return result["outcome"], result["outcome"].replace("_", " ") + (" (known)" if known else "")
 
 
 def _environment() -> Environment:

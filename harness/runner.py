@@ -34,7 +34,9 @@ from .placeholders import OutputView, render
 from .scenario import Expect, GatewaySetup, Mode, Scenario, Step, UpstreamExpect, Wait
 from .targets import Target, send
 
-Outcome = Literal["pass", "fail", "error", "unsupported"]
+Outcome = Literal["pass", "fail", "could_not_run", "unsupported"]
+"""`could_not_run`: the harness could not run a step as written (a scenario mistake, a fixture
+that failed); never counted as a pass or a failure of the target."""
 _CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
                      "mcp_approval_response", "function_call_output"}
 
@@ -56,7 +58,7 @@ class StepResult:
     @property
     def outcome(self) -> Outcome:
         if self.error is not None:
-            return "error"
+            return "could_not_run"
         return "fail" if any(finding.fails for finding in self.findings) else "pass"
 
 
@@ -169,6 +171,14 @@ class _Chains:
         return chain
 
 
+class Judge(Protocol):
+    """Judges a scenario run beyond its own expectations once it has run (how it differs from
+    a golden set, which divergences a baseline already knows): it adds findings or marks them
+    known, in place."""
+
+    def __call__(self, result: ScenarioResult) -> None: ...
+
+
 class GatewayProvider(Protocol):
     """Starts a gateway configured as a scenario's `gateway:` setup asks, for one run."""
 
@@ -209,15 +219,18 @@ class _Run:
 class Engine:
     def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
                  on_event: Callable[[EngineEvent], None] | None = None, *,
-                 gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None) -> None:
+                 gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None,
+                 judges: Sequence[Judge] = ()) -> None:
         """`fixtures` talks to the scripted upstream and the MCP fixtures (None for a live model);
-        `mcp` says where each MCP fixture is reachable (default: where `fixtures` serves them)."""
+        `mcp` says where each MCP fixture is reachable (default: where `fixtures` serves them);
+        `judges` judge each run after its own expectations, in order."""
         self.target = target
         self.http = http
         self.fixtures = fixtures
         self.on_event = on_event or (lambda event: None)
         self.gateways = gateways
         self.mcp = mcp if mcp is not None else (fixtures.mcp if fixtures else {})
+        self.judges = tuple(judges)
 
     @property
     def scripted(self) -> bool:
@@ -260,6 +273,8 @@ class Engine:
         for attempt in range(1, attempts + 1):
             result = await self._run_once(loaded, mode)
             result.attempt = attempt
+            for judge in self.judges:
+                judge(result)
             if result.outcome != "fail":
                 break
         return result

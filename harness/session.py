@@ -18,7 +18,7 @@ from .fixture_client import FixtureClient, McpFixture
 from .gateway_process import RunningGateway, install, start
 from .loader import LoadedScenario
 from .profile import Profile, ProfileError, find_profile, profile_paths
-from .runner import Engine, EngineEvent, ScenarioResult
+from .runner import Engine, EngineEvent, Judge, ScenarioResult
 from .scenario import Mode
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, Stack, upstream_is_running
 from .targets import DEFAULT_MODEL, Target
@@ -70,22 +70,25 @@ class Session:
     """The gateway process the session started (profiled targets)."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-            on_event: Callable[[EngineEvent], None] | None = None) -> list[ScenarioResult]:
-        return asyncio.run(self.run_async(units, jobs, on_event))
+            on_event: Callable[[EngineEvent], None] | None = None,
+            judges: Sequence[Judge] = ()) -> list[ScenarioResult]:
+        return asyncio.run(self.run_async(units, jobs, on_event, judges))
 
     async def run_async(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-                        on_event: Callable[[EngineEvent], None] | None = None) -> list[ScenarioResult]:
+                        on_event: Callable[[EngineEvent], None] | None = None,
+                        judges: Sequence[Judge] = ()) -> list[ScenarioResult]:
         """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
         fixtures by its own names, since their calls are then told apart only by order."""
         if self.target.rewrites.mcp_server_url is not None:
             jobs = 1
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
             if self.stack is None:
-                engine = Engine(self.target, http, None, on_event, mcp=self.mcp)
+                engine = Engine(self.target, http, None, on_event, mcp=self.mcp, judges=judges)
             else:
                 assert self.stack.upstream_url is not None
                 fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
-                engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways())
+                engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
+                                judges=judges)
             return await engine.run_all(units, jobs)
 
 

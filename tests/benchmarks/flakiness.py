@@ -67,7 +67,7 @@ def main() -> None:
                 times.append(elapsed)
                 results = document.get("results", [])
                 units = len(results)  # type: ignore[arg-type]
-                failed = [u for u in results if u["outcome"] in ("fail", "error")]  # type: ignore[union-attr]
+                failed = [u for u in results if u["outcome"] in ("fail", "could_not_run")]  # type: ignore[union-attr]
                 for unit in failed:
                     key = (unit["scenario"], unit["mode"])
                     failures[key] += 1

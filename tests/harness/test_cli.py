@@ -63,9 +63,9 @@ def test_run_passes_and_writes_reports(tmp_path: Path) -> None:
     code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
     assert code == 0, output
     document = json.loads((reports / "results.json").read_text())
-    assert document["summary"] == {"units": 2, "pass": 2, "fail": 0, "error": 0, "unsupported": 0,
+    assert document["summary"] == {"units": 2, "pass": 2, "fail": 0, "could_not_run": 0, "unsupported": 0,
                                    "file_errors": 0, "parity": {"pass": 2, "runs": 2},
-                                   "gateway_policy": {"pass": 0, "runs": 0}}
+                                   "gateway_policy": {"pass": 0, "runs": 0}, "known": 0}
     assert set(document["sdk"]) == {"openai", "mcp"} and document["scenario_format"] == 1
     assert "| passing | pass | pass |" in (reports / "report.md").read_text()
 
@@ -118,3 +118,44 @@ def test_no_secret_reaches_a_report(tmp_path: Path) -> None:
                    "header-secret-value"):
         assert secret not in written
     assert "<redacted>" in written
+
+
+COULD_NOT_RUN = PASSING.replace("id: passing", "id: unreachable-step") + """
+  - id: then
+    request: {model: "{{model}}", input: "{{ask.output[7].id}}"}
+    model: [{text: "Hello"}]
+"""
+
+
+def test_a_scenario_that_could_not_run_is_its_own_outcome_and_never_counts_toward_parity(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING, "passing.yaml")
+    write_scenario(tmp_path, COULD_NOT_RUN, "broken-step.yaml")
+    reports = tmp_path / "reports"
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(reports), "--mode", "nonstream")
+    assert code == 2
+    assert "1 passed, 0 failed, 1 could not run, 0 unsupported; parity with OpenAI 1/1" in " ".join(output.split())
+    document = json.loads((reports / "results.json").read_text())
+    assert (document["summary"]["could_not_run"], document["summary"]["parity"]) == (1, {"pass": 1, "runs": 1})
+    report = (reports / "report.md").read_text()
+    assert "1 passed, 0 failed, 1 could not run" in report and "| unreachable-step | **could not run** |" in report
+
+
+def test_a_selection_that_matches_nothing_is_a_usage_error(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING)
+    code, output = invoke("run", str(tmp_path), "-t", "no-such-tag", "--report-dir", str(tmp_path / "r"))
+    assert code == 2 and "no scenario run matches tag no-such-tag" in output
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_run_in_which_nothing_could_run_leaves_the_previous_report(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    write_scenario(tmp_path, PASSING, "passing.yaml")
+    assert invoke("run", str(tmp_path), "--report-dir", str(reports))[0] == 0
+    before = (reports / "results.json").read_text()
+    (tmp_path / "passing.yaml").write_text("id: [")
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
+    assert code == 2 and "no scenario could be loaded" in output
+    (tmp_path / "passing.yaml").write_text(COULD_NOT_RUN)
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
+    assert code == 2 and "nothing could run" in output, output
+    assert (reports / "results.json").read_text() == before

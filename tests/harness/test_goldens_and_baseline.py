@@ -35,10 +35,12 @@ def run_against(tmp_path: Path, *extra: str) -> tuple[int, str, dict]:
 
 
 def drop_event(golden: Path, event: str) -> None:
+    """Take every `event` out of the recorded mcp-call stream (its exchange is the golden truth)."""
     path = golden / "mcp-call" / "stream.json"
     unit = json.loads(path.read_text())
-    stream = unit["steps"][0]["contract"]["stream"]
-    stream["events"] = [e for e in stream["events"] if e != event]
+    response = unit["steps"][0]["exchange"]["response"]
+    frames = response["sse"].split("\n\n")
+    response["sse"] = "\n\n".join(frame for frame in frames if f'"type":"{event}"' not in frame)
     path.write_text(json.dumps(unit))
 
 
@@ -103,7 +105,7 @@ def test_a_baseline_keeps_known_divergences_from_failing_but_not_new_ones(tmp_pa
     # message: the known event-sequence divergence stays known when its details change.
     drop_event(golden, "response.mcp_call_arguments.done")
     unit = json.loads((golden / "text-basic" / "nonstream.json").read_text())
-    unit["steps"][0]["contract"]["status"] = "incomplete"
+    unit["steps"][0]["exchange"]["response"]["body"]["status"] = "incomplete"
     (golden / "text-basic" / "nonstream.json").write_text(json.dumps(unit))
     code, _, document = run_against(tmp_path, "--baseline", str(baseline))
     assert code == 1
