@@ -16,7 +16,7 @@ from .contract import approved_requests, is_chat_answer
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .grammar import check_chat_stream, check_stream
-from .schemas import check_error_envelope, check_event, check_payload
+from .schemas import Where, check_error_envelope, check_event, check_payload
 
 
 def resumed_after(url: str) -> int | None:
@@ -41,7 +41,8 @@ def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> li
         return check_chat_stream(exchange.events) + [
             finding for position, event in enumerate(exchange.events) if event.payload is not None
             and "error" not in event.payload
-            for finding in check_payload("chat.completion.chunk", event.payload, f"chunk {position}", current)]
+            for finding in check_payload("chat.completion.chunk", event.payload, Where(f"chunk {position}", "chunk"),
+                                         current)]
     return check_stream(exchange.events, resumed_after(exchange.url)) + [
         finding for position, event in enumerate(exchange.events) if event.payload is not None
         for finding in check_event(event.payload, position, current)]
@@ -56,7 +57,8 @@ def approval_link_findings(exchange: Exchange) -> list[Finding]:
     approved = approved_requests(exchange.request_body)
     return [Finding(Kind.ITEMS, Severity.ERROR, "approval_link",
                     f"output[{index}]: the mcp_call names approval request {item['approval_request_id']!r}, which "
-                    "this request did not approve", expected=sorted(approved), actual=item["approval_request_id"])
+                    "this request did not approve", expected=sorted(approved), actual=item["approval_request_id"],
+                    key="an mcp_call names an approval request its request did not approve")
             for index, item in enumerate(response.get("output") or [])
             if isinstance(item, dict) and item.get("type") == "mcp_call" and item.get("approval_request_id")
             and item["approval_request_id"] not in approved]

@@ -30,7 +30,7 @@ from ..reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from . import baseline, goldens
 from .checks import no_reference_findings
 from .exchange import Exchange
-from .findings import Finding, HarnessError, Severity, fold_positions
+from .findings import Finding, HarnessError, Severity
 from .loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
 from .matrix import build_matrix, run_matrix, write_matrix
 from .profile import ProfileError, find_profile, profile_paths
@@ -410,14 +410,14 @@ def schema(check: bool, output: Path | None) -> None:
 
 
 def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
-    """Findings that differ only in an event position or a list index, folded into one with a
-    count (a legacy stream lacks `logprobs` on hundreds of deltas: one line, not hundreds)."""
-    groups: dict[tuple[Severity, str, str], list[Finding]] = {}
+    """The same difference found in several places, once with a count (a legacy stream lacks
+    `logprobs` on hundreds of deltas: one line, not hundreds), worst first. A group of several
+    is told by its key, which names no place."""
+    groups: dict[tuple[Severity, tuple[str, str, str]], list[Finding]] = {}
     for finding in findings:
-        general = fold_positions(finding.message)
-        groups.setdefault((finding.severity, finding.rule, general), []).append(finding)
-    folded = [(group[0] if len(group) == 1 else replace(group[0], message=message), len(group))
-              for (_, _, message), group in groups.items()]
+        groups.setdefault((finding.severity, finding.group), []).append(finding)
+    folded = [(group[0] if len(group) == 1 else replace(group[0], message=group[0].key or group[0].message),
+               len(group)) for group in groups.values()]
     return sorted(folded, key=lambda pair: -pair[0].severity)
 
 

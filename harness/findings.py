@@ -7,7 +7,6 @@ points nowhere), that is a `HarnessError`, never a finding.
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict, dataclass
 from enum import IntEnum, StrEnum
 from typing import Any
@@ -26,7 +25,7 @@ class Severity(IntEnum):
 
 
 class Kind(StrEnum):
-    """What differs."""
+    """What differs; each kind checks one aspect of the contract (`aspect`)."""
 
     TRANSPORT = "transport"
     STATUS = "status"
@@ -41,6 +40,27 @@ class Kind(StrEnum):
     SECRET = "secret"
     VARIANT = "variant"
 
+    @property
+    def aspect(self) -> str:
+        """The contract aspect this kind of finding checks, in words a summary can use."""
+        return _ASPECTS[self]
+
+
+_ASPECTS = {
+    Kind.TRANSPORT: "answers arriving whole and in time",
+    Kind.STATUS: "statuses (HTTP, and the Response's own)",
+    Kind.ERROR_ENVELOPE: "error envelopes",
+    Kind.RESPONSE_FIELD: "Response fields",
+    Kind.ITEMS: "output items",
+    Kind.INTERRUPT: "where the response stops for the client",
+    Kind.EVENT_SEQUENCE: "stream event order",
+    Kind.STREAM_GRAMMAR: "stream grammar",
+    Kind.SCHEMA: "the openai SDK's schemas",
+    Kind.UPSTREAM_REQUEST: "what reaches the model and the MCP servers",
+    Kind.SECRET: "secrets never shown back",
+    Kind.VARIANT: "end states where OpenAI's is not recorded",
+}
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -53,10 +73,18 @@ class Finding:
     actual: Any = None
     known: bool = False
     """The target's baseline lists this divergence: reported, but it fails nothing."""
+    key: str | None = None
+    """What the finding is, without where (event number, output index, ids): the same
+    difference found in several places has one key. None: the message says it."""
 
     @property
     def fails(self) -> bool:
         return self.severity >= Severity.ERROR and not self.known
+
+    @property
+    def group(self) -> tuple[str, str, str]:
+        """Findings with the same group are the same difference: kind, rule, key."""
+        return str(self.kind), self.rule, self.key or self.message
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -64,13 +92,9 @@ class Finding:
         return data
 
 
-_POSITIONS = re.compile(r"\b(event|chunk) \d+|\[\d+\]")
-
-
-def fold_positions(message: str) -> str:
-    """`message` with event and chunk numbers and list indexes generalised (`event N`, `[i]`),
-    so findings that differ only in where they occurred group together."""
-    return _POSITIONS.sub(lambda m: f"{m[1]} N" if m[1] else "[i]", message)
+def group_of(finding: dict[str, Any]) -> tuple[str, str, str]:
+    """`Finding.group` of a finding read back from a results document."""
+    return finding["kind"], finding["rule"], finding.get("key") or finding["message"]
 
 
 class HarnessError(Exception):

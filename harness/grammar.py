@@ -47,6 +47,8 @@ _DONE_TO_DELTA = {done: delta for delta, (done, _, _) in _DELTAS.items()}
 
 
 def _finding(severity: Severity, rule: str, message: str, **extra: Any) -> Finding:
+    """A grammar finding; a message that names positions (events, output indices, ids) comes
+    with a `key` that does not, so the same break in many places groups as one."""
     return Finding(Kind.STREAM_GRAMMAR, severity, f"grammar.{rule}", message, **extra)
 
 
@@ -60,12 +62,14 @@ def framing_conformance(events: list[SseEvent], resumed_after: int | None = None
         if event.is_done_sentinel:
             continue
         if event.payload is None:
-            findings.append(_finding(Severity.ERROR, "framing", f"event {position} is not a JSON object: "
-                                                                f"{event.data[:80]!r}"))
+            findings.append(_finding(Severity.ERROR, "framing", key="an event is not a JSON object",
+                                     message=f"event {position} is not a JSON object: {event.data[:80]!r}"))
         elif not isinstance(event.payload.get("type"), str):
-            findings.append(_finding(Severity.ERROR, "framing", f"event {position} has no `type`"))
+            findings.append(_finding(Severity.ERROR, "framing", f"event {position} has no `type`",
+                                     key="an event has no `type`"))
         elif event.event and event.event != event.payload["type"]:
-            findings.append(_finding(Severity.WARNING, "framing", f"event {position}: the SSE `event:` field "
+            findings.append(_finding(Severity.WARNING, "framing", key="an SSE `event:` field differs from its `type`",
+                                     message=f"event {position}: the SSE `event:` field "
                                      f"{event.event!r} differs from its `type` {event.payload['type']!r}"))
     return findings
 
@@ -83,8 +87,8 @@ def sequence_conformance(events: list[SseEvent], resumed_after: int | None = Non
     start = 0 if resumed_after is None else resumed_after + 1
     for position, payload in enumerate(payloads):
         if payload["sequence_number"] != start + position:
-            return [_finding(Severity.ERROR, "sequence_numbers",
-                             f"event {position} ({payload.get('type')}) has sequence_number "
+            return [_finding(Severity.ERROR, "sequence_numbers", key="numbering does not go 0, 1, 2 ...",
+                             message=f"event {position} ({payload.get('type')}) has sequence_number "
                              f"{payload['sequence_number']}, expected {start + position}: numbering starts at "
                              f"{start} and goes up by 1", expected=start + position, actual=payload["sequence_number"])]
     return []
@@ -150,25 +154,30 @@ def item_lifecycle_conformance(events: list[SseEvent], resumed_after: int | None
         item = items.get(index)
         if kind == "response.output_item.added":
             if index in items:
-                findings.append(_finding(Severity.ERROR, "items", f"output_index {index} is added twice"))
+                findings.append(_finding(Severity.ERROR, "items", f"output_index {index} is added twice",
+                                         key="an output_index is added twice"))
             elif index != len(items):
-                findings.append(_finding(Severity.ERROR, "items", f"output_item.added for output_index {index} "
+                findings.append(_finding(Severity.ERROR, "items", key="output indices do not go 0, 1, 2 ...",
+                                         message=f"output_item.added for output_index {index} "
                                          f"comes after {len(items)} items: indices go 0, 1, 2 ...",
                                          expected=len(items), actual=index))
             items[index] = _Item(payload.get("item") or {})
             continue
         if item is None:
             if resumed_after is None:
-                findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} before its "
+                findings.append(_finding(Severity.ERROR, "items", key=f"{kind} before its item's output_item.added",
+                                         message=f"{kind} for output_index {index} before its "
                                          "output_item.added"))
             continue
         if item.done is not None:
-            findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} after its "
+            findings.append(_finding(Severity.ERROR, "items", key=f"{kind} after its item's output_item.done",
+                                     message=f"{kind} for output_index {index} after its "
                                      "output_item.done"))
             continue
         item_id = payload.get("item_id")
         if item_id is not None and item_id != item.added.get("id"):
-            findings.append(_finding(Severity.ERROR, "items", f"{kind} names item_id {item_id!r}, but output_index "
+            findings.append(_finding(Severity.ERROR, "items", key=f"{kind} names an item_id not at its output_index",
+                                     message=f"{kind} names item_id {item_id!r}, but output_index "
                                      f"{index} is item {item.added.get('id')!r}"))
         if kind == "response.content_part.added":
             item.open_parts.add(payload.get("content_index", 0))
@@ -176,17 +185,20 @@ def item_lifecycle_conformance(events: list[SseEvent], resumed_after: int | None
             item.open_parts.discard(payload.get("content_index", 0))
         elif kind in ("response.output_text.delta", "response.output_text.done") and \
                 payload.get("content_index", 0) not in item.open_parts:
-            findings.append(_finding(Severity.ERROR, "items", f"{kind} for output_index {index} outside an open "
+            findings.append(_finding(Severity.ERROR, "items", key=f"{kind} outside an open content part",
+                                     message=f"{kind} for output_index {index} outside an open "
                                      "content part (content_part.added ... content_part.done)"))
         elif kind == "response.output_item.done":
             done = payload.get("item") or {}
             item.done = done
             if done.get("type") != item.added.get("type") or done.get("id") != item.added.get("id"):
-                findings.append(_finding(Severity.ERROR, "items", f"output_item.done at {index} is "
+                findings.append(_finding(Severity.ERROR, "items", key="output_item.done is another item than added",
+                                         message=f"output_item.done at {index} is "
                                          f"{done.get('type')} {done.get('id')!r}, but the item added there is "
                                          f"{item.added.get('type')} {item.added.get('id')!r}"))
             if item.open_parts:
-                findings.append(_finding(Severity.ERROR, "items", f"output_item.done at {index} while content "
+                findings.append(_finding(Severity.ERROR, "items", key="output_item.done while content parts are open",
+                                         message=f"output_item.done at {index} while content "
                                          f"part(s) {sorted(item.open_parts)} are still open"))
     closed_list_tools = [i for i, it in items.items() if it.done and it.added.get("type") == "mcp_list_tools"]
     for index, item in items.items():
@@ -194,13 +206,16 @@ def item_lifecycle_conformance(events: list[SseEvent], resumed_after: int | None
             continue
         item_type = item.added.get("type")
         if item_type == "mcp_list_tools" and any(i > index for i in closed_list_tools):
-            findings.append(_finding(Severity.NOTE, "items", f"mcp_list_tools at {index} is never closed with "
+            findings.append(_finding(Severity.NOTE, "items", key="an mcp_list_tools but the last is never closed",
+                                     message=f"mcp_list_tools at {index} is never closed with "
                                      "output_item.done; OpenAI closes only the last of several"))
         elif failed:
-            findings.append(_finding(Severity.NOTE, "items", f"{item_type} at {index} is left open by the failed "
+            findings.append(_finding(Severity.NOTE, "items", key=f"{item_type} left open by the failed response",
+                                     message=f"{item_type} at {index} is left open by the failed "
                                      "response"))
         else:
-            findings.append(_finding(Severity.ERROR, "items", f"{item_type} at output_index {index} is added but "
+            findings.append(_finding(Severity.ERROR, "items", key=f"{item_type} added but never closed",
+                                     message=f"{item_type} at output_index {index} is added but "
                                      "never closed with response.output_item.done"))
     return findings
 
@@ -219,7 +234,8 @@ def delta_conformance(events: list[SseEvent], resumed_after: int | None = None) 
             _, value_field, sub = _DELTAS[delta_kind]
             key = (delta_kind, payload.get("item_id", payload.get("output_index")), payload.get(sub) if sub else None)
             if key in streamed and streamed[key] != payload.get(value_field) and resumed_after is None:
-                findings.append(_finding(Severity.ERROR, "deltas", f"the {delta_kind} events of item "
+                findings.append(_finding(Severity.ERROR, "deltas", key=f"{delta_kind} events do not add up to {kind}",
+                                         message=f"the {delta_kind} events of item "
                                          f"{payload.get('item_id')!r} concatenate to {streamed[key][:60]!r}, but "
                                          f"{kind} says {str(payload.get(value_field))[:60]!r}"))
     return findings
@@ -244,10 +260,13 @@ def terminal_output_conformance(events: list[SseEvent], resumed_after: int | Non
             carried = done[index] or {}
             differing = sorted(k for k in set(item) | set(carried) if item.get(k) != carried.get(k))
             if set(differing) <= REISSUED_IN_TERMINAL:
-                findings.append(_finding(Severity.NOTE, "terminal_output", f"{terminal['type']} output[{index}] "
+                findings.append(_finding(Severity.NOTE, "terminal_output", key=f"{terminal['type']} output carries "
+                                         f"{', '.join(differing)} issued anew",
+                                         message=f"{terminal['type']} output[{index}] "
                                          f"carries {', '.join(differing)} issued anew, as OpenAI's streams do"))
                 continue
-            findings.append(_finding(Severity.ERROR, "terminal_output", f"{terminal['type']} output[{index}] differs "
+            findings.append(_finding(Severity.ERROR, "terminal_output", key=f"{terminal['type']} output differs from "
+                                     "the items done", message=f"{terminal['type']} output[{index}] differs "
                                      f"from the item its output_item.done carried (fields: {', '.join(differing)})"))
     return findings
 
@@ -275,7 +294,8 @@ def response_identity_conformance(events: list[SseEvent], resumed_after: int | N
     for event_type, response in snapshots[1:]:
         differing = [name for name in _IDENTITY if response.get(name) != first.get(name)]
         if differing:
-            findings.append(_finding(Severity.ERROR, "response_identity", f"{event_type} carries a response whose "
+            findings.append(_finding(Severity.ERROR, "response_identity", key=f"{event_type} carries another "
+                                     f"{', '.join(differing)}", message=f"{event_type} carries a response whose "
                                      + ", ".join(f"{name} {response.get(name)!r}" for name in differing)
                                      + f" differ(s) from {first_type}'s "
                                      + ", ".join(f"{first.get(name)!r}" for name in differing),
@@ -299,7 +319,8 @@ def mcp_call_outcome_conformance(events: list[SseEvent], resumed_after: int | No
             continue
         event_type = outcomes[item["id"]]
         if item.get("status") != _MCP_CALL_OUTCOMES[event_type]:
-            findings.append(_finding(Severity.ERROR, "mcp_call_outcome", f"mcp_call {item.get('id')!r} ends with "
+            findings.append(_finding(Severity.ERROR, "mcp_call_outcome", key=f"an mcp_call ends {item.get('status')!r} "
+                                     f"after {event_type}", message=f"mcp_call {item.get('id')!r} ends with "
                                      f"status {item.get('status')!r} after {event_type}",
                                      expected=_MCP_CALL_OUTCOMES[event_type], actual=item.get("status")))
     return findings
@@ -322,10 +343,13 @@ def check_chat_stream(events: list[SseEvent]) -> list[Finding]:
         if event.is_done_sentinel:
             continue
         if event.payload is None:
-            findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} is not a JSON object"))
+            findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} is not a JSON object",
+                                     key="a data line is not a JSON object"))
         elif "error" not in event.payload:
             if event.payload.get("object") != "chat.completion.chunk":
-                findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} is a "
+                findings.append(_finding(Severity.ERROR, "chat_chunks",
+                                         key="a data line is not a chat.completion.chunk",
+                                         message=f"data line {position} is a "
                                          f"{event.payload.get('object')!r}, not a chat.completion.chunk"))
             chunks.append(event.payload)
     if len({chunk.get("id") for chunk in chunks}) > 1:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .findings import HarnessError, Kind, Severity, fold_positions
+from .findings import HarnessError, Kind, Severity, group_of
 from .loader import LoadedScenario
 from .profile import ProfileError, find_profile
 from .report import RunInfo, write_reports
@@ -183,37 +183,19 @@ class Divergence:
 
 
 def divergences_of(document: dict[str, Any]) -> list[Divergence]:
-    """A target's failing findings grouped by rule and message (positions folded), most
-    frequent first."""
-    groups: dict[tuple[str, str], list[tuple[str, dict[str, Any]]]] = {}
+    """A target's failing findings grouped by what differs (kind, rule, key), most frequent
+    first."""
+    groups: dict[tuple[str, str, str], list[str]] = {}
     for result in document["results"]:
         if not result["openai_counterpart"]:
             continue
         for step in result["steps"]:
             for finding in step["findings"]:
                 if finding["severity"] == "error" and not finding["known"]:
-                    key = (finding["rule"], fold_positions(finding["message"]))
-                    groups.setdefault(key, []).append((f"{result['scenario']} [{result['mode']}]", finding))
-    found = []
-    for (rule, message), members in groups.items():
-        units = {unit for unit, _ in members}
-        found.append(Divergence(members[0][1]["kind"], rule, message, len(units), sorted(units)[0]))
+                    groups.setdefault(group_of(finding), []).append(f"{result['scenario']} [{result['mode']}]")
+    found = [Divergence(kind, rule, what, len(set(units)), sorted(units)[0])
+             for (kind, rule, what), units in groups.items()]
     return sorted(found, key=lambda d: (-d.runs, d.rule, d.message))
-
-
-ASPECTS: dict[Kind, str] = {
-    Kind.STATUS: "statuses (HTTP, and the Response's own)",
-    Kind.ERROR_ENVELOPE: "error envelopes",
-    Kind.RESPONSE_FIELD: "Response fields",
-    Kind.ITEMS: "output items",
-    Kind.INTERRUPT: "where the response stops for the client",
-    Kind.EVENT_SEQUENCE: "stream event order",
-    Kind.STREAM_GRAMMAR: "stream grammar",
-    Kind.SCHEMA: "the openai SDK's schemas",
-    Kind.UPSTREAM_REQUEST: "what reaches the model and the MCP servers",
-    Kind.TRANSPORT: "answers arriving whole and in time",
-}
-"""The contract aspects a summary speaks of, by the kind of finding that checks each."""
 
 
 @dataclass(frozen=True)
@@ -240,9 +222,9 @@ def summary_of(document: dict[str, Any]) -> Summary:
         by_scenario.setdefault(result["scenario"], []).append(result["outcome"])
         kinds = {f["kind"] for step in result["steps"] for f in step["findings"]
                  if f["severity"] == "error" and not f["known"]}
-        diverged.update(ASPECTS[Kind(kind)] for kind in kinds if Kind(kind) in ASPECTS)
+        diverged.update(Kind(kind).aspect for kind in kinds)
     right = sorted(name for name, outcomes in by_scenario.items() if set(outcomes) == {"pass"})
-    clean = [aspect for aspect in ASPECTS.values() if not diverged[aspect]]
+    clean = [kind.aspect for kind in Kind if not diverged[kind.aspect]]
     counts = document["summary"]["parity"]
     return Summary(right, clean, dict(diverged.most_common()), divergences_of(document)[:TOP_DIVERGENCES],
                    counts["pass"], counts["runs"])
@@ -273,8 +255,8 @@ class Matrix:
         return {run.name: latency_of(run.document) for run in self.runs if run.document is not None}
 
     def details(self) -> list[dict[str, Any]]:
-        """Every divergent or failed cell with its findings (errors and warnings, positions
-        folded) and the evidence of what OpenAI does."""
+        """Every divergent or failed cell with its findings (errors and warnings, each
+        difference once with a count) and the evidence of what OpenAI does."""
         found = []
         for run in self.runs:
             for result in (run.document or {}).get("results", []):
@@ -286,7 +268,7 @@ class Matrix:
                         findings[f"`{step['step']}` could not run: {step['error']}"] += 1
                     for finding in step["findings"]:
                         if Severity[finding["severity"].upper()] >= Severity.WARNING and not finding["known"]:
-                            findings[f"{finding['severity']}: {fold_positions(finding['message'])}"] += 1
+                            findings[f"{finding['severity']}: {group_of(finding)[2]}"] += 1
                 found.append({"target": run.name, "scenario": result["scenario"], "mode": result["mode"],
                               "policy": not result["openai_counterpart"], "evidence": result["evidence"],
                               "findings": sorted(findings.items(), key=lambda pair: not pair[0].startswith("error"))})

@@ -29,6 +29,7 @@ import copy
 import re
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -136,10 +137,28 @@ def _event_validators() -> dict[str, Draft202012Validator]:
             for rule in root["allOf"]}
 
 
-def _path(error: ValidationError) -> str:
+@dataclass(frozen=True)
+class Where:
+    """Where a checked object sits: `label` names it with its position (`event 12
+    (response.completed)`), `general` without (`event (response.completed)`), so a finding's
+    message says where and its key what."""
+
+    label: str
+    general: str
+
+    @classmethod
+    def of(cls, where: str | Where) -> Where:
+        return where if isinstance(where, Where) else cls(where, where)
+
+    def inside(self, name: str) -> Where:
+        return Where(f"{self.label} {name}", f"{self.general} {name}")
+
+
+def _path(error: ValidationError, general: bool = False) -> str:
+    """The path to the error (`output[1].content`); `general`: list positions as `[i]`."""
     text = ""
     for part in error.absolute_path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
+        text += ("[i]" if general else f"[{part}]") if isinstance(part, int) else (f".{part}" if text else str(part))
     return text
 
 
@@ -157,33 +176,33 @@ def _leaves(error: ValidationError) -> Iterator[ValidationError]:
     yield error
 
 
-def _missing(name: str, location: str, kind: str, current: bool) -> Finding:
+def _missing(name: str, where: Where, kind: str, current: bool) -> Finding:
     if name in BREAKING_IF_MISSING | BREAKING_IF_MISSING_BY_KIND.get(kind, frozenset()):
-        return _finding(Severity.ERROR, "required", f"{location}: `{name}` is missing")
+        return _finding(Severity.ERROR, "required", where, f"`{name}` is missing")
     if current:
-        return _finding(Severity.WARNING, "missing", f"{location}: `{name}` is missing: the installed openai SDK "
-                        "requires it and OpenAI sends it, so a client that validates strictly rejects the answer")
-    return _finding(Severity.NOTE, "drift", f"{location}: `{name}` is absent (the SDK added or requires it; older "
-                    "OpenAI traffic lacks it)")
+        return _finding(Severity.WARNING, "missing", where, f"`{name}` is missing: the installed openai SDK requires "
+                        "it and OpenAI sends it, so a client that validates strictly rejects the answer")
+    return _finding(Severity.NOTE, "drift", where, f"`{name}` is absent (the SDK added or requires it; older OpenAI "
+                    "traffic lacks it)")
 
 
-def _classify(error: ValidationError, where: str, kind: str, current: bool) -> list[Finding]:
+def _classify(error: ValidationError, where: Where, kind: str, current: bool) -> list[Finding]:
     path = _path(error)
-    location = f"{where} {path}" if path else where
+    if path:
+        where = Where(f"{where.label} {path}", f"{where.general} {_path(error, general=True)}")
     if error.validator == "required":
-        return [_missing(name, location, kind, current)
+        return [_missing(name, where, kind, current)
                 for name in error.validator_value if name not in (error.instance or {})]
     if error.validator == "enum" and error.schema.get("x-discriminator"):
         item = bool(_ITEM_PATH.search(path.removesuffix(".type")))
-        return [_finding(Severity.ERROR if item else Severity.WARNING, "unknown_type",
-                         f"{location}: {'output item type' if item else 'type'} {error.instance!r} is not one the "
-                         "installed openai SDK knows")]
+        return [_finding(Severity.ERROR if item else Severity.WARNING, "unknown_type", where,
+                         f"{'output item type' if item else 'type'} {error.instance!r} is not one the installed "
+                         "openai SDK knows")]
     if error.validator in ("enum", "const"):
-        return [_finding(Severity.NOTE, "open_enum", f"{location}: {error.instance!r} is outside the SDK's values")]
+        return [_finding(Severity.NOTE, "open_enum", where, f"{error.instance!r} is outside the SDK's values")]
     if error.validator in ("type", "anyOf"):
-        return [_finding(Severity.ERROR, "type", f"{location}: {_short(error.instance)} is not "
-                         f"{_expected_type(error)}")]
-    return [_finding(Severity.WARNING, str(error.validator), f"{location}: {error.message}")]
+        return [_finding(Severity.ERROR, "type", where, f"{_short(error.instance)} is not {_expected_type(error)}")]
+    return [_finding(Severity.WARNING, str(error.validator), where, error.message)]
 
 
 def _expected_type(error: ValidationError) -> str:
@@ -198,20 +217,20 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _finding(severity: Severity, rule: str, message: str) -> Finding:
-    return Finding(Kind.SCHEMA, severity, f"schema.{rule}", message)
+def _finding(severity: Severity, rule: str, where: Where, text: str) -> Finding:
+    return Finding(Kind.SCHEMA, severity, f"schema.{rule}", f"{where.label}: {text}", key=f"{where.general}: {text}")
 
 
-def check_payload(kind: str, instance: Any, where: str, current: bool = False) -> list[Finding]:
+def check_payload(kind: str, instance: Any, where: str | Where, current: bool = False) -> list[Finding]:
     """Findings for one object of a kind `validators()` knows, each naming `where` it is;
     `current`: the target answered just now (not traffic recorded earlier)."""
-    return _validate(validators()[kind], kind, instance, where, current)
+    return _validate(validators()[kind], kind, instance, Where.of(where), current)
 
 
-def _validate(validator: Draft202012Validator, kind: str, instance: Any, where: str,
+def _validate(validator: Draft202012Validator, kind: str, instance: Any, where: Where,
               current: bool) -> list[Finding]:
     if not isinstance(instance, dict):
-        return [_finding(Severity.ERROR, "type", f"{where}: {_short(instance)} is not a JSON object")]
+        return [_finding(Severity.ERROR, "type", where, f"{_short(instance)} is not a JSON object")]
     findings = [finding for error in validator.iter_errors(instance) for leaf in _leaves(error)
                 for finding in _classify(leaf, where, kind, current)]
     return _dedup(findings)
@@ -231,30 +250,31 @@ def check_event(payload: dict[str, Any], position: int, current: bool = False) -
     """One stream event. The nested error event OpenAI sends (`{type: error, error: {...}}`)
     is checked as an error envelope; an event type the SDK lacks is a warning."""
     event_type = payload.get("type")
-    where = f"event {position} ({event_type})"
+    where = Where(f"event {position} ({event_type})", f"event ({event_type})")
     if event_type == "error" and isinstance(payload.get("error"), dict):
-        return [_finding(Severity.NOTE, "nested_error_event", f"{where}: carries its error nested under `error`, "
-                         "as OpenAI sends it (the SDK's type has the fields at the top level)"),
-                *check_payload("error", payload["error"], f"{where} error", current)]
+        return [_finding(Severity.NOTE, "nested_error_event", where, "carries its error nested under `error`, as "
+                         "OpenAI sends it (the SDK's type has the fields at the top level)"),
+                *check_payload("error", payload["error"], where.inside("error"), current)]
     validator = event_validators().get(event_type)  # type: ignore[arg-type]
     if validator is None and event_type in EVENT_TYPES_BEYOND_THE_SDK:
-        return [_finding(Severity.NOTE, "sdk_lag", f"{where}: an event type OpenAI sends that the installed openai "
+        return [_finding(Severity.NOTE, "sdk_lag", where, "an event type OpenAI sends that the installed openai "
                          "SDK does not declare yet")]
     if validator is None:
-        return [_finding(Severity.WARNING, "unknown_event", f"{where}: an event type the installed openai SDK "
-                         "does not know")]
+        return [_finding(Severity.WARNING, "unknown_event", where, "an event type the installed openai SDK does not "
+                         "know")]
     return _validate(validator, "event", payload, where, current)
 
 
 def check_error_envelope(body: Any, where: str = "body", current: bool = False) -> list[Finding]:
     """An error answer's body: `{"error": {message, type, param, code}}`."""
+    location = Where.of(where)
     error = body.get("error") if isinstance(body, dict) else None
     if not isinstance(error, dict):
-        return [_finding(Severity.ERROR, "error_envelope", f"{where}: an error answer without the "
+        return [_finding(Severity.ERROR, "error_envelope", location, "an error answer without the "
                          '{"error": {message, type, param, code}} envelope')]
-    findings = check_payload("error", error, f"{where} error", current)
+    findings = check_payload("error", error, location.inside("error"), current)
     missing = [name for name in ("param", "code") if name not in error]
     if missing:
-        findings.append(_finding(Severity.WARNING, "error_envelope", f"{where} error: lacks "
+        findings.append(_finding(Severity.WARNING, "error_envelope", location.inside("error"), f"lacks "
                                  f"{' and '.join(missing)} (OpenAI always sends them, null when empty)"))
     return findings

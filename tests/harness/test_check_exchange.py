@@ -43,7 +43,7 @@ def test_the_command_passes_real_shaped_files_and_groups_repeated_notes() -> Non
     code, output = invoke("check-exchange", *map(str, EXCHANGES))
     assert code == 0
     assert f"{len(EXCHANGES)} file(s) checked: 0 error(s), 0 warning(s)" in output
-    assert "(x" in output and "event N (response.output_text.delta)" in output
+    assert "(x" in output and "event (response.output_text.delta): `logprobs` is absent" in output
 
 
 def test_a_broken_answer_fails_and_an_unreadable_file_is_named(tmp_path: Path) -> None:
