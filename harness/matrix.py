@@ -28,7 +28,7 @@ from .runner import EngineEvent
 from .scenario import MODES, Mode
 from .session import OPENAI, REFERENCE, TargetOptions, open_session
 
-CellStatus = Literal["pass", "divergence", "unsupported", "error", "none"]
+CellStatus = Literal["pass", "divergence", "unsupported", "could_not_run", "none"]
 TOP_DIVERGENCES = 6
 
 
@@ -46,7 +46,7 @@ class Cell:
             return f"divergence ({self.errors} error{'s' * (self.errors != 1)})"
         if self.status == "pass" and self.warnings:
             return f"pass ({self.warnings} warning{'s' * (self.warnings != 1)})"
-        return "-" if self.status == "none" else self.status
+        return "-" if self.status == "none" else self.status.replace("_", " ")
 
     @property
     def short(self) -> str:
@@ -55,7 +55,8 @@ class Cell:
             return f"**div {self.errors}e**"
         if self.status == "pass" and self.warnings:
             return f"pass {self.warnings}w"
-        return {"none": "-", "unsupported": "unsup", "error": "**error**"}.get(self.status, self.status)
+        return {"none": "-", "unsupported": "unsup", "could_not_run": "**could not run**"}.get(self.status,
+                                                                                                self.status)
 
 
 def cell_of(result: dict[str, Any] | None) -> Cell:
@@ -70,7 +71,7 @@ def cell_of(result: dict[str, Any] | None) -> Cell:
     warnings = sum(f["severity"] == "warning" for f in findings)
     if result["outcome"] == "could_not_run":
         reasons = [step["error"] for step in result["steps"] if step["error"]]
-        return Cell("error", errors, warnings, reasons[0] if reasons else "")
+        return Cell("could_not_run", errors, warnings, reasons[0] if reasons else "")
     return Cell("divergence" if result["outcome"] == "fail" else "pass", errors, warnings)
 
 
@@ -285,7 +286,7 @@ def build_matrix(runs: list[TargetRun], command: str) -> Matrix:
     modes = tuple(m for m in MODES if any(mode == m for cells in results.values() for _, mode in cells))
     rows = [Row(scenario, meta[scenario]["title"], not meta[scenario]["openai_counterpart"],
                 [cell_of(cells.get((run.name, mode))) if run.document is not None
-                 else Cell("error", detail="the target could not run") for run in runs for mode in modes],
+                 else Cell("could_not_run", detail="the target could not run") for run in runs for mode in modes],
                 meta[scenario]["evidence"])
             for scenario, cells in sorted(results.items(), key=lambda pair: (not meta[pair[0]]["openai_counterpart"],
                                                                             pair[0]))]

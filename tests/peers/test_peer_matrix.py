@@ -48,7 +48,7 @@ def test_the_peer_installs_starts_and_runs_the_suite(matrix: Matrix, peer: str) 
 def test_the_reference_gateway_passes_everything_it_runs(matrix: Matrix) -> None:
     reference = matrix.runs[0].document
     assert reference is not None
-    assert reference["summary"]["fail"] == reference["summary"]["error"] == 0
+    assert reference["summary"]["fail"] == reference["summary"]["could_not_run"] == 0
 
 
 @pytest.mark.parametrize("peer", PEERS)
