@@ -26,8 +26,20 @@ class FunctionTool:
     strict: bool | None = None
 
     def echo(self) -> dict[str, Any]:
+        """The tool as OpenAI echoes it: `strict` defaults to true, and a strict schema is echoed
+        as OpenAI enforces it (no further properties, every property required)."""
+        strict = True if self.strict is None else self.strict
         return {"type": "function", "name": self.name, "description": self.description,
-                "parameters": self.parameters, "strict": self.strict}
+                "parameters": _strict_schema(self.parameters) if strict else self.parameters, "strict": strict}
+
+
+def _strict_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:
+    """An object schema as strict mode reads it: `additionalProperties` false and every
+    property required (as recorded in OpenAI's echoes since late 2025)."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return schema
+    return schema | {"additionalProperties": False, "required": schema.get("required", list(schema.get("properties")
+                                                                                               or {}))}
 
 
 @dataclass(frozen=True)
@@ -142,6 +154,20 @@ def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                        **item}) for item in items]
 
 
+def _no_hosted_tool_use() -> dict[str, Any]:
+    """`tool_usage` of a response that used no hosted tool, as OpenAI reports it."""
+    tokens = {"image_tokens": 0, "text_tokens": 0}
+    return {"image_gen": {"input_tokens": 0, "input_tokens_details": dict(tokens), "output_tokens": 0,
+                          "output_tokens_details": dict(tokens), "total_tokens": 0},
+            "web_search": {"num_requests": 0}}
+
+
+def _reasoning_echo(reasoning: Any) -> dict[str, Any]:
+    """`reasoning` as OpenAI echoes it: a summary asked as `auto` is echoed as `detailed`."""
+    echoed = {"effort": None, "summary": None} | (reasoning if isinstance(reasoning, dict) else {})
+    return echoed | ({"summary": "detailed"} if echoed["summary"] == "auto" else {})
+
+
 def text_echo(text: Any) -> dict[str, Any]:
     """`text` as OpenAI echoes it: the format as sent (plain text when none), a json_schema
     format with `description` (null when not given), and `verbosity` (medium by default)."""
@@ -163,26 +189,32 @@ def response_object(request: CreateRequest, *, response_id: str, created_at: int
         "created_at": created_at,
         "status": status,
         "background": request.background,
+        "billing": {"payer": "developer"},
         "completed_at": int(time.time()) if status == "completed" else None,
         "conversation": {"id": request.conversation_id} if request.conversation_id else None,
         "error": error,
+        "frequency_penalty": raw.get("frequency_penalty", 0.0),
         "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
         "instructions": request.instructions,
         "max_output_tokens": request.max_output_tokens,
         "max_tool_calls": request.max_tool_calls,
         "metadata": request.metadata,
         "model": request.model,
+        "moderation": None,
         "output": output,
         "parallel_tool_calls": request.parallel_tool_calls,
+        "presence_penalty": raw.get("presence_penalty", 0.0),
         "previous_response_id": request.previous_response_id,
         "prompt_cache_key": raw.get("prompt_cache_key"),
-        "reasoning": {"effort": None, "summary": None} | (raw.get("reasoning") or {}),
+        "prompt_cache_retention": raw.get("prompt_cache_retention"),
+        "reasoning": _reasoning_echo(raw.get("reasoning")),
         "safety_identifier": raw.get("safety_identifier"),
         "service_tier": "default",
         "store": request.store,
         "temperature": raw.get("temperature", 1.0),
         "text": text_echo(raw.get("text")),
         "tool_choice": request.tool_choice,
+        "tool_usage": _no_hosted_tool_use(),
         "tools": [tool.echo() for tool in request.tools],
         "top_logprobs": raw.get("top_logprobs", 0),
         "top_p": raw.get("top_p", 1.0),

@@ -1,0 +1,78 @@
+"""The reference gateway's Response carries what OpenAI's newest recorded Responses carry (Aug
+2026): every top-level field, with OpenAI's values where the request leaves them open; text,
+reasoning and function tools echoed as OpenAI echoes them. The official SDK, validating
+strictly, accepts it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from openai import OpenAI
+from openai.types.responses import Response
+
+from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.harness.stack import Stack
+
+NEWEST_OPENAI_FIELDS = frozenset({
+    "background", "billing", "completed_at", "created_at", "error", "frequency_penalty", "id", "incomplete_details",
+    "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation", "object", "output",
+    "parallel_tool_calls", "presence_penalty", "previous_response_id", "prompt_cache_key", "prompt_cache_retention",
+    "reasoning", "safety_identifier", "service_tier", "status", "store", "temperature", "text", "tool_choice",
+    "tool_usage", "tools", "top_logprobs", "top_p", "truncation", "usage", "user",
+})
+"""The top-level fields every Response recorded from OpenAI in August 2026 has."""
+
+
+def create(stack: Stack, **fields: Any) -> dict[str, Any]:
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [[{"text": "Hi."}]]})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    body = {"model": "m", "input": f"Hello {run_marker(run, 0)}"} | fields
+    answer = httpx.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
+    answer.raise_for_status()
+    return answer.json()
+
+
+def test_every_field_of_openais_newest_responses_with_its_default(stack: Stack) -> None:
+    response = create(stack)
+    assert set(response) >= NEWEST_OPENAI_FIELDS, sorted(NEWEST_OPENAI_FIELDS - set(response))
+    assert {key: response[key] for key in ("billing", "frequency_penalty", "presence_penalty", "moderation",
+                                           "prompt_cache_retention", "service_tier", "truncation")} == {
+        "billing": {"payer": "developer"}, "frequency_penalty": 0.0, "presence_penalty": 0.0, "moderation": None,
+        "prompt_cache_retention": None, "service_tier": "default", "truncation": "disabled"}
+    assert response["tool_usage"]["web_search"] == {"num_requests": 0}
+    assert response["usage"]["input_tokens_details"] == {"cache_write_tokens": 0, "cached_tokens": 0}
+
+
+def test_the_strict_sdk_accepts_it(stack: Stack) -> None:
+    client = OpenAI(base_url=f"{stack.reference_url}/v1", api_key="not-checked", max_retries=0,
+                    _strict_response_validation=True)
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [[{"text": "Hi."}]]})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    assert isinstance(client.responses.create(model="m", input=f"Hello {run_marker(run, 0)}"), Response)
+
+
+@pytest.mark.parametrize(("sent", "echoed"), [
+    ({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}},
+     {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+      "additionalProperties": False, "required": ["a", "b"]}),
+    ({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+      "additionalProperties": False}),
+])
+def test_a_function_without_strict_is_echoed_strict(stack: Stack, sent: dict[str, Any], echoed: dict[str, Any]) -> None:
+    [tool] = create(stack, tools=[{"type": "function", "name": "f", "parameters": sent}])["tools"]
+    assert (tool["strict"], tool["parameters"]) == (True, echoed)
+    [loose] = create(stack, tools=[{"type": "function", "name": "f", "parameters": sent, "strict": False}])["tools"]
+    assert (loose["strict"], loose["parameters"]) == (False, sent)
+
+
+def test_reasoning_and_text_are_echoed_as_openai_echoes_them(stack: Stack) -> None:
+    response = create(stack, reasoning={"summary": "auto"},
+                      text={"format": {"type": "json_schema", "name": "N", "schema": {"type": "object"}}})
+    assert response["reasoning"] == {"effort": None, "summary": "detailed"}
+    assert response["text"] == {"format": {"type": "json_schema", "description": None, "name": "N",
+                                           "schema": {"type": "object"}}, "verbosity": "medium"}
