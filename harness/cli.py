@@ -422,12 +422,14 @@ def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
 
 
 def _exchanges_in(path: Path) -> list[Exchange]:
-    """The exchanges a file holds (one object, or a list of them); raises `HarnessError`
-    naming the file and the problem."""
+    """The exchanges a file holds (one object, a list of them, or a golden unit's steps);
+    raises `HarnessError` naming the file and the problem."""
     try:
         data = json.loads(path.read_text())
     except (OSError, UnicodeDecodeError, ValueError) as error:
         raise HarnessError(f"{path}: cannot read it as JSON ({error})") from error
+    if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        data = [step.get("exchange") if isinstance(step, dict) else None for step in data["steps"]]
     entries = data if isinstance(data, list) else [data]
     for index, entry in enumerate(entries):
         if not isinstance(entry, dict) or not isinstance(entry.get("response"), dict):
@@ -446,8 +448,9 @@ def _exchanges_in(path: Path) -> list[Exchange]:
 def check_exchange(files: tuple[Path, ...], surface: str, current: bool) -> None:
     """Run every no-reference check (SDK schema, stream grammar) on exchange files.
 
-    A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}} or a
-    list of such objects. Exit 1 if any error-level finding, 2 if a file could not be read."""
+    A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}}, a
+    list of such objects, or a golden unit (`parity record`'s `<scenario>/<mode>.json`). Exit 1
+    if any error-level finding, 2 if a file could not be read."""
     chat = None if surface == "auto" else surface == "chat"
     counts = {severity: 0 for severity in Severity}
     unreadable = 0

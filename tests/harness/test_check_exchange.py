@@ -69,3 +69,13 @@ def test_an_error_answer_without_the_envelope_is_an_error(tmp_path: Path) -> Non
                                              "sse": None}}))
     code, output = invoke("check-exchange", str(path))
     assert code == 1 and "without the" in output
+
+
+def test_the_reference_gateways_own_recorded_exchanges_have_no_warning(tmp_path: Path) -> None:
+    """Recorded now, as a golden set of every built-in scenario, and checked as answers of today."""
+    code, output = invoke("record", "--name", "reference", "--golden-dir", str(tmp_path / "goldens"),
+                          "--report-dir", str(tmp_path / "report"))
+    assert code == 0, output
+    units = sorted(map(str, (tmp_path / "goldens" / "reference").glob("*/*.json")))
+    code, output = invoke("check-exchange", "--current", *units)
+    assert code == 0 and f"{len(units)} file(s) checked: 0 error(s), 0 warning(s)" in output, output
