@@ -54,6 +54,10 @@ class StepResult:
     """The event sequence the stream is held against (runs collapsed), for side-by-side views."""
     reference_label: str | None = None
     """Where `reference_events` come from: the scenario's expectation, or a golden set."""
+    expect: Expect | None = None
+    """The expectation the answer was judged by, placeholders resolved."""
+    chat: bool = False
+    """Whether the answer was judged as a chat completion."""
 
     @property
     def outcome(self) -> Outcome:
@@ -362,7 +366,7 @@ class Engine:
             if expect.upstream is not None:
                 run.upstream_expects[index] = expect.upstream
             exchange, poll_finding = await self._send(target, run, index, step, prepared)
-            contract, findings = await asyncio.to_thread(_judge, expect, exchange, prepared.chat)
+            contract, findings = await asyncio.to_thread(judge_answer, expect, exchange, prepared.chat)
             findings += poll_finding
             if step.disconnect is not None and step.disconnect.when is not None and not exchange.disconnected:
                 findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "disconnect.when",
@@ -380,7 +384,8 @@ class Engine:
             run.chains.by_response[response_id] = chain
         reference = tuple(expect.events) if expect.events is not None and exchange.streamed else None
         return StepResult(step.id, exchange, contract, findings, reference_events=reference,
-                          reference_label="expected by the scenario" if reference else None)
+                          reference_label="expected by the scenario" if reference else None, expect=expect,
+                          chat=prepared.chat)
 
     async def _wait(self, run: _Run, step: Step) -> Finding | None:
         """Wait as the step asks before sending; a finding when the awaited condition never held."""
@@ -419,7 +424,7 @@ class Engine:
                 run.sent.append(Sent(index, sent_at, time.time() if settled else None))
             if step.poll is None or prepared.poll_until is None:
                 return exchange, []
-            _, misses = await asyncio.to_thread(_judge, prepared.poll_until, exchange, prepared.chat,
+            _, misses = await asyncio.to_thread(judge_answer, prepared.poll_until, exchange, prepared.chat,
                                                 with_checks=False)
             misses = [finding for finding in misses if finding.fails]
             if not misses:
@@ -466,7 +471,8 @@ class Engine:
         return list(await asyncio.gather(*(one(unit) for unit in units)))
 
 
-def _judge(expect: Expect, exchange: Exchange, chat: bool, with_checks: bool = True) -> tuple[Contract, list[Finding]]:
+def judge_answer(expect: Expect, exchange: Exchange, chat: bool,
+                 with_checks: bool = True) -> tuple[Contract, list[Finding]]:
     """The exchange's contract and its findings: transport, the checks that need no reference
     (unless `with_checks` is False) and how it differs from `expect`. CPU-bound on long
     streams, so the engine runs it off the event loop (the other runs' streams keep being
