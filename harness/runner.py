@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 import httpx
+from pydantic import ValidationError
 
 from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
 from .attribution import Sent, attribute
@@ -110,8 +111,14 @@ EngineEvent = UnitStarted | UnitFinished
 
 def _rendered(expect: Expect, context: dict[str, Any], where: str) -> Expect:
     """The expectation with the placeholders in its strings resolved (fields left out stay
-    left out, so they are still not compared)."""
-    return Expect.model_validate(render(expect.model_dump(mode="json", exclude_unset=True), context, where))
+    left out, so they are still not compared); raises `HarnessError` when a placeholder gives
+    a value of the wrong type."""
+    try:
+        return Expect.model_validate(render(expect.model_dump(mode="json", exclude_unset=True), context, where))
+    except ValidationError as error:
+        problem = error.errors()[0]
+        field = ".".join(str(part) for part in problem["loc"])
+        raise HarnessError(f"{where}.{field}: a placeholder gave {problem['input']!r}: {problem['msg']}") from error
 
 
 def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:

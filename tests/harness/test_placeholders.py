@@ -42,3 +42,21 @@ def test_a_field_an_earlier_answer_lacked_is_unresolvable_at_once() -> None:
     lacking = {"ask": {"response": {"object": "response"}}}
     with pytest.raises(HarnessError, match=r"steps\[1\].request.previous_response_id: cannot resolve .*'id'"):
         render({"previous_response_id": "{{ask.response.id}}"}, lacking, "steps[1].request")
+
+
+def test_a_placeholder_that_gives_a_value_of_the_wrong_type_could_not_run(run_scenario) -> None:  # type: ignore[no-untyped-def]
+    result = run_scenario("""
+id: wrong-type
+title: a number where text is expected
+evidence: {contract: "4.1", unrecorded: true}
+steps:
+  - id: ask
+    request: {model: "{{model}}", input: "Hi"}
+    model: [{text: "Hello"}]
+  - id: again
+    method: GET
+    path: "{{responses_path}}/resp_nope"
+    expect: {error: {message_contains: "{{ask.status}}"}}
+""")
+    assert result.outcome == "could_not_run"
+    assert "steps[1] (again).expect.error.message_contains: a placeholder gave 200" in result.steps[-1].error
