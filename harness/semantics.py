@@ -21,6 +21,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import jinja2
@@ -30,7 +31,7 @@ from ..fixtures.mcp import fixture_tools
 from . import vocabulary
 from .exchange import TERMINAL_EVENTS
 from .placeholders import BUILTIN_NAMES, parse_template
-from .scenario import MODES, ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
+from .scenario import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 
 RENDERED_STEP_FIELDS = ("path", "request", "headers", "expect", "per_mode", "poll")
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""
@@ -76,7 +77,7 @@ class Outline:
     def step_modes(self, step: Step) -> list[Mode]:
         return [mode for mode in self.modes if step.modes is None or mode in step.modes]
 
-    @property
+    @cached_property
     def tools(self) -> frozenset[str]:
         """Every tool name the scenario may use: its fixtures' tools and the function or
         custom tools its requests declare."""
@@ -437,4 +438,4 @@ def _order(path: str) -> tuple[Any, ...]:
     return (0, 0, path)
 
 
-__all__ = ["MODES", "Outline", "Problem", "problems"]
+__all__ = ["Outline", "Problem", "problems"]
