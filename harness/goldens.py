@@ -204,8 +204,36 @@ class GoldenJudge:
                                              f"{label} has no record of this step"))
                 continue
             step.findings += compare_with(golden, step.contract, step.exchange, label, model_dependent)
+            step.findings += self._fields_it_lacks(golden, step.exchange, label)
             if (stream := project_answer(golden).stream) is not None:
                 step.reference_events, step.reference_label = stream.events, label
+
+
+    def _fields_it_lacks(self, golden: Exchange, actual: Exchange, label: str) -> list[Finding]:
+        """A warning naming the fields the golden Response has and the answer's lacks: what the
+        golden's target sent when it was recorded, a client may rely on."""
+        wanted, got = golden.response_object(), actual.response_object()
+        if wanted is None or got is None or not (missing := missing_fields(wanted, got)):
+            return []
+        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
+        return [Finding(Kind.RESPONSE_FIELD, Severity.WARNING, "golden.fields",
+                        f"the Response lacks {shown}, which {label} (recorded "
+                        f"{self.golden.manifest.get('recorded_at', 'at an unknown date')}) has",
+                        expected=missing, actual=None, key=f"the Response lacks fields {label} has")]
+
+
+def missing_fields(golden: Any, actual: Any, path: str = "") -> list[str]:
+    """The fields (dotted paths) `golden` has and `actual` lacks: the keys of objects, in depth;
+    in lists, items paired by place where both are objects of the same `type`."""
+    if isinstance(golden, dict) and isinstance(actual, dict):
+        return [found for key, value in golden.items()
+                for found in ([f"{path}.{key}" if path else key] if key not in actual
+                              else missing_fields(value, actual[key], f"{path}.{key}" if path else key))]
+    if isinstance(golden, list) and isinstance(actual, list):
+        return [found for index, (want, got) in enumerate(zip(golden, actual, strict=False))
+                if isinstance(want, dict) and isinstance(got, dict) and want.get("type") == got.get("type")
+                for found in missing_fields(want, got, f"{path}[{index}]")]
+    return []
 
 
 @dataclass(frozen=True)

@@ -174,3 +174,19 @@ def test_the_html_report_shows_the_matrix_and_the_streams_side_by_side(tmp_path:
     assert {(r["scenario"], r["mode"]) for r in results} == {(s, m) for s in ("mcp-call", "mcp-authorization",
                                                                                "text-basic")
                                                              for m in ("nonstream", "stream")}
+
+
+def test_a_field_the_golden_response_has_and_the_target_lacks_is_a_warning(tmp_path: Path) -> None:
+    golden = record(tmp_path)
+    path = golden / "text-basic" / "nonstream.json"
+    unit = json.loads(path.read_text())
+    body = unit["steps"][0]["exchange"]["response"]["body"]
+    body["safety_summary"] = {"flagged": False}
+    body["output"][0]["phase"] = "final_answer"
+    path.write_text(json.dumps(unit))
+    code, _, document = run_against(tmp_path)
+    assert code == 0
+    [finding] = [f for r in document["results"] if (r["scenario"], r["mode"]) == ("text-basic", "nonstream")
+                 for s in r["steps"] for f in s["findings"] if f["rule"] == "golden.fields"]
+    assert finding["severity"] == "warning"
+    assert finding["message"].startswith("the Response lacks output[0].phase, safety_summary, which golden reference (recorded ")
