@@ -1,6 +1,7 @@
-"""The outbound policy: blocked ranges, the allowlist, and that a blocked destination is never
-connected to. No test here opens a connection to a non-loopback address: resolvers are fake,
-and the inner transport fails closed."""
+"""The outbound policy: only globally routable addresses by default, IPv4 addresses carried by
+IPv6 forms judged too, the settings' ranges, the allowlist, and that a blocked destination is
+never connected to. No test here opens a connection to a non-loopback address: resolvers are
+fake, and the inner transports either fail closed or only record."""
 
 from __future__ import annotations
 
@@ -15,9 +16,18 @@ from responses_parity.harness.stack import ServerThread, Stack
 from responses_parity.reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
 from responses_parity.reference_impl.outbound import DestinationBlocked, GuardedTransport, OutboundPolicy, Resolver
 
+HOST = "tools.example.com"
+
 
 class FailClosed(httpx2.AsyncBaseTransport):
-    """An inner transport that refuses to be reached, recording what tried to."""
+    """An inner transport for blocked destinations: reaching it at all fails the test."""
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        raise AssertionError(f"the guard let {request.url} through")
+
+
+class Recording(httpx2.AsyncBaseTransport):
+    """An inner transport for reachable destinations: records where it was asked to connect."""
 
     def __init__(self) -> None:
         self.reached: list[str] = []
@@ -35,56 +45,122 @@ def fake_resolver(table: dict[str, list[str]]) -> Resolver:
     return resolve
 
 
-def send(policy: OutboundPolicy, url: str, table: dict[str, list[str]]) -> tuple[FailClosed, Exception | None]:
-    inner = FailClosed()
-    transport = GuardedTransport(inner, policy, fake_resolver(table))
-
+def get(inner: httpx2.AsyncBaseTransport, policy: OutboundPolicy, url: str, table: dict[str, list[str]]) -> None:
     async def go() -> None:
-        async with httpx2.AsyncClient(transport=transport) as client:
+        async with httpx2.AsyncClient(transport=GuardedTransport(inner, policy, fake_resolver(table))) as client:
             await client.get(url)
 
-    try:
-        asyncio.run(go())
-    except DestinationBlocked as error:
-        return inner, error
-    return inner, None
+    asyncio.run(go())
 
 
-@pytest.mark.parametrize(("address", "range_name"), [
-    ("127.0.0.1", "loopback"), ("10.1.2.3", "private"), ("172.20.0.5", "private"), ("192.168.1.1", "private"),
-    ("169.254.169.254", "link-local"), ("224.0.0.251", "multicast"), ("100.64.1.1", "carrier-grade NAT"),
-    ("fd12:3456::1", "IPv6 unique local"), ("::1", "loopback"), ("0.0.0.0", "unspecified"),
+def blocked(policy: OutboundPolicy, url: str, table: dict[str, list[str]]) -> str:
+    """The message of the refusal; the inner transport fails the test if it is reached."""
+    with pytest.raises(DestinationBlocked) as refused:
+        get(FailClosed(), policy, url, table)
+    return str(refused.value)
+
+
+def reached(policy: OutboundPolicy, url: str, table: dict[str, list[str]]) -> list[str]:
+    inner = Recording()
+    get(inner, policy, url, table)
+    return inner.reached
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("127.0.0.1", "loopback range 127.0.0.0/8"), ("::1", "loopback range ::1/128"),
+    ("10.1.2.3", "private range 10.0.0.0/8"), ("172.20.0.5", "private range 172.16.0.0/12"),
+    ("192.168.1.1", "private range 192.168.0.0/16"), ("169.254.169.254", "link-local range 169.254.0.0/16"),
+    ("fe80::1", "link-local range fe80::/10"), ("224.0.0.251", "multicast range 224.0.0.0/4"),
+    ("ff02::1", "multicast range ff00::/8"), ("100.64.1.1", "carrier-grade NAT range 100.64.0.0/10"),
+    ("fd12:3456::1", "unique local range fc00::/7"), ("0.0.0.0", "unspecified range 0.0.0.0/32"),
+    ("::", "unspecified range ::/128"), ("0.1.2.3", "this-network range 0.0.0.0/8"),
+    ("240.0.0.1", "reserved range 240.0.0.0/4"), ("255.255.255.255", "limited broadcast range 255.255.255.255/32"),
+    ("192.0.0.8", "IETF protocol assignments range 192.0.0.0/24"), ("198.18.0.1", "benchmarking range 198.18.0.0/15"),
+    ("192.0.2.10", "documentation range 192.0.2.0/24"), ("2001:db8::1", "documentation range 2001:db8::/32"),
+    ("64:ff9b:1::808:808", "NAT64 local-use range 64:ff9b:1::/48"), ("2002:808:808::", "6to4 range 2002::/16"),
 ])
-def test_blocked_ranges(address: str, range_name: str) -> None:
-    inner, error = send(OutboundPolicy.from_settings(), "http://tools.example.com/mcp",
-                        {"tools.example.com": [address]})
-    assert inner.reached == [] and error is not None
-    assert f"resolves to {address}, in the {range_name} range" in str(error)
+def test_what_is_not_globally_routable_is_blocked(address: str, reason: str) -> None:
+    message = blocked(OutboundPolicy.from_settings(), f"http://{HOST}/mcp", {HOST: [address]})
+    assert message == (f"{HOST} resolves to {address}, which the gateway's outbound policy blocks: "
+                       f"not globally routable ({reason})")
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("::ffff:127.0.0.1", "loopback 127.0.0.1 embedded in IPv4-mapped address ::ffff:127.0.0.1"),
+    ("::ffff:10.0.0.1", "private 10.0.0.1 embedded in IPv4-mapped address ::ffff:10.0.0.1"),
+    ("::ffff:100.64.0.1", "carrier-grade NAT 100.64.0.1 embedded in IPv4-mapped address ::ffff:100.64.0.1"),
+    ("::127.0.0.1", "loopback 127.0.0.1 embedded in IPv4-compatible address ::127.0.0.1"),
+    ("::ffff:0:7f00:1", "loopback 127.0.0.1 embedded in IPv4-translated address ::ffff:0:7f00:1"),
+    ("64:ff9b::7f00:1", "loopback 127.0.0.1 embedded in NAT64 address 64:ff9b::7f00:1"),
+    ("64:ff9b::a9fe:a9fe", "link-local 169.254.169.254 embedded in NAT64 address 64:ff9b::a9fe:a9fe"),
+    ("64:ff9b:1::a00:1", "private 10.0.0.1 embedded in NAT64 local-use address 64:ff9b:1::a00:1"),
+    ("2002:7f00:1::", "loopback 127.0.0.1 embedded in 6to4 address 2002:7f00:1::"),
+    ("2002:a9fe:a9fe::1", "link-local 169.254.169.254 embedded in 6to4 address 2002:a9fe:a9fe::1"),
+])
+def test_an_ipv4_address_carried_by_an_ipv6_one_is_judged_and_named(address: str, reason: str) -> None:
+    message = blocked(OutboundPolicy.from_settings(), f"http://{HOST}/mcp", {HOST: [address]})
+    assert message.endswith(f"resolves to {address}, which the gateway's outbound policy blocks: "
+                            f"not globally routable ({reason})")
+
+
+def test_an_ip_literal_is_judged_without_a_lookup() -> None:
+    message = blocked(OutboundPolicy.from_settings(), "http://[::ffff:169.254.169.254]/latest", {})
+    assert "could not be resolved" not in message
+    assert message.endswith("link-local 169.254.169.254 embedded in IPv4-mapped address ::ffff:a9fe:a9fe)")
+
+
+@pytest.mark.parametrize(("address", "url"), [
+    ("8.8.8.8", "http://8.8.8.8:8080/mcp"), ("93.184.216.34", "http://93.184.216.34:8080/mcp"),
+    ("2606:4700::1", "http://[2606:4700::1]:8080/mcp"), ("192.0.0.9", "http://192.0.0.9:8080/mcp"),
+    ("::ffff:8.8.8.8", "http://[::ffff:8.8.8.8]:8080/mcp"), ("64:ff9b::808:808", "http://[64:ff9b::808:808]:8080/mcp"),
+])
+def test_a_globally_routable_address_is_reached_at_the_address_that_was_checked(address: str, url: str) -> None:
+    assert reached(OutboundPolicy.from_settings(), f"http://{HOST}:8080/mcp", {HOST: [address]}) == [url]
 
 
 def test_a_harmless_name_for_a_private_address_is_blocked_before_any_connection() -> None:
-    inner, error = send(OutboundPolicy.from_settings(), "http://mcp.harmless-tools.example/mcp",
-                        {"mcp.harmless-tools.example": ["93.184.216.34", "10.0.0.7"]})
-    assert inner.reached == [] and "10.0.0.7" in str(error)
+    message = blocked(OutboundPolicy.from_settings(), "http://mcp.harmless-tools.example/mcp",
+                      {"mcp.harmless-tools.example": ["93.184.216.34", "10.0.0.7"]})
+    assert "resolves to 10.0.0.7," in message
 
 
-def test_a_public_address_is_reached_at_the_address_that_was_checked() -> None:
-    inner, error = send(OutboundPolicy.from_settings(), "http://tools.example.com:8080/mcp",
-                        {"tools.example.com": ["93.184.216.34"]})
-    assert error is None and inner.reached == ["http://93.184.216.34:8080/mcp"]
+@pytest.mark.parametrize("address", ["127.0.0.1", "::ffff:127.0.0.1", "::127.0.0.1", "::ffff:0:7f00:1",
+                                     "64:ff9b::7f00:1", "64:ff9b:1::7f00:1", "2002:7f00:1::"])
+def test_an_allowed_range_allows_its_addresses_in_every_form(address: str) -> None:
+    allowed = OutboundPolicy.from_settings(allow=["127.0.0.0/8"])
+    assert reached(allowed, f"http://{HOST}/mcp", {HOST: [address]}) != []
 
 
-def test_the_allowlist_overrides_and_settings_add_ranges() -> None:
-    allowed = OutboundPolicy.from_settings(allow=["10.0.0.0/24"])
-    assert send(allowed, "http://a.example/mcp", {"a.example": ["10.0.0.9"]})[1] is None
+@pytest.mark.parametrize(("address", "reason"), [
+    ("::1", "not globally routable (loopback range ::1/128)"),
+    ("10.0.0.1", "not globally routable (private range 10.0.0.0/8)"),
+    ("2002:808:808::", "not globally routable (6to4 range 2002::/16)"),
+])
+def test_an_allowed_range_allows_nothing_else(address: str, reason: str) -> None:
+    allowed = OutboundPolicy.from_settings(allow=["127.0.0.0/8"])
+    assert blocked(allowed, f"http://{HOST}/mcp", {HOST: [address]}).endswith(reason)
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("93.184.216.34", "in 93.184.216.0/24, a range the gateway's settings block"),
+    ("::ffff:93.184.216.34", "93.184.216.34 embedded in IPv4-mapped address ::ffff:93.184.216.34 is in "
+                             "93.184.216.0/24, a range the gateway's settings block"),
+    ("64:ff9b::5db8:d822", "93.184.216.34 embedded in NAT64 address 64:ff9b::5db8:d822 is in "
+                           "93.184.216.0/24, a range the gateway's settings block"),
+])
+def test_the_settings_add_blocked_ranges(address: str, reason: str) -> None:
     extra = OutboundPolicy.from_settings(block=["93.184.216.0/24"])
-    blocked = send(extra, "http://b.example/", {"b.example": ["93.184.216.34"]})[1]
-    assert "blocked by the gateway's settings" in str(blocked)
+    assert blocked(extra, f"http://{HOST}/", {HOST: [address]}).endswith(f"blocks: {reason}")
+
+
+def test_the_allowlist_overrides_the_settings_blocked_ranges() -> None:
+    both = OutboundPolicy.from_settings(block=["10.0.0.0/8"], allow=["10.0.0.0/24"])
+    assert reached(both, "http://a.example/mcp", {"a.example": ["10.0.0.9"]}) == ["http://10.0.0.9/mcp"]
+    assert "settings block" in blocked(both, "http://a.example/mcp", {"a.example": ["10.0.1.9"]})
 
 
 def test_an_unresolvable_host_is_blocked() -> None:
-    inner, error = send(OutboundPolicy.from_settings(), "http://nowhere.example/", {})
-    assert inner.reached == [] and "could not be resolved" in str(error)
+    assert "could not be resolved" in blocked(OutboundPolicy.from_settings(), "http://nowhere.example/", {})
 
 
 def test_nothing_of_a_blocked_server_reaches_the_model(stack: Stack) -> None:
@@ -110,6 +186,7 @@ def test_nothing_of_a_blocked_server_reaches_the_model(stack: Stack) -> None:
     assert chat.status_code == 403 and "10.20.30.40" in chat.json()["error"]["message"]
     assert responses.status_code == 424
     assert responses.json()["error"]["type"] == "external_connector_error"
-    assert "169.254.169.254, in the link-local range" in responses.json()["error"]["message"]
+    assert ("169.254.169.254, which the gateway's outbound policy blocks: not globally routable (link-local range "
+            "169.254.0.0/16)") in responses.json()["error"]["message"]
     record = httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()
     assert record["requests"] == []
