@@ -189,4 +189,5 @@ def test_a_field_the_golden_response_has_and_the_target_lacks_is_a_warning(tmp_p
     [finding] = [f for r in document["results"] if (r["scenario"], r["mode"]) == ("text-basic", "nonstream")
                  for s in r["steps"] for f in s["findings"] if f["rule"] == "golden.fields"]
     assert finding["severity"] == "warning"
-    assert finding["message"].startswith("the Response lacks output[0].phase, safety_summary, which golden reference (recorded ")
+    assert finding["message"].startswith("the Response lacks output[0].phase, safety_summary, which golden "
+                                         "reference (recorded ")
