@@ -193,6 +193,11 @@ class Judge(Protocol):
 class GatewayProvider(Protocol):
     """Starts a gateway configured as a scenario's `gateway:` setup asks, for one run."""
 
+    @property
+    def admin_key(self) -> str:
+        """The key of the admin routes of the gateways it starts: `{{run.admin_key}}`."""
+        ...
+
     def gateway(self, setup: GatewaySetup, run: str) -> AbstractAsyncContextManager[str]:
         """An async context giving the base URL of the configured gateway."""
         ...
@@ -251,8 +256,12 @@ class Engine:
     def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
         mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
         return {"model": self.target.model, "responses_path": self.target.responses_path,
-                "chat_path": self.target.chat_path, "run": {"token": run},
+                "chat_path": self.target.chat_path, "run": self._run_context(run),
                 "mcp": mcp}
+
+    def _run_context(self, run: str) -> dict[str, str]:
+        """`run.token`, and `run.admin_key` when the engine starts the gateways itself."""
+        return {"token": run} | ({"admin_key": self.gateways.admin_key} if self.gateways is not None else {})
 
     def _unsupported(self, scenario: Scenario) -> str | None:
         """Why this target cannot run the scenario at all, or None."""

@@ -379,7 +379,7 @@ def _output_problem(name: str, rest: tuple[str | int, ...]) -> str | None:
 
 def _builtin_problem(outline: Outline, name: str, attributes: tuple[str | int, ...]) -> str | None:
     if name == "run":
-        return None if attributes in ((), ("token",)) else "`run` gives only `run.token`"
+        return None if attributes in ((), ("token",), ("admin_key",)) else "`run` gives `run.token` and `run.admin_key`"
     if name == "mcp":
         if not attributes:
             return None

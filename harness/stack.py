@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import secrets
 import socket
 import threading
 import time
@@ -37,7 +38,8 @@ FIXTURE_RANGES = ("127.0.0.0/8",)
 
 def reference_config(upstream_url: str, **settings: Any) -> GatewayConfig:
     """A reference gateway's settings for harness runs: the scripted upstream, and the loopback
-    fixtures allowed by the outbound policy (unless `settings` say otherwise)."""
+    fixtures allowed by the outbound policy (unless `settings` say otherwise). Its admin routes
+    exist only when `settings` give an `admin_key`."""
     return GatewayConfig(upstream_url=f"{upstream_url}/v1", **({"outbound_allow": FIXTURE_RANGES} | settings))
 START_TIMEOUT_S = 15.0
 
@@ -91,6 +93,8 @@ class ReferenceGateways:
 
     upstream_url: str
     mcp: Mapping[str, McpFixture]
+    admin_key: str = field(repr=False)
+    """The key of their admin routes (`{{run.admin_key}}` in a scenario); never in a report."""
     base_config: Mapping[str, Any] = field(default_factory=dict)
 
     def config(self, setup: GatewaySetup, run: str) -> GatewayConfig:
@@ -100,7 +104,7 @@ class ReferenceGateways:
             url = fixture.sse_url if configured.transport == "sse" else fixture.url
             servers.append(McpServerConfig(configured.label, url, configured.transport,
                                            require_approval=configured.require_approval, hidden=configured.hidden))
-        settings = dict(self.base_config) | setup.settings()
+        settings = {"admin_key": self.admin_key} | dict(self.base_config) | setup.settings()
         if settings.get("upstream_wire", "responses") != "responses":
             settings.pop("upstream_chaining", None)  # chaining is a Responses-wire setting
         if settings.get("tool_cache_ttl_s"):
@@ -130,6 +134,8 @@ class Stack(AbstractContextManager["Stack"]):
     upstream_url: str | None = None
     upstream_port: int = 0
     gateway_config: dict[str, Any] = field(default_factory=dict)
+    admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
+    """The reference gateways' admin key, new for each stack; never in a report."""
     mcp: dict[str, McpFixture] = field(default_factory=dict, init=False)
     reference_url: str | None = field(default=None, init=False)
     _servers: list[ServerThread] = field(default_factory=list, init=False)
@@ -149,8 +155,9 @@ class Stack(AbstractContextManager["Stack"]):
             for name in sorted(set(self.mcp_names)):
                 self.mcp[name] = McpFixture(name, self._start(FIXTURE_SERVERS[name]()).url)
             if self.with_reference:
+                settings = {"admin_key": self.admin_key} | self.gateway_config
                 self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url,
-                                                                                    **self.gateway_config))).url
+                                                                                    **settings))).url
         except BaseException:
             self.close()
             raise
@@ -163,7 +170,7 @@ class Stack(AbstractContextManager["Stack"]):
         """Configured reference gateways, when this stack serves the reference target."""
         if not self.with_reference or self.upstream_url is None:
             return None
-        return ReferenceGateways(self.upstream_url, self.mcp, self.gateway_config)
+        return ReferenceGateways(self.upstream_url, self.mcp, self.admin_key, self.gateway_config)
 
     def close(self) -> None:
         for server in reversed(self._servers):

@@ -5,12 +5,15 @@ Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=t
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
 `GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`);
 `POST /v1/chat/completions` (`chat/routes.py`); and `GET /admin/audit/{run_id}`, the audit
-records of one loop run (a response id, or a chat completion id).
+records of one loop run (a response id, or a chat completion id), for the holder of the admin
+key (`Authorization: Bearer <key>`, else a 401). Without an admin key in the settings the admin
+route does not exist (404, like any unknown route).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hmac
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,7 +26,7 @@ from starlette.routing import Route
 from .chat.routes import chat_routes
 from .config import GatewayConfig
 from .conversations import conversation_routes
-from .errors import GatewayError, InvalidRequest, NotFound, RateLimited
+from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unauthorized
 from .event_log import sse_frame
 from .json_body import read_json
 from .outbound import Resolver, system_resolver
@@ -54,6 +57,20 @@ async def _replay(events: list[dict[str, Any]], after: int) -> AsyncIterator[byt
     for event in events:
         if event["sequence_number"] > after:
             yield sse_frame(event)
+
+
+def _invalid_url(request: Request) -> NotFound:
+    return NotFound(f"Invalid URL ({request.method} {request.url.path})")
+
+
+def _check_admin_key(request: Request, admin_key: str) -> None:
+    """Raises `Unauthorized` unless the request carries `Authorization: Bearer <admin_key>`."""
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token:
+        raise Unauthorized("The admin routes need the gateway's admin key, sent as 'Authorization: Bearer <key>'.")
+    if not hmac.compare_digest(token.encode(), admin_key.encode()):
+        raise Unauthorized("Incorrect admin key provided.", code="invalid_api_key")
 
 
 def _starting_after(request: Request) -> int:
@@ -119,8 +136,14 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         return JSONResponse(page(found.input_items, *list_query(request.query_params)))
 
     async def audit(request: Request) -> Response:
+        if not config.admin_key:
+            raise _invalid_url(request)
+        _check_admin_key(request, config.admin_key)
         run_id = request.path_params["run_id"]
-        return JSONResponse({"run_id": run_id, "records": await store.audit(run_id)})
+        records = await store.audit(run_id)
+        if not records:
+            raise NotFound(f"No audit records for run '{run_id}'.")
+        return JSONResponse({"run_id": run_id, "records": records})
 
     async def on_gateway_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, GatewayError)
@@ -129,7 +152,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
     async def on_http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
         if error.status_code in (404, 405):
-            return error_response(NotFound(f"Invalid URL ({request.method} {request.url.path})"))
+            return error_response(_invalid_url(request))
         return JSONResponse({"error": {"message": error.detail, "type": "invalid_request_error", "param": None,
                                        "code": None}}, status_code=error.status_code)
 

@@ -7,6 +7,8 @@ upstream:
   chaining: replay                     # replay | previous_response_id (responses wire only)
   api_key_env: UPSTREAM_API_KEY        # read the key from this variable, never from the file
 store_path: reference.sqlite3          # ":memory:" keeps nothing across restarts
+admin_key_env: GATEWAY_ADMIN_KEY       # the admin routes' key ("Authorization: Bearer <key>"), read from
+                                       # this variable, never from the file; unset: no admin routes
 tool_call_cap: 32                      # the gateway's own cap on tool calls per response
 max_concurrent_runs: 16                # loop runs at once per API key; more get a 429
 tool_listing_ttl_s: 600                # how long listings of the servers below are reused
@@ -67,6 +69,8 @@ class GatewayConfig:
     upstream_wire: UpstreamWire = "responses"
     upstream_chaining: UpstreamChaining = "replay"
     upstream_api_key: str | None = field(default=None, repr=False)
+    admin_key: str | None = field(default=None, repr=False)
+    """The key of `GET /admin/audit/{run_id}`; None (or empty) disables the admin routes."""
     upstream_timeout_s: float = 120.0
     mcp_timeout_s: float = 30.0
     tool_call_cap: int = 32
@@ -128,7 +132,7 @@ class GatewayConfig:
 
     @classmethod
     def from_mapping(cls, raw: dict[str, Any]) -> GatewayConfig:
-        _known("", raw, {"upstream", "store_path", "tool_call_cap", "mcp_timeout_s", "mcp_servers",
+        _known("", raw, {"upstream", "store_path", "admin_key_env", "tool_call_cap", "mcp_timeout_s", "mcp_servers",
                          "max_concurrent_runs", "tool_listing_ttl_s", "outbound", "tool_cache", "chat"})
         upstream = _section(raw, "upstream", {"url", "wire", "chaining", "api_key_env", "timeout_s"})
         if "url" not in upstream:
@@ -149,6 +153,7 @@ class GatewayConfig:
             upstream_chaining=upstream.get("chaining", "replay"),
             upstream_api_key=_env(upstream.get("api_key_env")),
             upstream_timeout_s=float(upstream.get("timeout_s", 120.0)),
+            admin_key=_env(raw.get("admin_key_env")),
             mcp_timeout_s=float(raw.get("mcp_timeout_s", 30.0)),
             tool_call_cap=int(raw.get("tool_call_cap", 32)),
             max_concurrent_runs=int(raw.get("max_concurrent_runs", 16)),

@@ -2,6 +2,7 @@
 
     GatewayError                 any error with an HTTP status and OpenAI's four fields
      ├── InvalidRequest          400 invalid_request_error (validation, state lookups)
+     ├── Unauthorized            401 invalid_request_error (a missing or wrong admin key)
      ├── NotFound                404 invalid_request_error, code and param null
      ├── ExternalConnectorError  424 external_connector_error (an MCP server failed)
      │    └── BlockedDestination  an MCP server's address is outside the outbound policy
@@ -38,6 +39,11 @@ class GatewayError(Exception):
 class InvalidRequest(GatewayError):
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(400, message, type="invalid_request_error", param=param, code=code)
+
+
+class Unauthorized(GatewayError):
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(401, message, type="invalid_request_error", code=code)
 
 
 class NotFound(GatewayError):
