@@ -484,7 +484,13 @@ def serve() -> None:
 
 
 def _serve_forever(app: Any, port: int, what: str) -> None:
-    server = ServerThread(app, port).start()
+    """Serve until Ctrl-C; a port that cannot be listened on is a one-line error and exit 2."""
+    try:
+        bound = ServerThread(app, port)
+    except HarnessError as error:
+        err.print(f"[red]error[/red] {escape(str(error))}; choose another with --port", soft_wrap=True)
+        sys.exit(EXIT_USAGE)
+    server = bound.start()
     out.print(f"{what} listening on {server.url} (Ctrl-C to stop)")
     try:
         while True:

@@ -8,6 +8,7 @@ once. Stopping a stack stops exactly the servers it started.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import secrets
 import socket
@@ -54,6 +55,8 @@ class ServerThread:
             self._socket.bind((host, port))
         except OSError as error:
             self._socket.close()
+            if error.errno == errno.EADDRINUSE:
+                raise HarnessError(f"port {port} is already in use on {host} (another server listens there)") from error
             raise HarnessError(f"cannot listen on {host}:{port}: {error.strerror}") from error
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{host}:{self.port}"

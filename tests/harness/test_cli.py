@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import write_scenario
 
@@ -159,3 +161,18 @@ def test_a_run_in_which_nothing_could_run_leaves_the_previous_report(tmp_path: P
     code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
     assert code == 2 and "nothing could run" in output, output
     assert (reports / "results.json").read_text() == before
+
+
+@pytest.mark.parametrize("command", [
+    ("serve", "upstream"), ("serve", "mcp", "calc"),
+    ("serve", "reference", "--upstream", "http://127.0.0.1:9/v1", "--store", ":memory:"),
+])
+def test_serving_on_a_busy_port_is_a_one_line_error_naming_it(command: tuple[str, ...]) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as occupant:
+        occupant.bind(("127.0.0.1", 0))
+        occupant.listen()
+        port = occupant.getsockname()[1]
+        code, output = invoke(*command, "--port", str(port))
+    assert code == 2
+    assert output.splitlines() == [f"error port {port} is already in use on 127.0.0.1 (another server listens "
+                                   "there); choose another with --port"]
