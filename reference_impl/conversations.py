@@ -17,12 +17,13 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from .client import with_ids
-from .errors import InvalidRequest, NotFound
+from .errors import NotFound
 from .ids import new_id
 from .json_body import read_json
 from .pagination import list_query, page
 from .store import Conversation, ConversationStore
-from .validation import input_items, invalid_type, metadata, missing, unknown
+from .request_schema import conversation_schemas, invalid_type, missing
+from .validation import input_items
 
 MAX_ITEMS = 20
 
@@ -36,19 +37,18 @@ async def _json_object(request: Request) -> dict[str, Any]:
     return body
 
 
-def _only(body: dict[str, Any], known: frozenset[str]) -> None:
-    for key in body:
-        if key not in known:
-            raise unknown(key, key, known)
+def _checked(body: dict[str, Any], kind: str, *required: str) -> dict[str, Any]:
+    """`body`, or the 400 OpenAI answers it with: a required key missing, then the first part
+    that breaks the Conversations API's description of it."""
+    if absent := [key for key in required if key not in body]:
+        raise missing(absent[0])
+    if (violation := conversation_schemas()[kind].first_violation(body)) is not None:
+        raise violation
+    return body
 
 
-def _items(value: Any) -> list[dict[str, Any]]:
-    items = input_items(value, "items")
-    if len(items) > MAX_ITEMS:
-        raise InvalidRequest(f"Invalid 'items': array too long. Expected an array with maximum length {MAX_ITEMS}, "
-                             f"but got an array with length {len(items)} instead.", param="items",
-                             code="array_above_max_length")
-    return with_ids(items)
+def _items(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return with_ids(input_items(value))
 
 
 def conversation_routes(store: ConversationStore) -> list[Route]:
@@ -59,10 +59,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         return conversation
 
     async def create(request: Request) -> Response:
-        body = await _json_object(request)
-        _only(body, frozenset({"metadata", "items"}))
-        if body.get("metadata") is not None:
-            metadata(body["metadata"])
+        body = _checked(await _json_object(request), "create")
         items = _items(body.get("items") or [])
         conversation = Conversation(new_id("conv"), int(time.time()), body.get("metadata") or {})
         await store.create_conversation(conversation, items)
@@ -74,11 +71,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def update(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        body = await _json_object(request)
-        _only(body, frozenset({"metadata"}))
-        if "metadata" not in body:
-            raise missing("metadata")
-        metadata(body["metadata"])
+        body = _checked(await _json_object(request), "update", "metadata")
         updated = await store.update_conversation(conversation_id, body["metadata"])
         assert updated is not None
         return JSONResponse(updated.resource())
@@ -97,10 +90,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def add_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        body = await _json_object(request)
-        _only(body, frozenset({"items"}))
-        if "items" not in body:
-            raise missing("items")
+        body = _checked(await _json_object(request), "add_items", "items")
         items = _items(body["items"])
         await store.add_items(conversation_id, items)
         return JSONResponse(page(items, "asc", MAX_ITEMS))

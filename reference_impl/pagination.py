@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .errors import InvalidRequest
-from .validation import invalid_type, invalid_value
+from .request_schema import invalid_type, invalid_value
 
 ORDERS = ("asc", "desc")
 

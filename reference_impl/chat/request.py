@@ -10,9 +10,7 @@ from ..client import FunctionTool
 from ..errors import InvalidRequest
 from ..loop.state import LoopRequest
 from ..upstream.items import Message, ToolCall, ToolOutput, TranscriptItem
-from ..validation import invalid_type, invalid_value, missing
-
-ROLES = ("system", "developer", "user", "assistant", "tool")
+from ..request_schema import chat_schema, invalid_type, missing
 
 
 @dataclass(frozen=True)
@@ -64,6 +62,8 @@ def _responses_tool_choice(choice: Any) -> Any:
 
 
 def validate_chat(body: Any) -> ChatRequest:
+    """The validated request (OpenAI's description of a chat completion body, `request_schema`),
+    or the `InvalidRequest` OpenAI would answer with; a 400 for tools this gateway cannot run."""
     if not isinstance(body, dict):
         raise InvalidRequest("We could not parse the JSON body of your request. The OpenAI API expects a JSON "
                              "payload (an object).")
@@ -72,20 +72,16 @@ def validate_chat(body: Any) -> ChatRequest:
     messages = body.get("messages")
     if messages is None:
         raise missing("messages")
-    if not isinstance(messages, list) or not messages:
+    if (violation := chat_schema().first_violation(body)) is not None:
+        raise violation
+    if not messages:
         raise invalid_type("messages", "a non-empty array of messages", messages)
-    for index, message in enumerate(messages):
-        if not isinstance(message, dict):
-            raise invalid_type(f"messages[{index}]", "an object", message)
-        if message.get("role") not in ROLES:
-            raise invalid_value(f"messages[{index}].role", message.get("role"), ROLES)
-        if message["role"] == "tool" and not isinstance(message.get("tool_call_id"), str):
-            raise missing(f"messages[{index}].tool_call_id")
     tools: list[FunctionTool] = []
     for index, tool in enumerate(body.get("tools") or []):
-        function = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
-            raise missing(f"tools[{index}].function.name")
+        if tool["type"] != "function":
+            raise InvalidRequest(f"The reference gateway does not support tools of type '{tool['type']}'.",
+                                 param=f"tools[{index}].type", code="unsupported_value")
+        function = tool["function"]
         tools.append(FunctionTool(function["name"], function.get("description"), function.get("parameters"),
                                   function.get("strict")))
     return ChatRequest(
