@@ -2,8 +2,9 @@
 
 The file format is shared by goldens and by exchanges captured elsewhere:
 `{"request": {"method", "url", "body"}, "response": {"status", "headers", "body", "sse"}}`.
-Other keys are ignored; the request body, the status or the headers may be null when a
-capture did not keep them.
+The harness adds `transport_error`, `defects` and `truncated_after_bytes` (the capture limit
+cut the answer there) when they apply. Other keys are ignored; the request body, the status or
+the headers may be null when a capture did not keep them.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from functools import cached_property
 from typing import Any
 
 from .sse import SseEvent, parse_sse
+from .wire import Defect
 
 KEPT_HEADERS = ("content-type", "openai-processing-ms", "openai-version", "x-request-id", "retry-after")
 TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")
@@ -31,7 +33,13 @@ class Exchange:
     sse: str | None = None
     """The raw `text/event-stream` body, when the target streamed."""
     transport_error: str | None = None
-    """Why no complete answer arrived (timeout, connection reset); None when one did."""
+    """Why no complete answer arrived (timeout, connection reset, capture limit); None when
+    one did."""
+    defects: list[Defect] = field(default_factory=list)
+    """What is wrong with the bytes that arrived (encoding, JSON, content type, framing)."""
+    truncated_after: int | None = None
+    """The capture limit ended the answer after this many bytes; the body or stream kept is
+    that much of it."""
     disconnected: bool = False
     """The harness went away on purpose before the answer ended (a scenario's `disconnect`)."""
     elapsed_s: float = 0.0
@@ -44,6 +52,14 @@ class Exchange:
     @property
     def streamed(self) -> bool:
         return self.sse is not None
+
+    @property
+    def unreadable(self) -> bool:
+        """The answer is not what it should be at all (its `defects` say why): a body that is
+        not JSON, a stream without an event."""
+        if not self.defects:
+            return False
+        return not self.events if self.streamed else isinstance(self.body, str)
 
     @property
     def answered_create_without_object(self) -> bool:
@@ -90,6 +106,8 @@ class Exchange:
             "response": {"status": self.status, "headers": headers, "body": None if self.streamed else self.body,
                          "sse": self.sse},
             **({"transport_error": self.transport_error} if self.transport_error else {}),
+            **({"defects": [defect.to_file() for defect in self.defects]} if self.defects else {}),
+            **({"truncated_after_bytes": self.truncated_after} if self.truncated_after is not None else {}),
             **({"disconnected": True} if self.disconnected else {}),
             **({"meta": self.meta} if self.meta else {}),
         }
@@ -107,6 +125,8 @@ class Exchange:
             body=response.get("body"),
             sse=response.get("sse"),
             transport_error=data.get("transport_error"),
+            defects=[Defect.from_file(defect) for defect in data.get("defects") or []],
+            truncated_after=data.get("truncated_after_bytes"),
             disconnected=bool(data.get("disconnected")),
             meta=data.get("meta") or {},
         )

@@ -28,6 +28,7 @@ class Kind(StrEnum):
     """What differs; each kind checks one aspect of the contract (`aspect`)."""
 
     TRANSPORT = "transport"
+    WIRE = "wire"
     STATUS = "status"
     ERROR_ENVELOPE = "error_envelope"
     RESPONSE_FIELD = "response_field"
@@ -48,6 +49,7 @@ class Kind(StrEnum):
 
 _ASPECTS = {
     Kind.TRANSPORT: "answers arriving whole and in time",
+    Kind.WIRE: "well-formed bytes (UTF-8, JSON, content types, event framing)",
     Kind.STATUS: "statuses (HTTP, and the Response's own)",
     Kind.ERROR_ENVELOPE: "error envelopes",
     Kind.RESPONSE_FIELD: "Response fields",

@@ -61,7 +61,10 @@ def framing_conformance(events: list[SseEvent], resumed_after: int | None = None
     for position, event in enumerate(events):
         if event.is_done_sentinel:
             continue
-        if event.payload is None:
+        if event.defect is not None:
+            findings.append(_finding(Severity.ERROR, "framing", event.defect.of(f"event {position}").message,
+                                     key=f"an event's data is not readable JSON ({event.defect.rule})"))
+        elif event.payload is None:
             findings.append(_finding(Severity.ERROR, "framing", key="an event is not a JSON object",
                                      message=f"event {position} is not a JSON object: {event.data[:80]!r}"))
         elif not isinstance(event.payload.get("type"), str):
@@ -343,7 +346,8 @@ def check_chat_stream(events: list[SseEvent]) -> list[Finding]:
         if event.is_done_sentinel:
             continue
         if event.payload is None:
-            findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} is not a JSON object",
+            what = event.defect.message if event.defect else "is not a JSON object"
+            findings.append(_finding(Severity.ERROR, "chat_chunks", f"data line {position} {what}",
                                      key="a data line is not a JSON object"))
         elif "error" not in event.payload:
             if event.payload.get("object") != "chat.completion.chunk":

@@ -489,14 +489,18 @@ class Engine:
 
 def judge_answer(expect: Expect, exchange: Exchange, chat: bool,
                  with_checks: bool = True) -> tuple[Contract, list[Finding]]:
-    """The exchange's contract and its findings: transport, the checks that need no reference
-    (unless `with_checks` is False) and how it differs from `expect`. CPU-bound on long
+    """The exchange's contract and its findings: transport and malformed bytes, the checks that
+    need no reference (unless `with_checks` is False) and how it differs from `expect`; of an
+    answer that did not arrive whole or cannot be read, only why. CPU-bound on long
     streams, so the engine runs it off the event loop (the other runs' streams keep being
     read while it works)."""
     contract = project_chat(exchange) if chat else project(exchange)
-    findings: list[Finding] = []
+    findings = [Finding(Kind.WIRE, Severity.ERROR, f"wire.{defect.rule}", defect.message)
+                for defect in exchange.defects]
     if exchange.transport_error:
         findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
+    if exchange.transport_error or exchange.unreadable:
+        return contract, findings
     if with_checks:
         findings += no_reference_findings(exchange, chat, current=True)
     findings += compare(expect, contract, exchange)

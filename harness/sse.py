@@ -1,19 +1,20 @@
 """Server-sent events, parsed with `httpx-sse` whether they come live or from a file.
 
-Live streams are read through `TeeStream`, which keeps the raw text as it arrives while
+Live streams are read through `TeeStream`, which keeps the raw bytes as they arrive while
 `httpx`'s line decoder and `httpx-sse` assemble events, so an event split across reads is
 put back together and the raw stream can still be saved as a golden.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from httpx_sse import EventSource
+
+from .wire import Defect, Unreadable, read_json
 
 DONE = "[DONE]"
 
@@ -25,6 +26,8 @@ class SseEvent:
     data: str
     payload: dict[str, Any] | None
     """The data parsed as a JSON object; None for `[DONE]` or data that is not an object."""
+    defect: Defect | None = None
+    """Why the data could not be read as JSON (`wire.read_json`), when it could not."""
 
     @property
     def is_done_sentinel(self) -> bool:
@@ -39,10 +42,12 @@ class SseEvent:
 
 
 def _event(event: str, data: str) -> SseEvent:
+    if data.strip() == DONE:
+        return SseEvent(event or None, data, None)
     try:
-        payload = json.loads(data)
-    except ValueError:
-        payload = None
+        payload = read_json(data)
+    except Unreadable as unreadable:
+        return SseEvent(event or None, data, None, unreadable.defect)
     return SseEvent(event or None, data, payload if isinstance(payload, dict) else None)
 
 
@@ -54,24 +59,33 @@ def parse_sse(text: str) -> list[SseEvent]:
 
 
 class TeeStream(httpx.AsyncByteStream):
-    """A response byte stream that keeps a copy of everything read through it."""
+    """A response byte stream that keeps a copy of everything read through it, up to `limit`
+    bytes: there the stream ends early and `overflowed` is set."""
 
-    def __init__(self, source: AsyncIterator[bytes]) -> None:
+    def __init__(self, source: AsyncIterator[bytes], limit: int) -> None:
         self._source = source
+        self.limit = limit
         self.chunks: list[bytes] = []
+        self.size = 0
+        self.overflowed = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         async for chunk in self._source:
+            if self.size + len(chunk) > self.limit:
+                chunk, self.overflowed = chunk[:self.limit - self.size], True
             self.chunks.append(chunk)
+            self.size += len(chunk)
             yield chunk
+            if self.overflowed:
+                return
 
     @property
-    def text(self) -> str:
-        return b"".join(self.chunks).decode("utf-8", errors="replace")
+    def raw(self) -> bytes:
+        return b"".join(self.chunks)
 
 
 async def iter_sse(tee: TeeStream) -> AsyncIterator[SseEvent]:
-    """Events of a live stream read through `tee` (which keeps the raw text)."""
+    """Events of a live stream read through `tee` (which keeps the raw bytes)."""
     mirrored = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=tee)
     async for sse in EventSource(mirrored).aiter_sse():
         yield _event(sse.event if sse.event != "message" else "", sse.data)

@@ -1,14 +1,17 @@
 """Targets (what the harness talks to) and sending one request to them.
 
-Every request has a deadline. A target that hangs, resets the connection or cuts a stream
-short gives an `Exchange` with `transport_error` set and whatever arrived: a finding for the
-report, never a stuck or crashed run.
+Every answer is bounded: the target's timeout runs from sending to the last byte, and at most
+`max_answer_bytes` (decoded) are kept. A target that hangs, resets the connection, cuts a
+stream short or sends without end gives an `Exchange` with `transport_error` set and whatever
+arrived; bytes that are not what they claim to be (not UTF-8, not JSON, mislabelled, an event
+never ended) are its `defects`. Either is a finding for the report, never a stuck, swollen or
+crashed run.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,8 +24,13 @@ from .exchange import Exchange
 from .rewrites import Rewrites
 from .scenario import Disconnect
 from .sse import TeeStream, iter_sse
+from .wire import read_body, read_stream
 
 DEFAULT_MODEL = "parity-model"
+DEFAULT_MAX_ANSWER_BYTES = 4 * 2**20
+"""A scenario's answers are kilobytes (a live model's long stream about 1 MB); reading and
+checking an answer costs about a second per 3 MB on a busy 2-core machine, so the limit also
+bounds how long a run outlives its timeout."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,9 @@ class Target:
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Sent with every request (API key, extra headers); never written to a report."""
     timeout_s: float = 60.0
+    """From sending a request to the last byte of its answer."""
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+    """How much of one answer is kept; a larger one is cut there (a finding)."""
     scripted: bool = True
     """Whether the target's model is the scripted upstream (False for live OpenAI)."""
     retries: int = 0
@@ -46,6 +57,28 @@ class Target:
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+CONNECT_DEADLINE_S = 10.0
+
+
+async def unreachable(target: Target) -> str | None:
+    """Why no connection to the target opens at all (no such host, nothing listening, no route
+    within the connect deadline), or None when one does. Asked once per run, so a target that
+    is not there is one clear error, not a finding in every unit."""
+    url = httpx.URL(target.base_url)
+    port = url.port or (443 if url.scheme == "https" else 80)
+    try:
+        with anyio.fail_after(min(target.timeout_s, CONNECT_DEADLINE_S)):
+            connection = await anyio.connect_tcp(url.host, port)
+    except TimeoutError:
+        return f"no connection to {url.host}:{port} opened within {min(target.timeout_s, CONNECT_DEADLINE_S):g}s"
+    except OSError as error:
+        cause = error.__cause__ if isinstance(error.__cause__, OSError) else error  # anyio wraps the attempts' error
+        reason = os.strerror(cause.errno) if (cause.errno or 0) > 0 else cause.strerror or cause
+        return f"cannot connect to {url.host}:{port} ({reason})"
+    await connection.aclose()
+    return None
 
 
 RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
@@ -102,7 +135,8 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
                 disconnect: Disconnect | None, disconnect_when: Trigger | None, headers: dict[str, str]) -> Exchange:
     url = target.url(path)
     exchange = Exchange(method=method, url=url, request_body=body)
-    tee: TeeStream | None = None
+    capture: TeeStream | None = None
+    content_type: str | None = None
     started = time.monotonic()
     after_seconds = disconnect.after_seconds if disconnect else None
     after_event = disconnect.after_event if disconnect else None
@@ -120,36 +154,53 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
             async with client.stream(method, url, json=body, headers=headers) as response:
                 exchange.status = response.status_code
                 exchange.headers = dict(response.headers)
-                if "text/event-stream" in response.headers.get("content-type", ""):
-                    tee = TeeStream(response.aiter_bytes())
-                    async for event in iter_sse(tee):
-                        if after_event is not None and event.type == after_event:
+                content_type = response.headers.get("content-type")
+                capture = TeeStream(response.aiter_bytes(), target.max_answer_bytes)
+                if "text/event-stream" in (content_type or ""):
+                    exchange.sse = ""
+                if exchange.sse is not None and after_event is not None:
+                    async for event in iter_sse(capture):
+                        if event.type == after_event:
                             exchange.disconnected = True
                             break
                 else:
-                    raw = await response.aread()
-                    exchange.body = _decode(raw)
+                    async for _ in capture:
+                        pass
     except TimeoutError:
         if after_seconds is not None:
             exchange.disconnected = True
         else:
             exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
     except httpx.HTTPError as error:
-        exchange.transport_error = f"{type(error).__name__}: {error}"
+        exchange.transport_error = f"{type(error).__name__}: {_reason(error)}"
     finally:
         if trigger is not None:
             trigger.cancel()
-    if tee is not None:
-        exchange.sse = tee.text
+    if capture is not None:
+        _keep(exchange, capture, content_type)
     exchange.elapsed_s = time.monotonic() - started
     return exchange
 
 
-def _decode(raw: bytes) -> Any:
-    """The body as JSON, else as text; a JSON `null` stays the text `null`, so it is not taken
-    for a body that was never captured."""
-    try:
-        decoded = json.loads(raw)
-    except ValueError:
-        return raw.decode("utf-8", errors="replace")
-    return raw.decode() if decoded is None else decoded
+def _reason(error: BaseException) -> str:
+    """The first cause in the chain that says something (a reset connection says nothing at
+    the top)."""
+    cause: BaseException | None = error
+    while cause is not None:
+        if text := str(cause) or (os.strerror(cause.errno) if isinstance(cause, OSError) and cause.errno else ""):
+            return text
+        cause = cause.__cause__ or cause.__context__
+    return "the connection broke"
+
+
+def _keep(exchange: Exchange, capture: TeeStream, content_type: str | None) -> None:
+    """Put what arrived into the exchange: the stream or the body, and their defects."""
+    if capture.overflowed:
+        exchange.truncated_after = capture.size
+        exchange.transport_error = (f"the answer is larger than the capture limit of {capture.limit / 2**20:g} MiB: "
+                                    "the harness stopped reading it there (--max-answer-mb reads more)")
+    cut_short = exchange.transport_error is not None or exchange.disconnected
+    if exchange.sse is not None:
+        exchange.sse, exchange.defects = read_stream(capture.raw, cut_short)
+    else:
+        exchange.body, exchange.defects = read_body(capture.raw, content_type, cut_short)

@@ -28,14 +28,29 @@ def test_events_split_across_reads_are_reassembled() -> None:
         for start in range(0, len(raw), size):
             yield raw[start:start + size]
 
-    async def read(size: int) -> tuple[list[str | None], str]:
-        tee = TeeStream(chunks(size))
-        return [e.type async for e in iter_sse(tee)], tee.text
+    async def read(size: int) -> tuple[list[str | None], bytes]:
+        tee = TeeStream(chunks(size), limit=len(raw))
+        return [e.type async for e in iter_sse(tee)], tee.raw
 
     for size in (1, 3, 7, 64, 4096):
-        types, text = asyncio.run(read(size))
+        types, kept = asyncio.run(read(size))
         assert types == ["response.created", "response.output_text.delta", None], size
-        assert text == STREAM
+        assert kept == raw
+
+
+def test_a_stream_past_the_limit_ends_there() -> None:
+    raw = STREAM.encode()
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for start in range(0, len(raw), 5):
+            yield raw[start:start + 5]
+
+    async def read(limit: int) -> tuple[bytes, bool]:
+        tee = TeeStream(chunks(), limit)
+        return b"".join([chunk async for chunk in tee]), tee.overflowed
+
+    assert asyncio.run(read(12)) == (raw[:12], True)
+    assert asyncio.run(read(len(raw))) == (raw, False)
 
 
 def test_data_that_is_not_json_is_kept_raw() -> None:
