@@ -13,7 +13,8 @@ import json
 import re
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime, UTC
 from pathlib import Path
@@ -34,6 +35,7 @@ from .findings import Finding, HarnessError, Severity
 from .loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
 from .matrix import build_matrix, run_matrix, write_matrix
 from .profile import ProfileError, find_profile, profile_paths
+from .redaction import RedactedStream, Redactor
 from .judges import judges
 from .report import RunInfo, tally, tally_line, write_reports
 from .runner import EngineEvent, Judge, ScenarioResult, UnitFinished, units_of
@@ -48,6 +50,19 @@ _LABEL = {"pass": "pass", "fail": "fail", "could_not_run": "could not run", "uns
 
 out = Console(highlight=False)
 err = Console(stderr=True, highlight=False)
+
+
+@contextmanager
+def _redacted_consoles() -> Iterator[Redactor]:
+    """A new redactor for a run; until the block ends, `out` and `err` print through it."""
+    redactor = Redactor()
+    for console in (out, err):
+        console.file = RedactedStream(console.file, redactor)
+    try:
+        yield redactor
+    finally:
+        for console in (out, err):
+            console.file = None  # back to the current sys.stdout / sys.stderr
 
 
 def _catalogue(paths: tuple[Path, ...]) -> Catalogue:
@@ -183,21 +198,23 @@ def _units(paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
 
 
 def _execute(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...], mode: str, jobs: int,
-             judges: tuple[Judge, ...] = (), **target: Any) -> tuple[Catalogue, list[ScenarioResult], RunInfo]:
-    """Load the scenarios, run the selected units against the target, and time it; a harness
-    error (a target that cannot be started or reached) exits with the usage code."""
+             redactor: Redactor, judges: tuple[Judge, ...] = (),
+             **target: Any) -> tuple[Catalogue, list[ScenarioResult], RunInfo]:
+    """Load the scenarios, run the selected units against the target (`redactor` learning the
+    run's secrets), and time it; a harness error (a target that cannot be started or reached)
+    exits with the usage code."""
     options = _build_options(**target)
     catalogue, units = _units(paths, ids, tags, mode)
     mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     started, clock = datetime.now(UTC), time.monotonic()
     out.print(f"Running {len(units)} scenario run(s) against [bold]{options.target}[/bold] ...")
     try:
-        with open_session(options, mcp_names, _say) as session:
+        with open_session(options, mcp_names, _say, redactor) as session:
             results = session.run(units, jobs, _progress, judges)
     except HarnessError as error:
         err.print(f"[red]error[/red] {escape(str(error))}", soft_wrap=True)
         sys.exit(EXIT_USAGE)
-    return catalogue, results, RunInfo(session.target, started, time.monotonic() - clock,
+    return catalogue, results, RunInfo(session.target, started, time.monotonic() - clock, redactor,
                                        tuple(str(e) for e in catalogue.errors))
 
 
@@ -233,8 +250,9 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
         chosen = judges(against, golden_dir, baseline_file)
     except HarnessError as error:
         raise click.UsageError(str(error)) from error
-    catalogue, results, info = _execute(judges=chosen, **selection)
-    _finish(catalogue, results, info, report_dir)
+    with _redacted_consoles() as redactor:
+        catalogue, results, info = _execute(judges=chosen, redactor=redactor, **selection)
+        _finish(catalogue, results, info, report_dir)
 
 
 @main.command()
@@ -247,11 +265,13 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, **selection:
     target = selection["target"]
     if name is None and "://" in target:
         raise click.UsageError("name the golden set of a URL target with --name")
-    catalogue, results, info = _execute(**selection)
-    folder = goldens.record(golden_dir, name or target, results, target_name=info.target.name,
-                            model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at)
-    out.print(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}", soft_wrap=True)
-    _finish(catalogue, results, info, report_dir)
+    with _redacted_consoles() as redactor:
+        catalogue, results, info = _execute(redactor=redactor, **selection)
+        folder = goldens.record(golden_dir, name or target, results, target_name=info.target.name,
+                                model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at,
+                                redactor=redactor)
+        out.print(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}", soft_wrap=True)
+        _finish(catalogue, results, info, report_dir)
 
 
 @main.group("golden")
@@ -333,16 +353,17 @@ def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...
     catalogue, units = _units(paths, ids, tags, mode)
     base = TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs)
     out.print(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
-    runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=_say, on_event=_progress)
     command = " ".join(["parity matrix", f"--targets {','.join(names)}", *(f"-s {i}" for i in ids),
                         *(f"-t {t}" for t in tags), *([f"--mode {mode}"] if mode != "both" else []),
                         f"--output {output}"])
-    html = write_matrix(build_matrix(runs, command), output)
-    for run in runs:
-        counts = run.document["summary"]["parity"] if run.document else None
-        state = f"parity {counts['pass']}/{counts['runs']}" if counts else "[red]could not run[/red]"
-        out.print(f"{run.name}: {state}")
-    out.print(f"matrix: {output} and {html}")
+    with _redacted_consoles() as redactor:
+        runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=_say, on_event=_progress, redactor=redactor)
+        html = write_matrix(build_matrix(runs, command), output, redactor)
+        for run in runs:
+            counts = run.document["summary"]["parity"] if run.document else None
+            state = f"parity {counts['pass']}/{counts['runs']}" if counts else "[red]could not run[/red]"
+            out.print(f"{run.name}: {state}")
+        out.print(f"matrix: {output} and {html}")
     if catalogue.errors:
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_FAILED if any(run.failure for run in runs) else EXIT_OK)

@@ -3,7 +3,7 @@
 A golden set is a folder `<golden-dir>/<name>/`: `manifest.json` (target, date, model, SDK
 versions, whether the model was scripted) and one file per scenario and stream mode,
 `<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format) and, for
-readers, its contract. Everything is redacted before it is written.
+readers, its contract. Everything is written through the run's `Redactor`.
 
 A golden step is compared as an expectation: its exchange is projected to a contract, which
 states every field it holds (`expectation_of`), and the one comparer (`compare.compare`)
@@ -27,7 +27,7 @@ from .compare import compare
 from .contract import Contract, project_answer
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
-from .redaction import redact
+from .redaction import Redactor
 from .report import versions
 from .runner import ScenarioResult, model_dependent_as_notes
 from .scenario import FORMAT_VERSION, Expect, Mode
@@ -56,7 +56,7 @@ class GoldenSet:
 
 
 def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, target_name: str, model: str,
-           scripted: bool, recorded_at: datetime) -> Path:
+           scripted: bool, recorded_at: datetime, redactor: Redactor) -> Path:
     """Write the golden set `name` under `directory` (replacing an older one); returns its folder.
     Steps the harness could not run are left out; unsupported units are not written."""
     folder = directory / name
@@ -73,12 +73,12 @@ def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, tar
              "exchange": step.exchange.to_file() if step.exchange else None} for step in steps]}
         path = folder / result.scenario.id / f"{result.mode}.json"
         path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(redact(document), indent=2) + "\n")
+        redactor.write_json(path, document)
         count += 1
     manifest = {"name": name, "target": target_name, "model": model, "scripted": scripted,
                 "recorded_at": recorded_at.isoformat(timespec="seconds"), "scenario_format": FORMAT_VERSION,
                 "units": count, "versions": versions()}
-    (folder / MANIFEST).write_text(json.dumps(redact(manifest), indent=2) + "\n")
+    redactor.write_json(folder / MANIFEST, manifest)
     return folder
 
 

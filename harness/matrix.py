@@ -4,7 +4,8 @@ model alone and a short account of what each gets right and wrong.
 
 `run_matrix` runs the targets and writes each one's full report folder; `build_matrix` turns
 those reports' documents (`results.json`) into the matrix, so a matrix can also be rebuilt
-from saved reports. Rendering is `matrix.md.j2` / `matrix.html.j2`.
+from saved reports. One redactor learns the secrets of every target and writes everything.
+Rendering is `matrix.md.j2` / `matrix.html.j2`.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from .findings import HarnessError, Kind, Severity, group_of
 from .loader import LoadedScenario
 from .profile import ProfileError, find_profile
+from .redaction import Redactor
 from .report import RunInfo, write_reports
 from .runner import EngineEvent
 from .scenario import MODES, Mode
@@ -145,11 +147,13 @@ def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
 
 def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mode]], base: TargetOptions,
                report_root: Path, *, jobs: int = 2, say: Callable[[str], None] = lambda line: None,
-               on_event: Callable[[EngineEvent], None] | None = None) -> list[TargetRun]:
+               on_event: Callable[[EngineEvent], None] | None = None,
+               redactor: Redactor | None = None) -> list[TargetRun]:
     """Run `units` against each target in turn (each started, run and stopped before the next:
     a 2-core machine runs one gateway at a time), writing each one's report to
     `report_root/<target>`. A target that cannot be installed or started is recorded with why,
-    and the others still run."""
+    and the others still run. `redactor` (default: a new one) learns each target's secrets."""
+    redactor = redactor or Redactor()
     mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     runs = []
     for name in targets:
@@ -158,7 +162,7 @@ def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mod
         options = replace(base, target=name)
         started, clock = datetime.now(UTC), time.monotonic()
         try:
-            with open_session(options, mcp_names, say) as session:
+            with open_session(options, mcp_names, say, redactor) as session:
                 results = session.run(units, jobs, on_event)
         except HarnessError as error:
             run.failure = str(error)
@@ -167,7 +171,7 @@ def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mod
             continue
         run.report_dir = report_root / run.name
         run.document = write_reports(run.report_dir, results,
-                                     RunInfo(session.target, started, time.monotonic() - clock))
+                                     RunInfo(session.target, started, time.monotonic() - clock, redactor))
         runs.append(run)
     return runs
 
@@ -311,10 +315,12 @@ def render_matrix(matrix: Matrix, template: Literal["md", "html"]) -> str:
     return _environment(template == "html").get_template(f"matrix.{template}.j2").render(context)
 
 
-def write_matrix(matrix: Matrix, markdown_path: Path) -> Path:
-    """Write the matrix as Markdown to `markdown_path` and as HTML beside it; returns the HTML path."""
+def write_matrix(matrix: Matrix, markdown_path: Path, redactor: Redactor | None = None) -> Path:
+    """Write the matrix as Markdown to `markdown_path` and as HTML beside it, through `redactor`
+    (default: one that knows no secret by value); returns the HTML path."""
+    redactor = redactor or Redactor()
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    markdown_path.write_text(render_matrix(matrix, "md"))
+    redactor.write_text(markdown_path, render_matrix(matrix, "md"))
     html_path = markdown_path.with_suffix(".html")
-    html_path.write_text(render_matrix(matrix, "html"))
+    redactor.write_text(html_path, render_matrix(matrix, "html"))
     return html_path

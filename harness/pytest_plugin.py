@@ -8,7 +8,8 @@ counts them: a pass passes, a divergence fails, a scenario the harness could not
 error (in setup), one the target does not support is skipped with the reason; the session
 ends with the same one-line tally. A broken scenario file is one failing test with the
 loader's message; the other files still run. The `parity_session` fixture gives Python tests
-the same running target.
+the same running target. What the plugin reports of a run (failures, skip reasons, and so the
+JUnit XML) passes through the session's redactor.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from ..fixtures.mcp import FIXTURE_SERVERS
 from .findings import HarnessError, Severity
 from .judges import judges
 from .loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
+from .redaction import Redactor
 from .report import tally, tally_line
 from .runner import Judge, ScenarioResult
 from .scenario import MODES, Mode
@@ -168,38 +170,43 @@ class ScenarioItem(pytest.Item):
         self.mode = mode
         self.result: ScenarioResult | None = None
 
+    @property
+    def redactor(self) -> Redactor:
+        """The session's: what this item reports passes through it."""
+        return self.config.stash[_STATE].session().redactor
+
     def setup(self) -> None:
         """Runs the scenario; one the harness could not run is an error, not a failure."""
         state = self.config.stash[_STATE]
         self.result = state.session().run([(self.loaded, self.mode)], judges=state.judges)[0]
         state.results.append(self.result)
         if self.result.outcome == "could_not_run":
-            pytest.fail("\n".join(_describe(self.result)), pytrace=False)
+            pytest.fail(_describe(self.result, self.redactor), pytrace=False)
 
     def runtest(self) -> None:
         assert self.result is not None
         if self.result.unsupported is not None:
-            pytest.skip(f"unsupported by the target: {self.result.unsupported}")
+            pytest.skip(self.redactor.redact_text(f"unsupported by the target: {self.result.unsupported}"))
         if self.result.outcome == "fail":
             raise ScenarioFailed(self.result)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if not isinstance(excinfo.value, ScenarioFailed):
             return str(super().repr_failure(excinfo))
-        return "\n".join(_describe(excinfo.value.result))
+        return _describe(excinfo.value.result, self.redactor)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.loaded.scenario.id} [{self.mode}]"
 
 
-def _describe(result: ScenarioResult) -> list[str]:
+def _describe(result: ScenarioResult, redactor: Redactor) -> str:
     lines = [f"scenario {result.scenario.id} [{result.mode}] on {result.target}: {result.outcome.replace('_', ' ')}"]
     for step in result.steps:
         if step.error:
             lines.append(f"  {step.step_id}: could not run: {step.error}")
         lines += [f"  {step.step_id}: {f.severity}{' (known)' if f.known else ''} {f.kind} ({f.rule}): {f.message}"
                   for f in step.findings if f.severity >= Severity.WARNING]
-    return lines
+    return redactor.redact_text("\n".join(lines))
 
 
 class BrokenScenario(pytest.Item):

@@ -1,34 +1,151 @@
-"""Remove secrets before anything is written: reports, saved exchanges, goldens.
+"""Remove secrets before anything is written or printed: reports, saved exchanges, goldens,
+baselines, the console.
 
-Removed: values under secret-bearing keys at any depth (`authorization`, `api_key`, ...,
-which covers MCP tools' `authorization` and request headers), and anything that looks like
-an API key, a bearer token, or an OpenAI organization or project id wherever it appears.
+A `Redactor` holds the secrets of one run, learned as the run goes (the target's headers, the
+scenarios, the requests the harness sent), and replaces with `<redacted>`:
+- values under secret-bearing keys at any depth (`authorization`, `api_key`, ..., which covers
+  MCP tools' `authorization` and request headers), and the header values of MCP tools;
+- anything that looks like an API key, a bearer token, or an OpenAI organization or project id;
+- every secret it knows, by value, wherever it appears inside a string: as it is, JSON-escaped
+  (as it sits in the JSON or SSE text a gateway echoes it in) and percent-encoded (in a URL);
+  of a credential `<scheme> <token>` (Bearer, Basic, Token) the token alone too, and of a Basic
+  one the decoded `user:password` and the password.
+Values shorter than `MIN_SECRET_LENGTH` characters are not taken as secrets (removing them
+would blot out ordinary words). Not undone: other changes a gateway may make to a secret
+(hashing, truncating, splitting it, encoding it in base64).
+
+Artifacts reach the disk through `Redactor.write_json` and `Redactor.write_text`; a console
+prints through a `RedactedStream`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
-from typing import Any
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import quote
 
 REDACTED = "<redacted>"
 SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "openai-organization",
-                         "openai-project", "proxy-authorization", "cookie", "set-cookie"})
+                         "openai-project", "proxy-authorization", "cookie", "set-cookie", "mcp_authorization"})
+MIN_SECRET_LENGTH = 6
 _SECRET_TEXT = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-~+/=]{8,}|\borg-[A-Za-z0-9]{8,}|\bproj_[A-Za-z0-9]{8,})"
 )
+_CREDENTIAL = re.compile(r"(?i)(bearer|basic|token)\s+(\S+)")
 
 
 def redact_text(text: str) -> str:
-    return _SECRET_TEXT.sub(REDACTED, text)
+    """`text` without anything that looks like a secret (no secret known by value)."""
+    return Redactor().redact_text(text)
 
 
-def redact(value: Any) -> Any:
-    """A copy of `value` with every secret replaced by `<redacted>`."""
-    if isinstance(value, dict):
-        return {key: (REDACTED if isinstance(key, str) and key.lower() in SECRET_KEYS and item is not None
-                      else redact(item)) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    if isinstance(value, str):
-        return redact_text(value)
-    return value
+class Redactor:
+    """The secrets of one run and their removal (see the module's docstring for what is removed)."""
+
+    def __init__(self) -> None:
+        self._secrets: set[str] = set()
+        self._known: re.Pattern[str] | None = None
+
+    def add(self, *values: str | None) -> None:
+        """Know these values as secrets (None, and values too short to be one, are skipped)."""
+        new = {form for value in values if value for form in _forms(value)} - self._secrets
+        if new:
+            self._secrets |= new
+            self._known = re.compile("|".join(re.escape(s) for s in sorted(self._secrets, key=len, reverse=True)))
+
+    def learn(self, data: Any) -> None:
+        """Know as secrets the strings `data` (a request body, a scenario) holds where secrets
+        go: under secret-bearing keys, and as the header values of MCP tools."""
+        self.add(*_placed_secrets(data))
+
+    def redact_text(self, text: str) -> str:
+        if self._known is not None:
+            text = self._known.sub(REDACTED, text)
+        return _SECRET_TEXT.sub(REDACTED, text)
+
+    def redact(self, value: Any) -> Any:
+        """A copy of `value` with every secret replaced by `<redacted>`."""
+        if isinstance(value, dict):
+            if _is_mcp_tool(value):
+                value = value | {"headers": dict.fromkeys(value["headers"], REDACTED)}
+            return {key: REDACTED if _is_secret_key(key) and item is not None else self.redact(item)
+                    for key, item in value.items()}
+        if isinstance(value, list):
+            return [self.redact(item) for item in value]
+        if isinstance(value, str):
+            return self.redact_text(value)
+        return value
+
+    def write_json(self, path: Path, value: Any) -> None:
+        path.write_text(json.dumps(self.redact(value), indent=2) + "\n")
+
+    def write_text(self, path: Path, text: str) -> None:
+        path.write_text(self.redact_text(text))
+
+
+class RedactedStream:
+    """A text stream that passes what is written to `stream` through a redactor. Each write is
+    redacted on its own: a secret split across two writes is not caught (a rich console writes
+    each `print` at once)."""
+
+    def __init__(self, stream: TextIO, redactor: Redactor) -> None:
+        self._stream = stream
+        self._redactor = redactor
+
+    def write(self, text: str) -> int:
+        self._stream.write(self._redactor.redact_text(text))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _is_secret_key(key: Any) -> bool:
+    return isinstance(key, str) and key.lower() in SECRET_KEYS
+
+
+def _is_mcp_tool(value: dict[Any, Any]) -> bool:
+    """An MCP tool with headers (all of whose values are secrets)."""
+    return value.get("type") == "mcp" and isinstance(value.get("headers"), dict)
+
+
+def _placed_secrets(data: Any) -> Iterator[str]:
+    if isinstance(data, dict):
+        if _is_mcp_tool(data):
+            yield from (value for value in data["headers"].values() if isinstance(value, str))
+        for key, item in data.items():
+            if _is_secret_key(key) and isinstance(item, str):
+                yield item
+            else:
+                yield from _placed_secrets(item)
+    elif isinstance(data, list):
+        for item in data:
+            yield from _placed_secrets(item)
+
+
+def _forms(value: str) -> set[str]:
+    """The forms of the secret `value` looked for: the value, the token of a credential, the
+    parts of a Basic one; each as it is, JSON-escaped and percent-encoded."""
+    values = {value}
+    if credential := _CREDENTIAL.fullmatch(value.strip()):
+        scheme, token = credential.groups()
+        values.add(token)
+        if scheme.lower() == "basic":
+            values |= _basic_parts(token)
+    return {form for secret in values if len(secret) >= MIN_SECRET_LENGTH and secret not in REDACTED
+            for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1],
+                         quote(secret, safe=""))}
+
+
+def _basic_parts(token: str) -> set[str]:
+    """`user:password` and the password a Basic credential encodes (none if it encodes none)."""
+    try:
+        decoded = base64.b64decode(token, validate=True).decode()
+    except (binascii.Error, UnicodeDecodeError):
+        return set()
+    return {decoded, decoded.partition(":")[2]} if ":" in decoded else set()

@@ -1,8 +1,8 @@
 """Reports of a run, written to one folder: `results.json` (everything, for machines),
 `results.jsonl` (one scenario run per line), `report.md` and `report.html` (for people: the
 parity matrix, the streams side by side, the coverage of OpenAI's types), and `exchanges/`
-with the raw exchange of every failing step. Everything passes through `redaction.redact`
-first."""
+with the raw exchange of every failing step. Everything is written through the run's
+`Redactor`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .findings import Severity
-from .redaction import redact
+from .redaction import Redactor
 from .report_html import render_html
 from .runner import ScenarioResult, StepResult
 from .vocabulary import output_item_types, sdk_event_types
@@ -39,6 +39,8 @@ class RunInfo:
     target: Target
     started_at: datetime
     duration_s: float
+    redactor: Redactor
+    """The run's secrets, removed from everything written."""
     file_errors: tuple[str, ...] = ()
 
 
@@ -124,7 +126,7 @@ def tally_line(counts: dict[str, Any]) -> str:
 
 
 def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
-    return redact({
+    return info.redactor.redact({
         "tool": {"name": "responses-parity", **{"version": versions()["responses-parity"]}},
         "scenario_format": FORMAT_VERSION,
         "sdk": {name: version for name, version in versions().items() if name != "responses-parity"},
@@ -226,13 +228,14 @@ def write_reports(directory: Path, results: list[ScenarioResult], info: RunInfo)
     for old in exchanges.glob("*.json"):
         old.unlink()
     document = results_document(results, info)
-    (directory / "results.json").write_text(json.dumps(document, indent=2) + "\n")
-    (directory / "results.jsonl").write_text("".join(json.dumps(unit) + "\n" for unit in document["results"]))
-    (directory / "report.md").write_text(markdown(document))
-    (directory / "report.html").write_text(render_html(document))
+    write_json, write_text = info.redactor.write_json, info.redactor.write_text
+    write_json(directory / "results.json", document)
+    write_text(directory / "results.jsonl", "".join(json.dumps(unit) + "\n" for unit in document["results"]))
+    write_text(directory / "report.md", markdown(document))
+    write_text(directory / "report.html", render_html(document))
     for result in results:
         for step in result.steps:
             if step.outcome != "pass" and step.exchange is not None:
                 saved = step.exchange.to_file() | {"observed": step.observed.to_dict() if step.observed else None}
-                (exchanges / _exchange_name(result, step)).write_text(json.dumps(redact(saved), indent=2) + "\n")
+                write_json(exchanges / _exchange_name(result, step), saved)
     return document

@@ -18,7 +18,8 @@ from .fixture_client import FixtureClient, McpFixture
 from .gateway_process import RunningGateway, install, start
 from .loader import LoadedScenario
 from .profile import Profile, ProfileError, find_profile, profile_paths
-from .runner import Engine, EngineEvent, Judge, ScenarioResult
+from .redaction import Redactor
+from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, Stack, upstream_is_running
 from .targets import DEFAULT_MODEL, Target
@@ -68,6 +69,9 @@ class Session:
     mcp: dict[str, McpFixture] = field(default_factory=dict)
     gateway: RunningGateway | None = None
     """The gateway process the session started (profiled targets)."""
+    redactor: Redactor = field(default_factory=Redactor)
+    """The run's secrets: the target's headers (`open_session` adds them), and the secrets of the
+    scenarios run, as written and as sent (their MCP `authorization` and headers)."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
             on_event: Callable[[EngineEvent], None] | None = None,
@@ -81,6 +85,8 @@ class Session:
         fixtures by its own names, since their calls are then told apart only by order."""
         if self.target.rewrites.mcp_server_url is not None:
             jobs = 1
+        self.redactor.learn([loaded.scenario.model_dump(mode="json") for loaded, _ in units])
+        on_event = self._learning(on_event)
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
             if self.stack is None:
                 engine = Engine(self.target, http, None, on_event, mcp=self.mcp, judges=judges)
@@ -90,6 +96,17 @@ class Session:
                 engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
                                 judges=judges)
             return await engine.run_all(units, jobs)
+
+    def _learning(self, on_event: Callable[[EngineEvent], None] | None) -> Callable[[EngineEvent], None]:
+        """`on_event`, told of a finished unit once the redactor knows the secrets its requests
+        carried (placeholders rendered), so no one hears of them before it does."""
+        def learn_then_tell(event: EngineEvent) -> None:
+            if isinstance(event, UnitFinished):
+                self.redactor.learn([step.exchange.request_body for step in event.result.steps if step.exchange])
+            if on_event is not None:
+                on_event(event)
+
+        return learn_then_tell
 
 
 def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:
@@ -148,10 +165,21 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
 
 
 @contextmanager
-def open_session(options: TargetOptions, mcp_names: Iterable[str],
-                 say: Callable[[str], None] = lambda line: None) -> Iterator[Session]:
+def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None] = lambda line: None,
+                 redactor: Redactor | None = None) -> Iterator[Session]:
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
-    (installing a gateway takes minutes)."""
+    (installing a gateway takes minutes). The session's redactor is `redactor` (default: a new
+    one), told before any run the target's header values (API key, extra and profile headers)
+    and the admin key of the reference gateways the session starts."""
+    with _started(options, mcp_names, say) as session:
+        if redactor is not None:
+            session.redactor = redactor
+        session.redactor.add(*session.target.headers.values(), session.stack.admin_key if session.stack else None)
+        yield session
+
+
+@contextmanager
+def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None]) -> Iterator[Session]:
     if options.target == OPENAI:
         yield _openai_session(options)
         return

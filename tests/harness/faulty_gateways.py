@@ -15,11 +15,16 @@ Events = list[dict[str, Any]]
 
 
 class RewritingGateway:
+    """Rewrites the events of streamed answers, the body of JSON ones answered 200 and, with
+    `errors`, the body of JSON ones answered otherwise."""
+
     def __init__(self, app: ASGIApp, events: Callable[[Events], Events] | None = None,
-                 body: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
+                 body: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+                 errors: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> None:
         self.app = app
         self.rewrite_events = events or (lambda e: e)
         self.rewrite_body = body or (lambda b: b)
+        self.rewrite_errors = errors
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] != "/v1/responses":
@@ -43,6 +48,8 @@ class RewritingGateway:
                 body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
             elif start["status"] == 200:
                 body = json.dumps(self.rewrite_body(json.loads(body))).encode()
+            elif self.rewrite_errors is not None:
+                body = json.dumps(self.rewrite_errors(json.loads(body))).encode()
             headers[b"content-length"] = str(len(body)).encode()
             await send(start | {"headers": list(headers.items())})
             await send({"type": "http.response.body", "body": body})
@@ -99,25 +106,63 @@ class RewritingRequests:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = json.dumps(self.rewrite(json.loads(b"".join(chunks)))).encode()
+        body = json.dumps(self.rewrite(json.loads(await read_body(receive)))).encode()
         headers = [(k, v) for k, v in scope["headers"] if k != b"content-length"]
         scope = scope | {"headers": [*headers, (b"content-length", str(len(body)).encode())]}
-        sent = False
+        await self.app(scope, replaying(body, receive), send)
 
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
 
-        await self.app(scope, replay, send)
+async def read_body(receive: Receive) -> bytes:
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
+
+
+def replaying(body: bytes, receive: Receive) -> Receive:
+    """A `receive` that gives `body` (already read) first, then what `receive` gives."""
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+class EchoingGateway:
+    """A gateway that shows back the secrets it was sent: the bearer token, the X-Tenant-Token
+    header, and each MCP tool's authorization and header values, appended as `ECHO(...)` to
+    every text and message in its `/v1/responses` answers, streamed or not, errors too."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != "/v1/responses":
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        headers = {name.decode().lower(): value.decode() for name, value in scope["headers"]}
+        tools = [tool for tool in json.loads(body).get("tools") or [] if tool.get("type") == "mcp"]
+        echo = (f" ECHO(auth={headers.get('authorization', '').removeprefix('Bearer ')};"
+                f"tenant={headers.get('x-tenant-token', '')};"
+                f"mcp={','.join(tool.get('authorization', '') for tool in tools)};"
+                f"mcp-headers={','.join(v for tool in tools for v in (tool.get('headers') or {}).values())})")
+
+        def echoed(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {key: item + echo if key in ("text", "message") and isinstance(item, str) else echoed(item)
+                        for key, item in value.items()}
+            return [echoed(item) for item in value] if isinstance(value, list) else value
+
+        rewriting = RewritingGateway(self.app, events=echoed, body=echoed, errors=echoed)
+        await rewriting(scope, replaying(body, receive), send)
 
 
 def reexecute_replayed_calls(body: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import respx
 
 from responses_parity.harness import goldens
 from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.redaction import Redactor
 from responses_parity.harness.runner import ScenarioResult
 from responses_parity.harness.scenario import Mode
 from responses_parity.harness.session import TargetOptions, open_session
@@ -141,7 +142,7 @@ def test_a_live_recording_keeps_no_secret(respx_mock: respx.MockRouter, tmp_path
                         "param": None, "code": "invalid_api_key"}}))
     results = run_live(["text-basic", "error-missing-model"], modes=("nonstream", "stream"))
     folder = goldens.record(tmp_path, "openai", results, target_name="openai", model="gpt-4.1-2025-04-14",
-                            scripted=False, recorded_at=datetime.now(UTC))
+                            scripted=False, recorded_at=datetime.now(UTC), redactor=Redactor())
     written = "".join(path.read_text() for path in folder.rglob("*.json"))
     assert "invalid_api_key" in written
     for secret in (API_KEY, "sk-test", "org-AbCdEf", "Bearer"):

@@ -1,0 +1,172 @@
+"""No secret a run knows reaches an artifact or the console, even from a gateway that echoes
+it: the API key, a header value, an MCP tool's authorization and header values (as written and
+as rendered), none of which looks like a secret. And the rules of the redactor itself."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from click.testing import CliRunner
+from conftest import write_scenario
+from faulty_gateways import EchoingGateway
+
+from responses_parity.harness.cli import main
+from responses_parity.harness.redaction import REDACTED, Redactor
+from responses_parity.harness.session import TargetOptions, open_session
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import build_gateway_app
+
+pytest_plugins = ["pytester"]
+
+API_KEY = "Zq9plainKEY777"
+TENANT_TOKEN = "tenantsecret888"
+MCP_AUTHORIZATION = "mcpplainAUTH555"
+MCP_HEADER = "parity-model-hdr444"
+"""What the scenario's `{{model}}-hdr444` renders to: known only from the request sent."""
+SECRETS = (API_KEY, TENANT_TOKEN, MCP_AUTHORIZATION, MCP_HEADER)
+ECHOED = "ECHO(auth=<redacted>;tenant=<redacted>;mcp=<redacted>;mcp-headers=<redacted>)"
+"""What is left of the echo once the secrets are removed: proof that the gateway echoed them."""
+
+MCP_TOOL = """
+        - type: mcp
+          server_label: calc
+          server_url: "{{mcp.calc.url}}"
+          authorization: "mcpplainAUTH555"
+          headers: {X-Calc-Key: "{{model}}-hdr444"}
+          require_approval: never
+"""
+SCENARIO = """
+id: echoed-secrets
+title: a gateway shows back what it was sent, in its answer and in its error
+evidence: {recordings: [stream-text__openllmetry__1]}
+mcp: [calc]
+steps:
+  - id: ask
+    request:
+      model: "{{model}}"
+      input: "Hi"
+      tools:""" + MCP_TOOL + """
+    model: [{text: "Hello"}]
+    expect: {status: completed, response: {output: [{type: mcp_list_tools}, {content: [{text: "Hello"}]}]}}
+  - id: refused
+    request:
+      model: "{{model}}"
+      input: "Hi"
+      temperature: 7
+      tools:""" + MCP_TOOL + """
+    expect: {http_status: 400, error: {message_contains: "never says this"}}
+"""
+
+
+@pytest.fixture
+def echoing_gateway(stack: Stack) -> Iterator[str]:
+    assert stack.upstream_url is not None
+    server = ServerThread(EchoingGateway(build_gateway_app(reference_config(stack.upstream_url)))).start()
+    try:
+        yield server.url
+    finally:
+        server.stop()
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+def leaks(folder: Path) -> list[str]:
+    """Each file under `folder` that holds a secret, with the secret."""
+    return [f"{path}: {secret}" for path in folder.rglob("*") if path.is_file()
+            for secret in SECRETS if secret.encode() in path.read_bytes()]
+
+
+def echoes(folder: Path) -> list[Path]:
+    """The files under `folder` that show the echo, secrets removed."""
+    return [path for path in folder.rglob("*") if path.is_file() and ECHOED.encode() in path.read_bytes()]
+
+
+def test_secrets_a_gateway_echoes_reach_no_report_golden_baseline_or_console(
+        tmp_path: Path, stack: Stack, echoing_gateway: str) -> None:
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    write_scenario(scenarios, SCENARIO)
+    reports, recorded, goldens, baselines = (tmp_path / name
+                                             for name in ("reports", "recorded", "goldens", "baselines"))
+    target = ("--target", echoing_gateway, "--upstream", str(stack.upstream_url), "--api-key", API_KEY,
+              "--header", f"X-Tenant-Token: {TENANT_TOKEN}")
+    code, run_output = invoke("run", str(scenarios), "--report-dir", str(reports), *target)
+    assert code == 1, run_output
+    code, record_output = invoke("record", str(scenarios), "--name", "echoing", "--golden-dir", str(goldens),
+                                 "--report-dir", str(recorded), *target)
+    assert code == 1, record_output
+    code, baseline_output = invoke("baseline", "update", "--results", str(reports / "results.json"),
+                                   "--output", str(baselines / "echoing.json"))
+    assert code == 0, baseline_output
+    for folder in (reports, recorded, goldens, baselines):
+        assert not leaks(folder)
+    assert {path.name for path in echoes(reports)} >= {"results.json", "results.jsonl", "report.md",
+                                                       "echoed-secrets__stream__ask.json",
+                                                       "echoed-secrets__nonstream__refused.json"}
+    assert echoes(goldens) and echoes(baselines)
+    console = run_output + record_output + baseline_output
+    assert [secret for secret in SECRETS if secret in console] == []
+    assert ECHOED in run_output and ECHOED in record_output
+    sent = json.loads((reports / "exchanges" / "echoed-secrets__nonstream__ask.json").read_text())["request"]["body"]
+    assert sent["tools"][0]["authorization"] == REDACTED and sent["tools"][0]["headers"] == {"X-Calc-Key": REDACTED}
+
+
+def test_the_pytest_plugin_and_its_junit_xml_show_no_secret_a_gateway_echoes(
+        pytester: pytest.Pytester, stack: Stack, echoing_gateway: str) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makefile(".yaml", echoed=SCENARIO)
+    junit = pytester.path / "junit.xml"
+    result = pytester.runpytest("--target", echoing_gateway, "--parity-upstream", str(stack.upstream_url),
+                                "--parity-api-key", API_KEY, "--parity-header", f"X-Tenant-Token: {TENANT_TOKEN}",
+                                "--parity-mode", "nonstream", f"--junitxml={junit}", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    shown = result.stdout.str() + result.stderr.str() + junit.read_text()
+    assert [secret for secret in SECRETS if secret in shown] == []
+    failure = ElementTree.parse(junit).find(".//failure")
+    assert failure is not None and ECHOED in (failure.text or "") and ECHOED in result.stdout.str()
+
+
+def test_a_known_secret_is_removed_as_it_is_json_escaped_and_percent_encoded() -> None:
+    redactor = Redactor()
+    secret = 'tok"en/ü42'
+    redactor.add(secret)
+    echoed = f"plain {secret}, json {json.dumps(secret)}, url ?t=tok%22en%2F%C3%BC42"
+    assert redactor.redact_text(echoed) == f'plain {REDACTED}, json "{REDACTED}", url ?t={REDACTED}'
+
+
+def test_the_token_of_a_credential_and_the_parts_of_a_basic_one_are_secrets_too() -> None:
+    redactor = Redactor()
+    redactor.add("Bearer plainToken42", "Basic " + base64.b64encode(b"alice:hunter2pass").decode())
+    assert redactor.redact_text("token plainToken42 user alice:hunter2pass password hunter2pass") == \
+        f"token {REDACTED} user {REDACTED} password {REDACTED}"
+
+
+def test_values_too_short_to_be_secrets_are_kept() -> None:
+    redactor = Redactor()
+    redactor.add("a", "yes", "12345", None)
+    assert redactor.redact_text("a yes 12345") == "a yes 12345"
+
+
+def test_mcp_authorization_and_header_values_are_learned_and_removed_from_requests() -> None:
+    request = {"tools": [{"type": "mcp", "authorization": "oauthPlain99", "headers": {"X-Key": "hdrPlain99"}},
+                         {"type": "function", "name": "headers"}]}
+    redactor = Redactor()
+    redactor.learn(request)
+    assert redactor.redact(request)["tools"] == [
+        {"type": "mcp", "authorization": REDACTED, "headers": {"X-Key": REDACTED}},
+        {"type": "function", "name": "headers"}]
+    assert redactor.redact_text("got oauthPlain99 and hdrPlain99") == f"got {REDACTED} and {REDACTED}"
+
+
+def test_the_admin_key_of_the_reference_gateways_a_session_starts_is_a_secret() -> None:
+    with open_session(TargetOptions(), ()) as session:
+        assert session.stack is not None
+        assert session.redactor.redact_text(f"key {session.stack.admin_key}") == f"key {REDACTED}"
