@@ -41,6 +41,7 @@ from .report import RunInfo, tally, tally_line, write_reports
 from .runner import EngineEvent, Judge, ScenarioResult, UnitFinished, units_of
 from .scenario import MODES, Mode, scenario_json_schema
 from .session import REFERENCE, TargetOptions, open_session, parse_header
+from .targets import DEFAULT_MAX_ANSWER_BYTES
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, ServerThread
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -91,7 +92,10 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--chat-path", default="/v1/chat/completions", show_default=True,
                      help="Path of the target's Chat Completions endpoint."),
         click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
-                     help="Seconds one request may take."),
+                     help="Seconds one request may take, from sending it to the last byte of its answer."),
+        click.option("--max-answer-mb", type=click.FloatRange(min=0, min_open=True),
+                     default=DEFAULT_MAX_ANSWER_BYTES / 2**20, show_default=True,
+                     help="How much of one answer is read; a larger one is cut there (a finding)."),
         click.option("--upstream", default=f"http://{LOOPBACK}:{DEFAULT_UPSTREAM_PORT}", show_default=True,
                      help="The scripted upstream a URL target talks to (started there if not running)."),
         click.option("--public-mcp", multiple=True, metavar="NAME=URL",
@@ -106,7 +110,7 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _build_options(*, target: str, api_key: str | None, headers: tuple[str, ...], model: str,
-                   responses_path: str, chat_path: str, timeout_s: float, upstream: str,
+                   responses_path: str, chat_path: str, timeout_s: float, max_answer_mb: float, upstream: str,
                    public_mcp: tuple[str, ...], retries: int | None,
                    profile_dirs: tuple[Path, ...]) -> TargetOptions:
     try:
@@ -117,7 +121,8 @@ def _build_options(*, target: str, api_key: str | None, headers: tuple[str, ...]
     if bad := [name for name, sep, url in mapping if not sep or not name or "://" not in url]:
         raise click.UsageError(f"--public-mcp {bad[0]!r}: write NAME=URL, e.g. calc=https://mcp.example.org")
     return TargetOptions(target=target, api_key=api_key, headers=parsed, model=model, responses_path=responses_path,
-                         chat_path=chat_path, timeout_s=timeout_s, upstream=upstream,
+                         chat_path=chat_path, timeout_s=timeout_s,
+                         max_answer_bytes=int(max_answer_mb * 2**20), upstream=upstream,
                          public_mcp=tuple((name, url) for name, _, url in mapping), retries=retries,
                          profile_dirs=profile_dirs)
 

@@ -31,6 +31,7 @@ from .report import tally, tally_line
 from .runner import Judge, ScenarioResult
 from .scenario import MODES, Mode
 from .session import DEFAULT_UPSTREAM_URL, REFERENCE, Session, TargetOptions, open_session, parse_header
+from .targets import DEFAULT_MAX_ANSWER_BYTES
 
 _SCHEMA_MODELINE = "scenario.schema.json"
 
@@ -74,7 +75,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity-chat-path", default="/v1/chat/completions", help="The target's Chat Completions path.")
     group.addoption("--parity-mode", choices=["both", *MODES], default="both", help="Stream modes to run.")
     group.addoption("--parity-upstream", default=DEFAULT_UPSTREAM_URL, help="Scripted upstream for a URL target.")
-    group.addoption("--parity-timeout", type=float, default=60.0, help="Seconds one request may take.")
+    group.addoption("--parity-timeout", type=float, default=60.0,
+                    help="Seconds one request may take, from sending it to the last byte of its answer.")
+    group.addoption("--parity-max-answer-mb", type=float, default=DEFAULT_MAX_ANSWER_BYTES / 2**20,
+                    help="How much of one answer is read; a larger one is cut there (a finding).")
     group.addoption("--parity-against", default=None, metavar="golden:NAME",
                     help="Also compare every step's contract with a recorded golden set.")
     group.addoption("--parity-golden-dir", default=None, help="Where golden sets are (default: fixtures/goldens).")
@@ -108,6 +112,7 @@ def pytest_configure(config: pytest.Config) -> None:
         responses_path=config.getoption("parity_responses_path"),
         chat_path=config.getoption("parity_chat_path"),
         timeout_s=config.getoption("parity_timeout"),
+        max_answer_bytes=int(config.getoption("parity_max_answer_mb") * 2**20),
         upstream=config.getoption("parity_upstream"),
     )
     config.stash[_STATE] = _State(options, MODES if mode == "both" else (mode,), chosen)

@@ -22,7 +22,7 @@ from .redaction import Redactor
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
 from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, Stack, upstream_is_running
-from .targets import DEFAULT_MODEL, Target
+from .targets import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, Target, unreachable
 
 REFERENCE = "reference"
 OPENAI = "openai"
@@ -51,6 +51,7 @@ class TargetOptions:
     responses_path: str = "/v1/responses"
     chat_path: str = "/v1/chat/completions"
     timeout_s: float = 60.0
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
     upstream: str = DEFAULT_UPSTREAM_URL
     """The scripted upstream a URL target talks to; started here when nothing answers there."""
     public_mcp: tuple[tuple[str, str], ...] = ()
@@ -82,11 +83,14 @@ class Session:
                         on_event: Callable[[EngineEvent], None] | None = None,
                         judges: Sequence[Judge] = ()) -> list[ScenarioResult]:
         """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
-        fixtures by its own names, since their calls are then told apart only by order."""
+        fixtures by its own names, since their calls are then told apart only by order.
+        `HarnessError` when the target cannot be reached at all."""
         if self.target.rewrites.mcp_server_url is not None:
             jobs = 1
         self.redactor.learn([loaded.scenario.model_dump(mode="json") for loaded, _ in units])
         on_event = self._learning(on_event)
+        if (why := await unreachable(self.target)) is not None:
+            raise HarnessError(f"the target {self.target.name} at {self.target.base_url} is unreachable: {why}")
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
             if self.stack is None:
                 engine = Engine(self.target, http, None, on_event, mcp=self.mcp, judges=judges)
@@ -131,7 +135,7 @@ def _openai_session(options: TargetOptions) -> Session:
     headers = dict(options.headers) | {"Authorization": f"Bearer {api_key}"}
     target = Target(name=OPENAI, base_url=os.environ.get("OPENAI_BASE_URL", OPENAI_BASE_URL),
                     responses_path="/responses", chat_path="/chat/completions", model=model, headers=headers,
-                    timeout_s=options.timeout_s, scripted=False,
+                    timeout_s=options.timeout_s, max_answer_bytes=options.max_answer_bytes, scripted=False,
                     retries=2 if options.retries is None else options.retries)
     return Session(target, None, {name: McpFixture(name, url.rstrip("/")) for name, url in options.public_mcp})
 
@@ -157,7 +161,8 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
             target = Target(name=profile.name, base_url=gateway.base_url,
                             responses_path=profile.target.responses_path, chat_path=profile.target.chat_path,
                             model=gateway.model, headers=gateway.headers | _extra_headers(options),
-                            timeout_s=options.timeout_s, retries=options.retries or 0, lacks=profile.lacks,
+                            timeout_s=options.timeout_s, max_answer_bytes=options.max_answer_bytes,
+                            retries=options.retries or 0, lacks=profile.lacks,
                             rewrites=profile.rewrite)
             yield Session(target, stack, gateway=gateway)
         finally:
@@ -200,4 +205,5 @@ def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[st
         assert base_url is not None
         yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,
                              chat_path=options.chat_path, model=options.model, headers=_extra_headers(options),
-                             timeout_s=options.timeout_s, retries=options.retries or 0), stack)
+                             timeout_s=options.timeout_s, max_answer_bytes=options.max_answer_bytes,
+                             retries=options.retries or 0), stack)

@@ -1,12 +1,13 @@
 """Benchmark: what each way of misbehaving costs the harness. For every behaviour of the
 hostile target (tests/harness/hostile_target.py), runs `parity run` on one plain text scenario
 in its own process and prints its wall time and peak resident memory, beside a well-behaved
-run (the embedded reference gateway) for the floor.
+run (the embedded reference gateway) for the floor of memory.
 
     python tests/benchmarks/hostile_targets.py [--timeout S] [--runs N] [--mode stream|nonstream]
 
-The bound it checks: no run outlives its timeout by more than 2 s, nor grows more than 300 MB
-above the floor's peak memory. It prints figures and exits 1 when a run breaks the bound; it
+The bound it checks: no run outlives its timeout by more than 2 s (beyond the start-up and
+reporting every run has: the quickest run's wall time), nor grows more than 300 MB above the
+well-behaved run's peak memory. It prints figures and exits 1 when a run breaks the bound; it
 is not part of the default test run.
 """
 
@@ -70,7 +71,7 @@ def main() -> None:
                    **{name: hostile.url(name) for name in BEHAVIOURS}}
         figures = {name: [_measure(url, upstream, args.mode, args.timeout, folder) for _ in range(args.runs)]
                    for name, url in targets.items()}
-    floor_s = statistics.median(wall for wall, _ in figures[FLOOR])  # start-up, loading, reporting
+    floor_s = min(wall for runs in figures.values() for wall, _ in runs)  # start-up, loading, reporting
     floor_mb = statistics.median(mb for _, mb in figures[FLOOR])
     print(f"parity run --timeout {args.timeout:g} --mode {args.mode}, median of {args.runs} run(s)\n")
     print(f"{'behaviour':32} {'wall s':>7} {'max s':>7} {'peak MB':>8} {'max MB':>8}")
@@ -79,9 +80,9 @@ def main() -> None:
         walls, peaks = [wall for wall, _ in runs], [mb for _, mb in runs]
         print(f"{name:32} {statistics.median(walls):7.2f} {max(walls):7.2f} {statistics.median(peaks):8.0f} "
               f"{max(peaks):8.0f}")
-        if max(peaks) > floor_mb + SLACK_MB or max(walls) > floor_s + args.timeout + SLACK_S:
+        if name != FLOOR and (max(peaks) > floor_mb + SLACK_MB or max(walls) > floor_s + args.timeout + SLACK_S):
             broken.append(name)
-    print(f"\nbound: wall <= the floor's {floor_s:.2f} s + timeout + {SLACK_S:g} s; peak <= the floor's "
+    print(f"\nbound: wall <= the quickest run's {floor_s:.2f} s + timeout + {SLACK_S:g} s; peak <= the floor's "
           f"{floor_mb:.0f} MB + {SLACK_MB:g} MB")
     print("broken by: " + ", ".join(broken) if broken else "every behaviour within the bound")
     sys.exit(1 if broken else 0)

@@ -15,6 +15,7 @@ import pytest
 import respx
 
 from responses_parity.harness import goldens
+from responses_parity.harness import session as session_module
 from responses_parity.harness.loader import builtin_scenarios_dir, load
 from responses_parity.harness.redaction import Redactor
 from responses_parity.harness.runner import ScenarioResult
@@ -52,7 +53,13 @@ def openai_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("PARITY_OPENAI_MODEL", "gpt-4.1-2025-04-14")
+    # The run's reachability probe opens a TCP connection, which respx cannot answer.
+    monkeypatch.setattr(session_module, "unreachable", _reachable)
     yield
+
+
+async def _reachable(target: Any) -> None:
+    return None
 
 
 def run_live(ids: list[str], modes: tuple[Mode, ...] = ("nonstream",), **options: Any) -> list[ScenarioResult]:

@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
+from conftest import write_scenario
 from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from responses_parity.harness.cli import main
 from responses_parity.harness.findings import Kind
-from responses_parity.harness.stack import ServerThread
+from responses_parity.harness.stack import ServerThread, Stack
 
 SLOW = """
 id: slow
@@ -35,13 +39,19 @@ def test_a_hang_is_a_transport_finding(run_scenario: Any, mode: str) -> None:
     assert transport.message == "no complete answer within 1s"
 
 
-def test_an_unreachable_target_is_a_finding(run_scenario: Any) -> None:
+def test_an_unreachable_target_is_one_error_before_any_unit(stack: Stack, tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    result = run_scenario(SLOW.replace(", delay: 3", ""), target_url=f"http://127.0.0.1:{port}")
-    assert result.outcome == "fail"
-    assert any(f.kind is Kind.TRANSPORT and "ConnectError" in f.message for _, f in result.findings)
+    write_scenario(tmp_path, SLOW)
+    target = f"http://127.0.0.1:{port}"
+    result = CliRunner().invoke(main, ["run", str(tmp_path), "--target", target, "--upstream", stack.upstream_url or "",
+                                       "--report-dir", str(tmp_path / "reports")])
+    assert result.exit_code == 2, result.output
+    assert [line for line in result.output.splitlines() if "error" in line] == [
+        f"error the target {target} at {target} is unreachable: cannot connect to 127.0.0.1:{port} "
+        "(Connection refused)"]
+    assert not (tmp_path / "reports").exists()
 
 
 @pytest.fixture(params=["<html>not an API</html>", "null"])
@@ -60,5 +70,6 @@ def test_a_body_that_is_not_a_response_is_a_finding(run_scenario: Any, garbage: 
     result = run_scenario(SLOW.replace(", delay: 3", ""), target_url=garbage)
     assert result.outcome == "fail"
     [finding] = [f for _, f in result.findings]
-    assert finding.message.startswith("the 200 answer to a create request is not a Response object but ")
-    assert finding.message.endswith((" but <html>not an API</html>", " but null"))
+    assert finding.message in ("the 200 answer to a create request is not a Response object but null",
+                               "the body is not JSON (Expecting value at line 1 column 1); it begins "
+                               "'<html>not an API</html>'")
