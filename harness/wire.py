@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
+from ..reference_impl.json_body import nesting_depth
+
 MAX_DEPTH = 64
 """How deep a JSON value may nest. OpenAI's Responses nest about 10 levels (a tool's JSON
 Schema somewhat more); 64 leaves room and keeps every recursive check far from Python's limit."""
@@ -80,19 +82,6 @@ def read_json(text: str) -> Any:
     if text.count("[") + text.count("{") > MAX_DEPTH and (depth := nesting_depth(value)) > MAX_DEPTH:
         raise Unreadable(Defect("depth", f"nests {depth} levels deep (more than {MAX_DEPTH})"))
     return value
-
-
-def nesting_depth(value: Any) -> int:
-    """How many objects and arrays deep `value` nests (a scalar: 0), without recursion."""
-    deepest, pending = 0, [(value, 1)]
-    while pending:
-        node, depth = pending.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return deepest
 
 
 def read_utf8(raw: bytes, cut_short: bool = False) -> tuple[str, Defect | None]:

@@ -4,6 +4,7 @@
      ├── InvalidRequest          400 invalid_request_error (validation, state lookups)
      ├── Unauthorized            401 invalid_request_error (a missing or wrong admin key)
      ├── NotFound                404 invalid_request_error, code and param null
+     ├── RequestTooLarge         413 invalid_request_error (a body over the gateway's limit)
      ├── ExternalConnectorError  424 external_connector_error (an MCP server failed)
      │    └── BlockedDestination  an MCP server's address is outside the outbound policy
      ├── RateLimited             429 rate_limit_exceeded, with a retry hint
@@ -49,6 +50,12 @@ class Unauthorized(GatewayError):
 class NotFound(GatewayError):
     def __init__(self, message: str) -> None:
         super().__init__(404, message, type="invalid_request_error")
+
+
+class RequestTooLarge(GatewayError):
+    def __init__(self, size: int, limit: int, *, at_least: bool = False) -> None:
+        super().__init__(413, f"The request body is {'more than ' if at_least else ''}{size:,} bytes; this gateway "
+                              f"accepts at most {limit:,}.", type="invalid_request_error", code="request_too_large")
 
 
 class ExternalConnectorError(GatewayError):

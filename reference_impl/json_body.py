@@ -1,18 +1,75 @@
-"""Reading a request's JSON body, refused the way OpenAI refuses a body it cannot parse."""
+"""Reading a request's JSON body, bounded, refused the way OpenAI refuses a body it cannot parse.
+
+Bounds: at most `MAX_BODY_BYTES` are read (a larger body is a 413 before the rest is read), the
+value nests at most `MAX_DEPTH` levels (the checks after it recurse), and it is JSON as RFC 8259
+has it: no `NaN` or `Infinity`, no lone UTF-16 surrogate in a string (it could not be sent on
+as UTF-8). Each is answered in OpenAI's error envelope, never with a 500.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from starlette.requests import Request
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, RequestTooLarge
+
+MAX_BODY_BYTES = 16 * 2**20
+MAX_DEPTH = 100
+"""A Response request nests about 10 levels, a strict JSON Schema in it at most about 30."""
+_UNPARSABLE = "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload."
+_LONE_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+
+
+def _not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+async def read_bytes(request: Request) -> bytes:
+    """The body, or a 413 as soon as it is larger than `MAX_BODY_BYTES`."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise RequestTooLarge(int(declared), MAX_BODY_BYTES)
+    raw = bytearray()
+    async for chunk in request.stream():
+        raw += chunk
+        if len(raw) > MAX_BODY_BYTES:
+            raise RequestTooLarge(len(raw), MAX_BODY_BYTES, at_least=True)
+    return bytes(raw)
 
 
 async def read_json(request: Request) -> Any:
+    """The body's JSON value (None for an empty body); a 413 or 400 saying what is wrong."""
+    raw = await read_bytes(request)
     try:
-        return json.loads(await request.body() or b"null")
+        text = raw.decode("utf-8")
+        value = json.loads(text or "null", parse_constant=_not_json)
+    except RecursionError:
+        raise _too_deep() from None
     except ValueError as error:
-        raise InvalidRequest("We could not parse the JSON body of your request. The OpenAI API expects a "
-                             "JSON payload.") from error
+        raise InvalidRequest(_UNPARSABLE) from error
+    if _LONE_SURROGATE.search(text):
+        raise InvalidRequest(f"{_UNPARSABLE} A string holds a lone UTF-16 surrogate, which is not text.")
+    if nesting_depth(value) > MAX_DEPTH:
+        raise _too_deep()
+    return value
+
+
+def _too_deep() -> InvalidRequest:
+    return InvalidRequest(f"{_UNPARSABLE} It nests deeper than {MAX_DEPTH} levels.")
+
+
+def nesting_depth(value: Any) -> int:
+    """How many objects and arrays deep `value` nests (a scalar: 0), without recursion."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, depth = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return deepest

@@ -21,7 +21,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import BlockedDestination
-from ..json_body import read_json
+from ..json_body import read_bytes, read_json
 from ..loop.driver import drive
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState
@@ -97,7 +97,7 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         opted_out = request.headers.get(config.chat_opt_out_header, "").strip().lower() in TRUTHY
         with_gateway_tools = config.loop_on_chat and not opted_out
         if config.upstream_wire != "anthropic" and not with_gateway_tools:
-            return await passthrough(request, await request.body())
+            return await passthrough(request, await read_bytes(request))
         try:
             return await loop(request, await read_json(request), with_gateway_tools)
         except BlockedDestination as error:

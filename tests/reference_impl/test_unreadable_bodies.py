@@ -1,0 +1,53 @@
+"""A body the gateway cannot read is answered in OpenAI's error envelope: too large (413, before
+the rest is read, on every surface), not JSON, `NaN`, nested past the limit, a lone surrogate.
+Never a 500. (A chat completion the loop does not run passes through to the model as it is.)"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+
+from responses_parity.harness.stack import Stack
+from responses_parity.reference_impl.json_body import MAX_BODY_BYTES, MAX_DEPTH
+
+PATHS = ("/v1/responses", "/v1/conversations")
+
+
+def deep(levels: int) -> bytes:
+    return b'{"model": "m", "input": "x", "metadata": ' + b"[" * levels + b"]" * levels + b"}"
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize(("body", "status", "says"), [
+    (b'{"model": "m", "input": ', 400, "We could not parse the JSON body of your request."),
+    (b'{"model": "m", "input": "caf\xff"}', 400, "We could not parse the JSON body of your request."),
+    (b'{"model": "m", "input": "x", "temperature": NaN}', 400, "We could not parse the JSON body"),
+    (b'{"model": "m", "input": "x\\ud800"}', 400, "a lone UTF-16 surrogate"),
+    (deep(MAX_DEPTH + 1), 400, f"It nests deeper than {MAX_DEPTH} levels."),
+    (deep(100_000), 400, f"It nests deeper than {MAX_DEPTH} levels."),
+])
+def test_an_unreadable_body_is_an_openai_error(stack: Stack, path: str, body: bytes, status: int, says: str) -> None:
+    answer = httpx.post(f"{stack.reference_url}{path}", content=body, timeout=30,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == status, answer.text[:200]
+    error = answer.json()["error"]
+    assert set(error) == {"message", "type", "param", "code"} and error["type"] == "invalid_request_error"
+    assert says in error["message"]
+
+
+@pytest.mark.parametrize("path", [*PATHS, "/v1/chat/completions"])
+def test_a_body_over_the_limit_is_a_413_on_every_surface(stack: Stack, path: str) -> None:
+    answer = httpx.post(f"{stack.reference_url}{path}", content=b" " * (MAX_BODY_BYTES + 1), timeout=30,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+    assert answer.json()["error"]["code"] == "request_too_large"
+
+
+def test_a_body_that_nests_to_the_limit_is_read(stack: Stack) -> None:
+    answer = httpx.post(f"{stack.reference_url}/v1/conversations", timeout=30,
+                        json={"metadata": {"k": "v"}, "items": [{"role": "user", "content": [
+                            {"type": "input_text", "text": "x"}]}]})
+    assert answer.status_code == 200, answer.text
+    nested = httpx.post(f"{stack.reference_url}/v1/responses", content=deep(MAX_DEPTH - 1), timeout=30,
+                        headers={"content-type": "application/json"})
+    assert nested.status_code == 400 and nested.json()["error"]["param"] == "metadata"  # read, then refused by type
