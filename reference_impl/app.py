@@ -1,5 +1,5 @@
 """The reference gateway's HTTP surface. `GatewayError` becomes OpenAI's error JSON here, and
-only here; an unknown route or method gets OpenAI's `Invalid URL` 404.
+only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500.
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
@@ -106,7 +106,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         if result is None:
             return Response(status_code=499)
         if result.error is not None:
-            return error_response(result.error)
+            raise result.error
         return JSONResponse(result.response)
 
     async def get_response(request: Request) -> Response:
@@ -153,8 +153,12 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         assert isinstance(error, HTTPException)
         if error.status_code in (404, 405):
             return error_response(_invalid_url(request))
-        return JSONResponse({"error": {"message": error.detail, "type": "invalid_request_error", "param": None,
-                                       "code": None}}, status_code=error.status_code)
+        return error_response(GatewayError(error.status_code, error.detail, type="invalid_request_error"))
+
+    async def on_bug(request: Request, error: Exception) -> Response:
+        """A 500 in OpenAI's envelope and words (contract notes §4.2); the traceback goes to the log."""
+        return error_response(GatewayError(500, "The server had an error while processing your request. Sorry about "
+                                                "that!", type="server_error"))
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -175,6 +179,6 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],
-        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
+        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error, Exception: on_bug},
         lifespan=lifespan,
     )

@@ -3,6 +3,7 @@
     GatewayError                 any error with an HTTP status and OpenAI's four fields
      ├── InvalidRequest          400 invalid_request_error (validation, state lookups)
      ├── Unauthorized            401 invalid_request_error (a missing or wrong admin key)
+     ├── Forbidden               403 invalid_request_error (Chat Completions: a blocked MCP server)
      ├── NotFound                404 invalid_request_error, code and param null
      ├── RequestTooLarge         413 invalid_request_error (a body over the gateway's limit)
      ├── ExternalConnectorError  424 external_connector_error (an MCP server failed)
@@ -10,8 +11,9 @@
      ├── RateLimited             429 rate_limit_exceeded, with a retry hint
      └── UpstreamError           5xx (or the upstream's 4xx/429) when the model call failed
 
-Code anywhere in the gateway raises these; `app.py` turns them into HTTP at one edge, and
-the loop turns them into a `response.failed` when the stream has already started.
+Code anywhere in the gateway raises these (a loop run's error is raised again by the route
+that waited for it); `app.py` turns them into HTTP at one edge, and the loop turns them into a
+`response.failed` when the stream has already started.
 """
 
 from __future__ import annotations
@@ -45,6 +47,11 @@ class InvalidRequest(GatewayError):
 class Unauthorized(GatewayError):
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(401, message, type="invalid_request_error", code=code)
+
+
+class Forbidden(GatewayError):
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(403, message, type="invalid_request_error", code=code)
 
 
 class NotFound(GatewayError):

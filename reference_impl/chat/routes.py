@@ -5,7 +5,8 @@ through the agent loop, unless the request opts out with the configured header (
 yes, any case). Otherwise it passes through to the upstream unchanged, streams included (an
 Anthropic upstream cannot take a chat request as it is, so there the loop translates it, with
 no gateway tool).
-A destination the outbound policy blocks is a 403; nothing of it reaches the model.
+A destination the outbound policy blocks is a 403; nothing of it reaches the model. Errors are
+raised, for `app.py` to answer.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BlockedDestination
+from ..errors import BlockedDestination, Forbidden, UpstreamError
 from ..json_body import read_bytes, read_json
 from ..loop.driver import drive
 from ..loop.sink import LoopResult
@@ -33,9 +34,8 @@ from .sink import ChatSink, final_only_chunks
 TRUTHY = ("true", "1", "yes")
 
 
-def _blocked_response(error: BlockedDestination) -> JSONResponse:
-    return JSONResponse({"error": {"message": error.message, "type": "invalid_request_error", "param": None,
-                                   "code": "destination_blocked"}}, status_code=403)
+def _forbidden(error: BlockedDestination) -> Forbidden:
+    return Forbidden(error.message, code="destination_blocked")
 
 
 def chat_routes(runtime: Runtime) -> list[Route]:
@@ -50,8 +50,7 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         try:
             answer = await runtime.http.send(upstream, stream=True)
         except httpx.HTTPError as error:
-            return JSONResponse({"error": {"message": f"The upstream model could not be reached: {error}",
-                                           "type": "server_error", "param": None, "code": None}}, status_code=502)
+            raise UpstreamError(502, f"The upstream model could not be reached: {error}") from error
 
         async def relay() -> AsyncIterator[bytes]:
             try:
@@ -85,9 +84,9 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         if result is None:
             return Response(status_code=499)
         if isinstance(result.error, BlockedDestination):
-            return _blocked_response(result.error)
+            raise _forbidden(result.error)
         if result.error is not None:
-            return JSONResponse(result.error.body(), status_code=result.error.status)
+            raise result.error
         if chat.stream and config.chat_stream_mode == "final_only":
             return StreamingResponse(final_only_chunks(result.response, chat.include_usage),
                                      media_type="text/event-stream")
@@ -101,6 +100,6 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         try:
             return await loop(request, await read_json(request), with_gateway_tools)
         except BlockedDestination as error:
-            return _blocked_response(error)
+            raise _forbidden(error) from error
 
     return [Route("/v1/chat/completions", chat_completions, methods=["POST"])]

@@ -1,13 +1,16 @@
 """A body the gateway cannot read is answered in OpenAI's error envelope: too large (413, before
 the rest is read, on every surface), not JSON, `NaN`, nested past the limit, a lone surrogate.
-Never a 500. (A chat completion the loop does not run passes through to the model as it is.)"""
+Never a 500; and a bug is OpenAI's 500 envelope, not a plain-text page. (A chat completion the
+loop does not run passes through to the model as it is.)"""
 
 from __future__ import annotations
 
 import httpx
 import pytest
 
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import app as app_module
+from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.json_body import MAX_BODY_BYTES, MAX_DEPTH
 
 PATHS = ("/v1/responses", "/v1/conversations")
@@ -51,3 +54,18 @@ def test_a_body_that_nests_to_the_limit_is_read(stack: Stack) -> None:
     nested = httpx.post(f"{stack.reference_url}/v1/responses", content=deep(MAX_DEPTH - 1), timeout=30,
                         headers={"content-type": "application/json"})
     assert nested.status_code == 400 and nested.json()["error"]["param"] == "metadata"  # read, then refused by type
+
+
+def test_a_bug_is_a_500_in_openai_envelope(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken(request: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(app_module, "read_json", broken)
+    server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or ""))).start()
+    try:
+        answer = httpx.post(f"{server.url}/v1/responses", json={"model": "m", "input": "x"}, timeout=30)
+    finally:
+        server.stop()
+    assert answer.status_code == 500
+    assert answer.json() == {"error": {"message": "The server had an error while processing your request. Sorry "
+                                                  "about that!", "type": "server_error", "param": None, "code": None}}
