@@ -14,7 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from dataclasses import replace
 from datetime import datetime, UTC
 from pathlib import Path
@@ -55,15 +55,12 @@ err = Console(stderr=True, highlight=False)
 
 @contextmanager
 def _redacted_consoles() -> Iterator[Redactor]:
-    """A new redactor for a run; until the block ends, `out` and `err` print through it."""
+    """A new redactor for a run; until the block ends, everything written to standard output
+    and error passes through it: `out` and `err`, and the log lines of the servers the run
+    starts (uvicorn, the reference gateway)."""
     redactor = Redactor()
-    for console in (out, err):
-        console.file = RedactedStream(console.file, redactor)
-    try:
+    with redirect_stdout(RedactedStream(sys.stdout, redactor)), redirect_stderr(RedactedStream(sys.stderr, redactor)):
         yield redactor
-    finally:
-        for console in (out, err):
-            console.file = None  # back to the current sys.stdout / sys.stderr
 
 
 def _catalogue(paths: tuple[Path, ...]) -> Catalogue:

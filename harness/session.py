@@ -175,12 +175,18 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
     (installing a gateway takes minutes). The session's redactor is `redactor` (default: a new
     one), told before any run the target's header values (API key, extra and profile headers)
-    and the admin key of the reference gateways the session starts."""
-    with _started(options, mcp_names, say) as session:
-        if redactor is not None:
-            session.redactor = redactor
-        session.redactor.add(*session.target.headers.values(), session.stack.admin_key if session.stack else None)
-        yield session
+    and the admin key of the reference gateways the session starts; a gateway's log is
+    rewritten through it once the gateway has stopped."""
+    started: Session | None = None
+    try:
+        with _started(options, mcp_names, say) as started:
+            if redactor is not None:
+                started.redactor = redactor
+            started.redactor.add(*started.target.headers.values(), started.stack.admin_key if started.stack else None)
+            yield started
+    finally:
+        if started is not None and started.gateway is not None and started.gateway.log.exists():  # stopped now
+            started.redactor.write_text(started.gateway.log, started.gateway.log.read_text(errors="replace"))
 
 
 @contextmanager

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Iterator
 from pathlib import Path
 from xml.etree import ElementTree
@@ -15,6 +16,7 @@ from click.testing import CliRunner
 from conftest import write_scenario
 from faulty_gateways import EchoingGateway
 
+from responses_parity.harness import cli as cli_module
 from responses_parity.harness.cli import main
 from responses_parity.harness.redaction import REDACTED, Redactor
 from responses_parity.harness.session import TargetOptions, open_session
@@ -170,3 +172,29 @@ def test_the_admin_key_of_the_reference_gateways_a_session_starts_is_a_secret() 
     with open_session(TargetOptions(), ()) as session:
         assert session.stack is not None
         assert session.redactor.redact_text(f"key {session.stack.admin_key}") == f"key {REDACTED}"
+
+
+def test_log_lines_written_during_a_run_pass_through_the_redactor(capsys: pytest.CaptureFixture[str]) -> None:
+    with cli_module._redacted_consoles() as redactor:
+        redactor.add("tenantsecret888")
+        handler = logging.StreamHandler()  # as uvicorn's: bound to the standard error of the moment
+        logger = logging.getLogger("tests.redaction")
+        logger.addHandler(handler)
+        try:
+            logger.warning("the upstream said tenantsecret888")
+        finally:
+            logger.removeHandler(handler)
+    assert capsys.readouterr().err == f"the upstream said {REDACTED}\n"
+
+
+def test_a_profiled_gateway_log_holds_no_secret_once_its_session_ends() -> None:
+    options = TargetOptions(target=str(Path(__file__).parent / "profiles" / "reference-process.yaml"),
+                            api_key="Zq9plainKEY777")
+    with open_session(options, set()) as session:
+        assert session.gateway is not None
+        log = session.gateway.log
+        with log.open("a") as sink:  # what a gateway that logs its requests' headers would write
+            sink.write(f"\nheaders: {session.target.headers}\n")
+    text = log.read_text()
+    assert "Zq9plainKEY777" not in text and "sk-parity-" not in text
+    assert f"'Authorization': '{REDACTED}'" in text
