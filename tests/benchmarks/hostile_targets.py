@@ -24,20 +24,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 
-from hostile_target import BEHAVIOURS, HostileTarget
+from hostile_target import BEHAVIOURS, SCENARIO, HostileTarget
 
 from responses_parity.harness.stack import Stack
 
-SCENARIO = """
-id: hostile
-title: a plain text answer
-evidence: {contract: "1.3"}
-steps:
-  - id: ask
-    request: {model: "{{model}}", input: "Hello"}
-    model: [{text: "Hi there, friend."}]
-    expect: {status: completed, output: [message]}
-"""
 SLACK_S, SLACK_MB = 2.0, 300.0
 FLOOR = "(floor: the reference gateway)"
 

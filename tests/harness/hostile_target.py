@@ -19,6 +19,17 @@ import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+SCENARIO = """
+id: hostile
+title: a plain text answer
+evidence: {contract: "1.3"}
+steps:
+  - id: ask
+    request: {model: "{{model}}", input: "Hello"}
+    model: [{text: "Hi there, friend."}]
+    expect: {status: completed, output: [message]}
+"""
+"""The scenario run against each behaviour: one plain text answer."""
 Behaviour = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 MB = 2**20
 HUGE = 50 * MB

@@ -12,21 +12,10 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import write_scenario
-from hostile_target import BEHAVIOURS, HostileTarget
+from hostile_target import BEHAVIOURS, SCENARIO, HostileTarget
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.stack import Stack
-
-TEXT = """
-id: hostile
-title: a plain text answer
-evidence: {contract: "1.3"}
-steps:
-  - id: ask
-    request: {model: "{{model}}", input: "Hello"}
-    model: [{text: "Hi there, friend."}]
-    expect: {status: completed, output: [message]}
-"""
 
 LATE = "no complete answer within 2s"
 TOO_LARGE = "the answer is larger than the capture limit of 4 MiB: the harness stopped reading it there"
@@ -82,7 +71,7 @@ def test_every_behaviour_has_an_expected_finding() -> None:
 def test_a_misbehaving_target_is_a_finding_that_says_what_was_wrong(hostile: HostileTarget, run_scenario: Any,
                                                                     behaviour: str) -> None:
     mode, rule, message = EXPECTED[behaviour]
-    result = run_scenario(TEXT, mode=mode, target_url=hostile.url(behaviour), timeout_s=2)
+    result = run_scenario(SCENARIO, mode=mode, target_url=hostile.url(behaviour), timeout_s=2)
     assert [step.error for step in result.steps if step.error] == []
     assert result.outcome == "fail"
     findings = [finding for _, finding in result.findings]
@@ -93,7 +82,7 @@ def test_a_misbehaving_target_is_a_finding_that_says_what_was_wrong(hostile: Hos
 
 
 def test_a_saved_answer_cut_at_the_capture_limit_says_so(hostile: HostileTarget, stack: Stack, tmp_path: Path) -> None:
-    write_scenario(tmp_path, TEXT)
+    write_scenario(tmp_path, SCENARIO)
     reports = tmp_path / "reports"
     result = CliRunner().invoke(main, ["run", str(tmp_path), "--target", hostile.url("huge-json"), "--upstream",
                                        stack.upstream_url or "", "--mode", "nonstream", "--max-answer-mb", "0.5",
