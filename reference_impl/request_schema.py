@@ -157,7 +157,7 @@ def _openai_error(error: ValidationError) -> InvalidRequest:
     if rule == "required":
         key = next(key for key in wanted if key not in value)
         return missing(f"{param}.{key}" if param else key)
-    if rule in ("additionalProperties", "unevaluatedProperties"):
+    if rule == "additionalProperties":
         declared = error.schema.get("properties", {})
         key = next(key for key in value if key not in declared)
         return unknown(f"{param}.{key}" if param else key, key, declared)
@@ -188,8 +188,7 @@ def _union_error(error: ValidationError, param: str) -> InvalidRequest:
              for e in error.context if e.validator == "type" for t in _listed(e.validator_value)]
     names = list(dict.fromkeys(k for k in kinds if k != "null"))
     expected = names[0] if len(names) == 1 else "one of " + ", ".join(names[:-1]) + " or " + names[-1]
-    return invalid_type(param, expected.replace("one of a string or an array", "one of a string or array"),
-                        error.instance)
+    return invalid_type(param, expected, error.instance)
 
 
 def _out_of_range(param: str, value: Any, rule: str, bound: float, kind: str) -> InvalidRequest:
