@@ -6,13 +6,20 @@ writing to an event log; the route only chooses how to read the log.
 
 A background response is stored as `queued` at once and its task outlives the request: it is
 kept in `running` while it runs (so it can be polled, streamed again from any event, or
-cancelled), and its events are stored when it ends (so a stream can be resumed later).
+cancelled), and its events are published only once stored (so a stream can be resumed from
+any event it showed, even after a restart).
+
+Save, then publish: a run stores its end (`_end`, one transaction) before it closes its log, and
+only closing the log shows that end to anyone (the terminal event of a stream, the state a poll
+reads, the JSON answer, which waits for the task). Once the loop is over a cancellation waits
+for this, so what a client was shown is stored, or it was shown nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -50,9 +57,12 @@ class Run:
         return self.sink.response_id
 
     def live_response(self) -> dict[str, Any]:
-        """The response as it stands: the newest snapshot, with the items done so far."""
-        latest = next(e["response"] for e in reversed(self.log.events) if "response" in e)
-        return latest | {"output": self.sink.finished_output()}
+        """The response as readers may see it: the newest published snapshot, with the items
+        published done so far."""
+        events = self.log.events
+        latest = next(e["response"] for e in reversed(events) if "response" in e)
+        done = {e["output_index"]: e["item"] for e in events if e["type"] == "response.output_item.done"}
+        return latest | {"output": [done[index] for index in sorted(done)]}
 
 
 def loop_request(request: CreateRequest) -> LoopRequest:
@@ -112,7 +122,7 @@ class ResponsesService:
     async def start(self, body: Any, api_key: str) -> Run:
         request, ctx, input_items = await self.prepare(body, api_key)
         release = self.runtime.limiter.acquire(api_key)
-        log = EventLog()
+        log = EventLog(publish_at_once=not request.background)
         run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)
         if request.background:
             await self.store.save(StoredResponse(run.sink.snapshot("queued"), input_items, ctx.history.chain,
@@ -126,30 +136,43 @@ class ResponsesService:
 
     async def _run(self, run: Run) -> LoopResult:
         state = LoopState.start(run.ctx.history)
+        keeper = asyncio.create_task(self._keep_events(run)) if run.request.background else None
         try:
-            result = await drive(run.ctx, state, run.sink)
-            await self._save(run, state, result)
+            try:
+                result = await drive(run.ctx, state, run.sink)
+            except asyncio.CancelledError:
+                cancelled = LoopResult(run.sink.snapshot("cancelled", run.sink.finished_output(), usage=state.usage))
+                await _to_the_end(self._end(run, state, cancelled))
+                raise
+            await _to_the_end(self._end(run, state, result))
             return result
-        except asyncio.CancelledError:
-            result = LoopResult(run.sink.snapshot("cancelled", run.sink.finished_output(), usage=state.usage))
-            await asyncio.shield(self._save(run, state, result))
-            raise
         finally:
-            run.log.close()  # only now does a stream end: what it showed is already stored
+            run.log.close(publish=False)  # a no-op unless the end could not be stored: then none is shown
+            if keeper is not None:
+                keeper.cancel()
 
-    async def _save(self, run: Run, state: LoopState, result: LoopResult) -> None:
+    async def _keep_events(self, run: Run) -> None:
+        """Store a background response's events as they come, then publish them (its ending
+        waits for `_end`)."""
+        kept = 0
+        while events := await run.log.publishable(kept):
+            await self.store.save_events(run.response_id, events)
+            kept += len(events)
+            run.log.publish(kept)
+
+    async def _end(self, run: Run, state: LoopState, result: LoopResult) -> None:
+        """Store how the run ended, then show it: the one place a response's end becomes visible."""
         request = run.request
-        await self.store.save_audit(run.response_id, state.audit)
         output = result.response["output"]
-        if request.conversation_id is not None and result.response["status"] in _KEPT_IN_CONVERSATIONS:
-            await self.store.add_items(request.conversation_id, run.input_items + output)
-        if not request.store:
-            return
+        kept = request.conversation_id is not None and result.response["status"] in _KEPT_IN_CONVERSATIONS
         item_ids = run.ctx.history.chain.item_ids | {item["id"] for item in output}
-        await self.store.save(StoredResponse(result.response, run.input_items, state.chain(item_ids),
-                                             request.stream))
-        if request.background:
-            await self.store.save_events(run.response_id, run.log.events)
+        await self.store.save_end(
+            run.response_id, state.audit,
+            response=StoredResponse(result.response, run.input_items, state.chain(item_ids), request.stream)
+            if request.store else None,
+            events=run.log.appended if request.background else [],
+            conversation_items=(request.conversation_id, run.input_items + output) if kept else None)
+        run.log.close()
 
     async def cancel(self, response_id: str) -> dict[str, Any]:
         """Cancel a background response (again: the same final response). A run cancelled
@@ -175,3 +198,18 @@ class ResponsesService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _to_the_end(work: Awaitable[None]) -> None:
+    """Await `work` to its end even if this task is cancelled meanwhile; the cancellation is
+    raised after it."""
+    task = asyncio.ensure_future(work)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError

@@ -7,7 +7,14 @@
 
 Secrets never get here: MCP `authorization` and header values live only in the request being
 served. SQLite runs in worker threads behind one lock (a connection is used by one thread at a
-time); a file database uses WAL, so it survives restarts and readers do not wait for writers.
+time). A file database uses WAL (readers do not wait for writers) with `synchronous=FULL`: a
+commit syncs the WAL to disk before it returns, so what was committed survives the process
+being killed and also a power loss (NORMAL would survive only the former). A run's end is one
+transaction (`save_end`), committed before any client can see that end.
+
+A store file belongs to one gateway process at a time: opening it fails the responses a process
+that died left `queued` or `in_progress` (with `RESTARTED`), their stored events ending as a
+failed stream does, so polling sees a final state and a resumed stream ends.
 A second backend implements the same two protocols.
 """
 
@@ -17,10 +24,17 @@ import asyncio
 import json
 import sqlite3
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from .chain import Chain
+from .event_log import EventLog
+
+T = TypeVar("T")
+RESTARTED = {"code": "server_error",
+             "message": "The gateway restarted before this response finished; it was not completed."}
+"""The `error` of a response that a restart found unfinished."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +65,9 @@ class ResponseStore(Protocol):
     async def get(self, response_id: str) -> StoredResponse | None: ...
     async def delete(self, response_id: str) -> bool: ...
     async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None: ...
+    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None,
+                       events: list[dict[str, Any]], conversation_items: tuple[str, list[dict[str, Any]]] | None
+                       ) -> None: ...
     async def events(self, response_id: str) -> list[dict[str, Any]]: ...
     def close(self) -> None: ...
 
@@ -117,7 +134,21 @@ class SqliteStore:
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         if path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        self._transaction(_fail_unfinished)
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """`work` in one transaction, under the lock (in a worker thread, or at start-up)."""
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(self._db)
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+            return result
 
     async def _run(self, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
         def work() -> list[tuple[Any, ...]]:
@@ -125,30 +156,17 @@ class SqliteStore:
                 return self._db.execute(sql, params).fetchall()
         return await asyncio.to_thread(work)
 
-    async def _many(self, statements: list[tuple[str, tuple[Any, ...]]]) -> None:
+    async def _many(self, statements: Statements) -> None:
         """Run statements in one transaction."""
-        def work() -> None:
-            with self._lock:
-                self._db.execute("BEGIN")
-                try:
-                    for sql, params in statements:
-                        self._db.execute(sql, params)
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                self._db.execute("COMMIT")
-        await asyncio.to_thread(work)
+        def work(db: sqlite3.Connection) -> None:
+            for sql, params in statements:
+                db.execute(sql, params)
+        await asyncio.to_thread(self._transaction, work)
 
     # -- responses -------------------------------------------------------------------------
 
     async def save(self, record: StoredResponse) -> None:
-        response = record.response
-        await self._run(
-            "INSERT OR REPLACE INTO responses (id, created_at, status, streamed, response, input_items, chain) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (record.id, response["created_at"], response["status"], int(record.streamed), json.dumps(response),
-             json.dumps(record.input_items), json.dumps(record.chain.to_json())),
-        )
+        await self._many([_response_upsert(record)])
 
     async def get(self, response_id: str) -> StoredResponse | None:
         rows = await self._run("SELECT response, input_items, chain, streamed FROM responses WHERE id = ?",
@@ -166,8 +184,22 @@ class SqliteStore:
         return bool(found)
 
     async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None:
-        await self._many([("INSERT OR REPLACE INTO response_events (response_id, sequence_number, event) "
-                           "VALUES (?, ?, ?)", (response_id, e["sequence_number"], json.dumps(e))) for e in events])
+        await self._many(_event_inserts(response_id, events))
+
+    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None,
+                       events: list[dict[str, Any]], conversation_items: tuple[str, list[dict[str, Any]]] | None
+                       ) -> None:
+        """How a run ended, in one transaction: its audit records, the items it adds to its
+        conversation, its response and its events; after a crash, all of them or none."""
+        def work(db: sqlite3.Connection) -> None:
+            statements = _audit_inserts(run_id, audit) + _event_inserts(run_id, events)
+            if response is not None:
+                statements.append(_response_upsert(response))
+            if conversation_items is not None:
+                statements += _item_appends(db, *conversation_items)
+            for sql, params in statements:
+                db.execute(sql, params)
+        await asyncio.to_thread(self._transaction, work)
 
     async def events(self, response_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT event FROM response_events WHERE response_id = ? ORDER BY sequence_number",
@@ -180,13 +212,8 @@ class SqliteStore:
         await self._many([
             ("INSERT INTO conversations (id, created_at, metadata) VALUES (?, ?, ?)",
              (conversation.id, conversation.created_at, json.dumps(conversation.metadata))),
-            *self._item_inserts(conversation.id, 0, items),
+            *_item_inserts(conversation.id, 0, items),
         ])
-
-    @staticmethod
-    def _item_inserts(conversation_id: str, start: int, items: list[dict[str, Any]]) -> list[tuple[str, tuple]]:
-        return [("INSERT INTO conversation_items (conversation_id, position, item_id, item) VALUES (?, ?, ?, ?)",
-                 (conversation_id, start + offset, item["id"], json.dumps(item))) for offset, item in enumerate(items)]
 
     async def get_conversation(self, conversation_id: str) -> Conversation | None:
         rows = await self._run("SELECT created_at, metadata FROM conversations WHERE id = ? AND deleted = 0",
@@ -205,15 +232,10 @@ class SqliteStore:
         return found is not None
 
     async def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> None:
-        def work() -> None:
-            with self._lock:
-                (last,) = self._db.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items "
-                                           "WHERE conversation_id = ?", (conversation_id,)).fetchone()
-                self._db.execute("BEGIN")
-                for sql, params in self._item_inserts(conversation_id, last + 1, items):
-                    self._db.execute(sql, params)
-                self._db.execute("COMMIT")
-        await asyncio.to_thread(work)
+        def work(db: sqlite3.Connection) -> None:
+            for sql, params in _item_appends(db, conversation_id, items):
+                db.execute(sql, params)
+        await asyncio.to_thread(self._transaction, work)
 
     async def items(self, conversation_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT item FROM conversation_items WHERE conversation_id = ? ORDER BY position",
@@ -230,9 +252,7 @@ class SqliteStore:
     # -- audit and tool cache ----------------------------------------------------------------
 
     async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
-        await self._many([("INSERT OR REPLACE INTO audit (run_id, position, record) VALUES (?, ?, ?)",
-                            (run_id, position, json.dumps({"run_id": run_id} | record)))
-                           for position, record in enumerate(records)])
+        await self._many(_audit_inserts(run_id, records))
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT record FROM audit WHERE run_id = ? ORDER BY position", (run_id,))
@@ -249,3 +269,55 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+
+Statements = list[tuple[str, tuple[Any, ...]]]
+
+
+def _response_upsert(record: StoredResponse) -> tuple[str, tuple[Any, ...]]:
+    response = record.response
+    return ("INSERT OR REPLACE INTO responses (id, created_at, status, streamed, response, input_items, chain) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (record.id, response["created_at"], response["status"], int(record.streamed), json.dumps(response),
+             json.dumps(record.input_items), json.dumps(record.chain.to_json())))
+
+
+def _event_inserts(response_id: str, events: list[dict[str, Any]]) -> Statements:
+    return [("INSERT OR REPLACE INTO response_events (response_id, sequence_number, event) VALUES (?, ?, ?)",
+             (response_id, event["sequence_number"], json.dumps(event))) for event in events]
+
+
+def _audit_inserts(run_id: str, records: list[dict[str, Any]]) -> Statements:
+    return [("INSERT OR REPLACE INTO audit (run_id, position, record) VALUES (?, ?, ?)",
+             (run_id, position, json.dumps({"run_id": run_id} | record))) for position, record in enumerate(records)]
+
+
+def _item_inserts(conversation_id: str, start: int, items: list[dict[str, Any]]) -> Statements:
+    return [("INSERT INTO conversation_items (conversation_id, position, item_id, item) VALUES (?, ?, ?, ?)",
+             (conversation_id, start + offset, item["id"], json.dumps(item))) for offset, item in enumerate(items)]
+
+
+def _item_appends(db: sqlite3.Connection, conversation_id: str, items: list[dict[str, Any]]) -> Statements:
+    """The inserts that append `items` to the conversation (read its end inside the transaction)."""
+    (last,) = db.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items WHERE conversation_id = ?",
+                         (conversation_id,)).fetchone()
+    return _item_inserts(conversation_id, last + 1, items)
+
+
+def _fail_unfinished(db: sqlite3.Connection) -> None:
+    """Fail what a process that died left unfinished, keeping the output items its stored events
+    finished; those events go on with `error` and `response.failed`, as a failed stream ends."""
+    rows = db.execute("SELECT id, response FROM responses WHERE status IN ('queued', 'in_progress')").fetchall()
+    for response_id, raw in rows:
+        events = [json.loads(row[0]) for row in db.execute(
+            "SELECT event FROM response_events WHERE response_id = ? ORDER BY sequence_number", (response_id,))]
+        done = {e["output_index"]: e["item"] for e in events if e["type"] == "response.output_item.done"}
+        failed = json.loads(raw) | {"status": "failed", "error": RESTARTED,
+                                    "output": [done[index] for index in sorted(done)]}
+        log = EventLog.stored(events)
+        log.append("error", {"error": {"type": "server_error", "param": None} | RESTARTED})
+        log.append("response.failed", {"response": failed})
+        db.execute("UPDATE responses SET status = 'failed', response = ? WHERE id = ?",
+                   (json.dumps(failed), response_id))
+        for sql, params in _event_inserts(response_id, log.appended[len(events):]):
+            db.execute(sql, params)

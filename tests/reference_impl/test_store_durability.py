@@ -10,6 +10,8 @@ import httpx
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
+from responses_parity.reference_impl.chain import Chain
+from responses_parity.reference_impl.store import RESTARTED, SqliteStore, StoredResponse
 
 
 def register(stack: Stack, turns: list[list[dict]]) -> str:
@@ -82,3 +84,38 @@ def test_fifty_concurrent_chained_requests(stack: Stack, tmp_path: Path) -> None
         assert second["output"][0]["content"][0]["text"] == f"second {index}"
         assert second["previous_response_id"] == first["id"]
         assert last_model_input(stack, runs[index]) == ["message", "message", "message"]
+
+
+def test_opening_a_store_fails_what_a_process_that_died_left_unfinished(tmp_path: Path) -> None:
+    path = str(tmp_path / "gateway.sqlite3")
+    queued = {"id": "resp_left", "created_at": 1, "status": "queued", "background": True, "output": [], "error": None}
+    item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": "half", "annotations": []}]}
+    done = queued | {"id": "resp_done", "status": "completed", "output": [item]}
+    events = [{"type": "response.created", "sequence_number": 0, "response": queued},
+              {"type": "response.output_item.done", "sequence_number": 1, "output_index": 0, "item": item}]
+
+    async def leave_unfinished() -> None:
+        store = SqliteStore(path)
+        await store.save(StoredResponse(queued, [], Chain(), streamed=True))
+        await store.save_events("resp_left", events)
+        await store.save(StoredResponse(done, [], Chain()))
+        store.close()
+
+    async def reopen() -> tuple[StoredResponse | None, list[dict], StoredResponse | None]:
+        store = SqliteStore(path)
+        try:
+            return await store.get("resp_left"), await store.events("resp_left"), await store.get("resp_done")
+        finally:
+            store.close()
+
+    asyncio.run(leave_unfinished())
+    left, left_events, finished = asyncio.run(reopen())
+    assert left is not None and left.response["status"] == "failed"
+    assert left.response["error"] == RESTARTED and left.response["output"] == [item]
+    assert [e["type"] for e in left_events] == ["response.created", "response.output_item.done", "error",
+                                                "response.failed"]
+    assert [e["sequence_number"] for e in left_events] == [0, 1, 2, 3]
+    assert left_events[2]["error"]["code"] == "server_error"
+    assert left_events[-1]["response"] == left.response
+    assert finished is not None and finished.response == done
