@@ -1,12 +1,14 @@
 """What every loop run shares, on both surfaces: settings, the store, the upstream adapter,
-guarded MCP access with its tool catalog, the tool-result cache and the per-key run limit."""
+guarded MCP access with its tool catalog, the tool-result cache, the per-key run limit, and how
+a run is launched (`Runtime.launch`)."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
@@ -22,6 +24,7 @@ from .upstream import make_adapter
 from .upstream.adapter import UpstreamAdapter
 
 RETRY_AFTER_S = 1
+T = TypeVar("T")
 
 
 def key_fingerprint(authorization: str | None) -> str:
@@ -87,6 +90,23 @@ class Runtime:
             return None
         return ToolResultCache(self.store, self.config.tool_cache_secret.encode(), self.config.tool_cache_ttl_s,
                                api_key)
+
+    async def launch(self, api_key: str, run: Callable[[], Coroutine[Any, Any, T]], *,
+                     first: Callable[[], Awaitable[None]] | None = None) -> asyncio.Task[T]:
+        """A loop run in a task of its own, on either surface: under the per-key limit (a 429
+        when the key runs as many as it may), started after `first` (what must be stored before
+        anyone hears of the run). The slot is given back when the task ends, however it ends,
+        or at once when `first` fails."""
+        release = self.limiter.acquire(api_key)
+        try:
+            if first is not None:
+                await first()
+            task = asyncio.create_task(run())
+        except BaseException:
+            release()
+            raise
+        task.add_done_callback(lambda _: release())
+        return task
 
     def context(self, request: LoopRequest, **fields: Any) -> LoopContext:
         """A loop context with this runtime's collaborators."""

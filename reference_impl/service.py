@@ -104,7 +104,7 @@ class ResponsesService:
     async def prepare(self, body: Any, api_key: str) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
         """The request, the loop's context and the input items with ids; raises what OpenAI
         would refuse."""
-        request = validate_create(body)
+        request = await asyncio.to_thread(validate_create, body)  # a long input takes a while to check
         input_items = with_ids(request.input_items)
         history = history_from_input(await self._history_before(request), input_items)
         bindings = self._bindings(request)
@@ -121,14 +121,15 @@ class ResponsesService:
 
     async def start(self, body: Any, api_key: str) -> Run:
         request, ctx, input_items = await self.prepare(body, api_key)
-        release = self.runtime.limiter.acquire(api_key)
         log = EventLog(publish_at_once=not request.background)
         run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)
-        if request.background:
+
+        async def store_queued() -> None:
             await self.store.save(StoredResponse(run.sink.snapshot("queued"), input_items, ctx.history.chain,
                                                  request.stream))
-        task = run.task = asyncio.create_task(self._run(run))
-        task.add_done_callback(lambda _: release())
+
+        task = run.task = await self.runtime.launch(api_key, lambda: self._run(run),
+                                                    first=store_queued if request.background else None)
         if request.background:
             self.running[run.response_id] = run
             task.add_done_callback(lambda _: self.running.pop(run.response_id, None))

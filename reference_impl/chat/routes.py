@@ -63,24 +63,24 @@ def chat_routes(runtime: Runtime) -> list[Route]:
                                  media_type=answer.headers.get("content-type", "application/json"))
 
     async def loop(request: Request, body: object, with_gateway_tools: bool) -> Response:
-        chat = validate_chat(body)
+        chat = await asyncio.to_thread(validate_chat, body)  # a long conversation takes a while to check
         api_key = key_fingerprint(request.headers.get("authorization"))
-        release = runtime.limiter.acquire(api_key)
         completion_id = f"chatcmpl-{secrets.token_hex(12)}"
-        try:
-            ctx = runtime.context(chat.loop_request(), history=chat.history(),
-                                  bindings=tuple(runtime.configured_bindings(set(), approvals=False)
-                                                 if with_gateway_tools else ()),
-                                  tool_budget=config.tool_call_cap, tool_cache=runtime.tool_cache(api_key),
-                                  max_rounds=config.chat_max_rounds,
-                                  deadline=time.monotonic() + config.chat_deadline_s)
-            state = LoopState.start(ctx.history)
-            sink = ChatSink(chat.model, completion_id, int(time.time()))
-            task = asyncio.create_task(drive(ctx, state, sink))
-            result: LoopResult | None = await run_until_done_or_gone(request, task)
-            await runtime.store.save_audit(completion_id, state.audit)
-        finally:
-            release()
+        ctx = runtime.context(chat.loop_request(), history=chat.history(),
+                              bindings=tuple(runtime.configured_bindings(set(), approvals=False)
+                                             if with_gateway_tools else ()),
+                              tool_budget=config.tool_call_cap, tool_cache=runtime.tool_cache(api_key),
+                              max_rounds=config.chat_max_rounds, deadline=time.monotonic() + config.chat_deadline_s)
+        state = LoopState.start(ctx.history)
+        sink = ChatSink(chat.model, completion_id, int(time.time()))
+
+        async def run() -> LoopResult:
+            try:
+                return await drive(ctx, state, sink)
+            finally:  # a run stopped because its client went away is audited too
+                await runtime.store.save_audit(completion_id, state.audit)
+
+        result = await run_until_done_or_gone(request, await runtime.launch(api_key, run))
         if result is None:
             return Response(status_code=499)
         if isinstance(result.error, BlockedDestination):
