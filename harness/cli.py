@@ -30,6 +30,7 @@ from ..fixtures.upstream import build_upstream_app
 from ..reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from . import baseline, goldens
 from .checks import no_reference_findings
+from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_UPSTREAM_PORT, LOOPBACK
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Severity
 from .loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
@@ -41,8 +42,7 @@ from .report import RunInfo, tally, tally_line, write_reports
 from .runner import EngineEvent, Judge, ScenarioResult, UnitFinished, units_of
 from .scenario import MODES, Mode, scenario_json_schema
 from .session import REFERENCE, TargetOptions, open_session, parse_header
-from .targets import DEFAULT_MAX_ANSWER_BYTES
-from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, ServerThread
+from .stack import ServerThread
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 SCHEMA_FILE = "scenario.schema.json"

@@ -34,7 +34,7 @@ from .findings import HarnessError
 from .fixture_client import McpFixture
 from .profile import Profile, ProfileError, render
 from .redaction import redact_text
-from .stack import LOOPBACK
+from .defaults import LOOPBACK
 
 LOG_TAIL_LINES = 25
 INSTALL_TIMEOUT_S = 1800.0

@@ -14,12 +14,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..fixtures.mcp import FIXTURE_SERVERS
+from .defaults import MODES, Mode
 from ..fixtures.upstream.script import ModelTurn
 
 FORMAT_VERSION = 1
-Mode = Literal["nonstream", "stream"]
 Surface = Literal["responses", "chat"]
-MODES: tuple[Mode, ...] = ("nonstream", "stream")
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 

@@ -21,12 +21,12 @@ from .profile import Profile, ProfileError, find_profile, profile_paths
 from .redaction import Redactor
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
-from .stack import DEFAULT_UPSTREAM_PORT, LOOPBACK, Stack, upstream_is_running
-from .targets import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, Target, unreachable
+from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_UPSTREAM_URL, LOOPBACK
+from .stack import Stack, upstream_is_running
+from .targets import Target, unreachable
 
 REFERENCE = "reference"
 OPENAI = "openai"
-DEFAULT_UPSTREAM_URL = f"http://{LOOPBACK}:{DEFAULT_UPSTREAM_PORT}"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4.1-mini"
 

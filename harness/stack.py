@@ -26,13 +26,12 @@ from starlette.types import ASGIApp
 from ..fixtures.mcp import FIXTURE_SERVERS
 from ..fixtures.upstream import SERVICE_NAME, build_upstream_app
 from ..reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
+from .defaults import LOOPBACK
 from .findings import HarnessError
 from .fixture_client import McpFixture
 from .scenario import GatewaySetup
 
 GATEWAY_LOGGER = "responses_parity.reference_impl"
-LOOPBACK = "127.0.0.1"
-DEFAULT_UPSTREAM_PORT = 8642
 FIXTURE_RANGES = ("127.0.0.0/8",)
 """The reference gateway's outbound policy blocks loopback; the harness allows its fixtures there."""
 

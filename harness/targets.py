@@ -20,17 +20,13 @@ from typing import Any
 import anyio
 import httpx
 
+from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL
 from .exchange import Exchange
 from .rewrites import Rewrites
 from .scenario import Disconnect
 from .sse import TeeStream, iter_sse
 from .wire import read_body, read_stream
 
-DEFAULT_MODEL = "parity-model"
-DEFAULT_MAX_ANSWER_BYTES = 4 * 2**20
-"""A scenario's answers are kilobytes (a live model's long stream about 1 MB); reading and
-checking an answer costs about a second per 3 MB on a busy 2-core machine, so the limit also
-bounds how long a run outlives its timeout."""
 
 
 @dataclass(frozen=True)

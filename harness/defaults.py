@@ -1,0 +1,17 @@
+"""Defaults the CLI, the pytest plugin and the engine share, in a module that imports nothing
+heavy: pytest reads the plugin's options in every run, used or not."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+Mode = Literal["nonstream", "stream"]
+MODES: tuple[Mode, ...] = ("nonstream", "stream")
+LOOPBACK = "127.0.0.1"
+DEFAULT_UPSTREAM_PORT = 8642
+DEFAULT_UPSTREAM_URL = f"http://{LOOPBACK}:{DEFAULT_UPSTREAM_PORT}"
+DEFAULT_MODEL = "parity-model"
+DEFAULT_MAX_ANSWER_BYTES = 4 * 2**20
+"""A scenario's answers are kilobytes (a live model's long stream about 1 MB); reading and
+checking an answer costs about a second per 3 MB on a busy 2-core machine, so the limit also
+bounds how long a run outlives its timeout."""
