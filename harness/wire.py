@@ -25,9 +25,10 @@ _DATA_LINE = re.compile(r"^data", re.MULTILINE)
 
 @dataclass(frozen=True)
 class Defect:
-    """What is wrong with the bytes of an answer: `message` says it of its subject ("the
-    body", "event 3", ...); `rule` names the aspect (encoding, json, number, depth,
-    content_type, framing)."""
+    """What is wrong with the bytes of an answer; `rule` names the aspect (encoding, json,
+    number, depth, content_type, framing). The readers of one value (`read_json`,
+    `read_utf8`) say what is wrong without a subject ("is not JSON (...)"); `of` gives it one
+    ("the body", "event 3"), as an exchange's defects have."""
 
     rule: str
     message: str
