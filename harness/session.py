@@ -13,6 +13,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_UPSTREAM_URL, LOOPBACK
 from .findings import HarnessError
 from .fixture_client import FixtureClient, McpFixture
 from .gateway_process import RunningGateway, install, start
@@ -21,7 +22,6 @@ from .profile import Profile, ProfileError, find_profile, profile_paths
 from .redaction import Redactor
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
-from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_UPSTREAM_URL, LOOPBACK
 from .stack import Stack, upstream_is_running
 from .targets import Target, unreachable
 

@@ -28,7 +28,6 @@ from .sse import TeeStream, iter_sse
 from .wire import read_body, read_stream
 
 
-
 @dataclass(frozen=True)
 class Target:
     name: str
@@ -64,11 +63,12 @@ async def unreachable(target: Target) -> str | None:
     is not there is one clear error, not a finding in every unit."""
     url = httpx.URL(target.base_url)
     port = url.port or (443 if url.scheme == "https" else 80)
+    deadline_s = min(target.timeout_s, CONNECT_DEADLINE_S)
     try:
-        with anyio.fail_after(min(target.timeout_s, CONNECT_DEADLINE_S)):
+        with anyio.fail_after(deadline_s):
             connection = await anyio.connect_tcp(url.host, port)
     except TimeoutError:
-        return f"no connection to {url.host}:{port} opened within {min(target.timeout_s, CONNECT_DEADLINE_S):g}s"
+        return f"no connection to {url.host}:{port} opened within {deadline_s:g}s"
     except OSError as error:
         cause = error.__cause__ if isinstance(error.__cause__, OSError) else error  # anyio wraps the attempts' error
         reason = os.strerror(cause.errno) if (cause.errno or 0) > 0 else cause.strerror or cause
@@ -152,9 +152,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
                 exchange.headers = dict(response.headers)
                 content_type = response.headers.get("content-type")
                 capture = TeeStream(response.aiter_bytes(), target.max_answer_bytes)
-                if "text/event-stream" in (content_type or ""):
-                    exchange.sse = ""
-                if exchange.sse is not None and after_event is not None:
+                if "text/event-stream" in (content_type or "") and after_event is not None:
                     async for event in iter_sse(capture):
                         if event.type == after_event:
                             exchange.disconnected = True
@@ -190,13 +188,14 @@ def _reason(error: BaseException) -> str:
 
 
 def _keep(exchange: Exchange, capture: TeeStream, content_type: str | None) -> None:
-    """Put what arrived into the exchange: the stream or the body, and their defects."""
+    """Put what arrived into the exchange: the stream (by its content type) or the body, and
+    their defects."""
     if capture.overflowed:
         exchange.truncated_after = capture.size
         exchange.transport_error = (f"the answer is larger than the capture limit of {capture.limit / 2**20:g} MiB: "
                                     "the harness stopped reading it there (--max-answer-mb reads more)")
     cut_short = exchange.transport_error is not None or exchange.disconnected
-    if exchange.sse is not None:
+    if "text/event-stream" in (content_type or ""):
         exchange.sse, exchange.defects = read_stream(capture.raw, cut_short)
     else:
         exchange.body, exchange.defects = read_body(capture.raw, content_type, cut_short)
