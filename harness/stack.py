@@ -42,6 +42,7 @@ def reference_config(upstream_url: str, **settings: Any) -> GatewayConfig:
     exist only when `settings` give an `admin_key`."""
     return GatewayConfig(upstream_url=f"{upstream_url}/v1", **({"outbound_allow": FIXTURE_RANGES} | settings))
 START_TIMEOUT_S = 15.0
+KEEP_ALIVE_S = 30
 
 
 class ServerThread:
@@ -61,7 +62,11 @@ class ServerThread:
             raise HarnessError(f"cannot listen on {host}:{port}: {error.strerror}") from error
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2)
+        # Idle connections are kept longer than an httpx client keeps them (5 s): were both 5 s, a
+        # client could send on a connection at the moment the server closes it ("disconnected
+        # without sending a response"), a spurious failure on a busy machine.
+        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
+                                timeout_keep_alive=KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"parity-server-{self.port}", daemon=True)
