@@ -91,7 +91,7 @@ class FixtureClient:
             response.raise_for_status()
             return response.json()
         except (httpx.HTTPError, ValueError) as error:
-            raise HarnessError(f"cannot read the fixture log at {url}: {error}") from error
+            raise HarnessError(f"cannot read the fixture log at {url}: {type(error).__name__} {error}") from error
 
     async def register(self, run: str, script: RunScript) -> None:
         url = f"{self._upstream}/__parity/runs/{run}"
