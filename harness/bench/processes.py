@@ -1,0 +1,118 @@
+"""The processes a benchmark starts, each in its own process group so that none shares a core's
+interpreter lock with the load client: the scripted upstream, the `calc` MCP fixture and the
+reference gateway as `parity serve ...` children, and profiled gateways as `parity run` starts
+them. Each one's CPU time (with its children's) is read before and after a measurement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+
+from ..findings import HarnessError
+
+START_TIMEOUT_S = 30.0
+STOP_GRACE_S = 5.0
+_LISTENING = re.compile(r"listening on (http://\S+)")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of the process and its living children so far (0 when gone)."""
+    try:
+        process = psutil.Process(pid)
+        processes = [process, *process.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for each in processes:
+        with contextlib.suppress(psutil.Error):
+            times = each.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident memory of the process and its living children (0 when gone)."""
+    try:
+        process = psutil.Process(pid)
+        return sum(each.memory_info().rss for each in [process, *process.children(recursive=True)])
+    except psutil.Error:
+        return 0
+
+
+@dataclass
+class ServedPart:
+    """A `parity serve <part>` child on a free loopback port; `url` is where it listens."""
+
+    name: str
+    process: subprocess.Popen[str] = field(repr=False)
+    url: str
+    log: list[str] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def start(cls, name: str, *arguments: str) -> ServedPart:
+        """Start `parity serve <arguments> --port 0` and wait for the line saying where it
+        listens; a child that exits or stays silent is a `HarnessError` with what it printed."""
+        command = [sys.executable, "-m", "responses_parity.harness", "serve", *arguments, "--port", "0"]
+        env = os.environ | {"PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                   stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        log: list[str] = []
+        found = threading.Event()
+        url: list[str] = []
+
+        def read() -> None:
+            assert process.stdout is not None
+            for line in process.stdout:
+                log.append(line.rstrip())
+                if not found.is_set() and (match := _LISTENING.search(line)) and name in line:
+                    url.append(match[1])
+                    found.set()
+            found.set()
+
+        threading.Thread(target=read, name=f"bench-{name}-output", daemon=True).start()
+        if not found.wait(START_TIMEOUT_S) or not url:
+            _stop(process)
+            said = "\n".join(log[-20:]) or "nothing"
+            raise HarnessError(f"{name} did not start within {START_TIMEOUT_S:g}s; it printed:\n{said}")
+        return cls(name, process, url[0], log)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stop(self) -> None:
+        _stop(self.process)
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM to the child's process group, SIGKILL after the grace period."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=STOP_GRACE_S)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=STOP_GRACE_S)
+
+
+def write_reference_config(folder: Path, upstream_url: str) -> Path:
+    """The reference gateway's settings for a benchmark: the scripted upstream, an in-memory
+    store, the loopback MCP fixture allowed by the outbound guard, and a per-key run limit
+    above any benchmark's concurrency (its 429s would be measured instead of the gateway)."""
+    path = folder / "reference-gateway.yaml"
+    path.write_text(f"upstream: {{url: '{upstream_url}/v1'}}\nstore_path: ':memory:'\n"
+                    "outbound: {allow: [127.0.0.0/8]}\nmax_concurrent_runs: 1024\n")
+    return path

@@ -1,0 +1,237 @@
+"""A benchmark run: start the scripted upstream, the `calc` MCP fixture and every target that
+needs starting in processes of their own; then, round after round, for each workload and each
+target, measure a floor batch and right after it the target's batch, reading the CPU time of
+every process the run started around each batch. Stops everything it started, by PID.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import platform
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ...fixtures.upstream.script import new_run_token
+from ..defaults import DEFAULT_MODEL
+from ..findings import HarnessError
+from ..fixture_client import FixtureClient, McpFixture
+from ..gateway_process import install, start
+from ..profile import ProfileError, find_profile, profile_paths
+from ..rewrites import Rewrites
+from .client import Client
+from .processes import ServedPart, cpu_seconds, rss_bytes, write_reference_config
+from .workloads import (FIXTURE, WORKLOADS, Batch, Endpoint, RunTokens, Sizes, Workload, client_driven_mcp_batch,
+                        gateway_batch, scripts)
+
+REFERENCE = "reference"
+FLOOR = "floor"
+WARM_UP_REQUESTS = 5
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    targets: tuple[str, ...]
+    """`reference`, a profile's name or file, or the base URL of a running gateway (pointed at
+    `upstream`)."""
+    rounds: int = 5
+    sizes: Sizes = Sizes()
+    workloads: tuple[Workload, ...] = WORKLOADS
+    upstream: str | None = None
+    """A scripted upstream already running (a URL target's gateway talks to it); None: start one."""
+    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    """Headers for URL targets (an API key)."""
+    model: str = DEFAULT_MODEL
+    timeout_s: float = 60.0
+    profile_dirs: tuple[Path, ...] = ()
+
+
+@dataclass
+class BenchTarget:
+    """A target under measurement: how to reach it, its process (when the run started it), and
+    the workloads it cannot run, with why."""
+
+    name: str
+    title: str
+    endpoint: Endpoint
+    pid: int | None = None
+    cannot: dict[Workload, str] = field(default_factory=dict)
+    rss_start: int = 0
+    rss_end: int = 0
+
+
+@dataclass
+class Measured:
+    """One batch, where it ran, and the CPU seconds each started process spent during it."""
+
+    round: int
+    workload: Workload
+    target: str
+    floor_for: str | None
+    """For a floor batch, the target measured right after it."""
+    batch: Batch
+    cpu_s: dict[str, float]
+
+
+@dataclass
+class BenchResult:
+    options: BenchOptions
+    targets: list[BenchTarget]
+    measured: list[Measured]
+    processes: dict[str, str]
+    """Process name -> what it is (the run's own processes, whose CPU time is read)."""
+    machine: dict[str, Any]
+
+
+def machine() -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform()}
+
+
+class _Started:
+    """What the run started, stopped in reverse order."""
+
+    def __init__(self) -> None:
+        self.stops: list[Callable[[], None]] = []
+        self.pids: dict[str, int] = {}
+        self.what: dict[str, str] = {}
+
+    def add(self, name: str, what: str, pid: int, stop: Callable[[], None]) -> None:
+        self.pids[name] = pid
+        self.what[name] = what
+        self.stops.append(stop)
+
+    def stop_all(self) -> None:
+        for stop in reversed(self.stops):
+            stop()
+
+
+def _target(name: str, options: BenchOptions, upstream: str, mcp: McpFixture, started: _Started,
+            work_dir: Path, say: Callable[[str], None]) -> BenchTarget:
+    client_for = lambda url, headers={}: Client(url, headers, options.timeout_s)  # noqa: E731
+    if name == REFERENCE:
+        say("starting the reference gateway ...")
+        part = ServedPart.start("reference gateway", "reference", "--config",
+                                str(write_reference_config(work_dir, upstream)))
+        started.add(name, "the reference gateway (parity serve reference)", part.pid, part.stop)
+        return BenchTarget(name, "reference gateway", Endpoint(name, client_for(part.url), model=options.model),
+                           part.pid)
+    try:
+        profile = find_profile(name, options.profile_dirs)
+    except ProfileError as error:
+        raise HarnessError(str(error)) from error
+    if profile is not None:
+        installation = install(profile, say)
+        say(f"starting {profile.title} ...")
+        gateway = start(profile, installation, upstream=upstream, mcp={FIXTURE: mcp}, model=options.model)
+        started.add(profile.name, profile.title, gateway.process.pid, gateway.stop)
+        endpoint = Endpoint(profile.name, client_for(gateway.base_url, gateway.headers),
+                            profile.target.responses_path, gateway.model, profile.rewrite)
+        cannot: dict[Workload, str] = {}
+        if "request_mcp_tools" in profile.lacks:
+            cannot["mcp"] = f"lacks request-level MCP tools: {profile.lacks['request_mcp_tools']}"
+        return BenchTarget(profile.name, profile.title, endpoint, gateway.process.pid, cannot)
+    if not name.startswith("http://"):
+        known = ", ".join(sorted(profile_paths(options.profile_dirs)))
+        raise HarnessError(f"unknown target {name!r}: give {REFERENCE}, a profile ({known}), a profile file, "
+                           f"or a gateway's base URL (http://...)")
+    return BenchTarget(name, name, Endpoint(name, client_for(name, dict(options.headers)), model=options.model,
+                                            rewrites=Rewrites()))
+
+
+@contextlib.contextmanager
+def _started_parts(options: BenchOptions, work_dir: Path,
+                   say: Callable[[str], None]) -> Iterator[tuple[_Started, str, McpFixture, list[BenchTarget]]]:
+    started = _Started()
+    try:
+        if options.upstream is None:
+            part = ServedPart.start("scripted upstream", "upstream")
+            started.add("upstream", "the scripted upstream (parity serve upstream)", part.pid, part.stop)
+            upstream = part.url
+        else:
+            upstream = options.upstream.rstrip("/")
+        mcp_part = ServedPart.start(f"MCP fixture '{FIXTURE}'", "mcp", FIXTURE)
+        started.add("mcp", f"the {FIXTURE} MCP fixture (parity serve mcp {FIXTURE})", mcp_part.pid, mcp_part.stop)
+        mcp = McpFixture(FIXTURE, mcp_part.url)
+        targets = [_target(name, options, upstream, mcp, started, work_dir, say) for name in options.targets]
+        yield started, upstream, mcp, targets
+    finally:
+        started.stop_all()
+
+
+def run_bench(options: BenchOptions, say: Callable[[str], None] = lambda line: None) -> BenchResult:
+    """Measure every target; `HarnessError` when a part cannot be started."""
+    with tempfile.TemporaryDirectory(prefix="parity-bench-") as folder, \
+            _started_parts(options, Path(folder), say) as (started, upstream, mcp, targets):
+        measured = asyncio.run(_measure(options, started, upstream, mcp, targets, say))
+        return BenchResult(options, targets, measured, started.what, machine())
+
+
+def _cpu(started: _Started) -> dict[str, float]:
+    return {name: cpu_seconds(pid) for name, pid in started.pids.items()}
+
+
+async def _measure(options: BenchOptions, started: _Started, upstream_url: str, mcp: McpFixture,
+                   targets: list[BenchTarget], say: Callable[[str], None]) -> list[Measured]:
+    floor = Endpoint(FLOOR, Client(upstream_url, {}, options.timeout_s), model=options.model)
+    fixtures = {FIXTURE: mcp}
+    measured: list[Measured] = []
+    default_routed = any(target.endpoint.rewrites.mcp_server_url for target in targets)
+    async with httpx.AsyncClient(timeout=30) as http:
+        control = FixtureClient(http, upstream_url, fixtures)
+
+        async def batch(round_: int, workload: Workload, where: BenchTarget | None, runs: RunTokens,
+                        sizes: Sizes, floor_for: str | None = None) -> Batch:
+            before = _cpu(started)
+            if where is None and workload == "mcp":
+                result = await client_driven_mcp_batch(floor, runs, sizes)
+            else:
+                endpoint = floor if where is None else where.endpoint
+                result = await gateway_batch(workload, endpoint, runs, sizes, fixtures)
+            after = _cpu(started)
+            if round_ >= 0:
+                measured.append(Measured(round_, workload, FLOOR if where is None else where.name, floor_for,
+                                         result, {name: after[name] - before[name] for name in after}))
+            return result
+
+        async def new_runs() -> RunTokens:
+            runs = RunTokens(new_run_token(), mcp_run := new_run_token(), mcp.for_run(mcp_run).url)
+            for run, script in scripts(runs).items():
+                await control.register(run, script)
+            if default_routed:
+                await control.route_default_mcp(runs.mcp, [FIXTURE])
+            return runs
+
+        try:
+            warm_up = Sizes(WARM_UP_REQUESTS, WARM_UP_REQUESTS, options.sizes.concurrency)
+            runs = await new_runs()
+            for workload in options.workloads:
+                await batch(-1, workload, None, runs, warm_up)
+                for target in targets:
+                    if workload not in target.cannot:
+                        await batch(-1, workload, target, runs, warm_up)
+            for target in targets:
+                target.rss_start = rss_bytes(target.pid) if target.pid else 0
+            for round_ in range(options.rounds):
+                say(f"round {round_ + 1} of {options.rounds} ...")
+                runs = await new_runs()
+                for workload in options.workloads:
+                    for target in targets:
+                        if workload in target.cannot:
+                            continue
+                        await batch(round_, workload, None, runs, options.sizes, floor_for=target.name)
+                        await batch(round_, workload, target, runs, options.sizes)
+                await control.forget(runs.text)
+                await control.forget(runs.mcp)
+            for target in targets:
+                target.rss_end = rss_bytes(target.pid) if target.pid else 0
+        finally:
+            await floor.client.close()
+            for target in targets:
+                await target.endpoint.client.close()
+    return measured

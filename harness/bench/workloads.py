@@ -1,0 +1,221 @@
+"""The four workloads, each measured against a target and against its floor (what the same work
+costs without a gateway), in batches:
+
+- `text` (W1): a non-streamed text response, one request at a time. Floor: the scripted
+  upstream answering the same body.
+- `stream` (W2): the same streamed: the first event and the whole stream. Floor: the upstream.
+- `throughput` (W3): W1's request, `concurrency` at a time. Floor: the upstream.
+- `mcp` (W4): one MCP tool round trip (`calc.add`, no approval) and a closing text. Floor: the
+  client driving it itself: the model's call, `tools/call` on an MCP session it keeps open, the
+  model's closing turn.
+
+A request counts when it is answered 2xx with what the workload asked for (a completed
+response; for `mcp`, an `mcp_call` item; for `stream`, a terminal event); anything else is an
+error, kept with what was wrong, and is not a sample.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from mcp import Client as McpClient
+from mcp.client.streamable_http import streamable_http_client
+
+from ...fixtures.upstream.script import ModelTurn, RunScript, ToolCallSpec, run_marker
+from ..rewrites import Rewrites
+from .client import Answer, Client, ClientError
+
+Workload = Literal["text", "stream", "throughput", "mcp"]
+WORKLOADS: tuple[Workload, ...] = ("text", "stream", "throughput", "mcp")
+LABELS: dict[Workload, str] = {"text": "W1 text", "stream": "W2 stream", "throughput": "W3 throughput",
+                               "mcp": "W4 MCP round trip"}
+FIXTURE = "calc"
+TEXT_SCRIPT = RunScript(steps=[[ModelTurn(text="Hello from the scripted model.")]])
+MCP_SCRIPT = RunScript(steps=[[ModelTurn(call=ToolCallSpec(tool="add", arguments={"a": 2, "b": 3})),
+                               ModelTurn(text="2 + 3 = 5.")]])
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a batch's requests go: a gateway under test, or the scripted upstream as the floor."""
+
+    name: str
+    client: Client = field(repr=False)
+    responses_path: str = "/v1/responses"
+    model: str = "parity-model"
+    rewrites: Rewrites = field(default_factory=Rewrites)
+
+
+@dataclass(frozen=True)
+class Sizes:
+    sequential: int = 40
+    """Requests per batch of `text`, `stream` and `mcp`."""
+    throughput: int = 800
+    """Requests per `throughput` batch."""
+    concurrency: int = 16
+
+
+@dataclass
+class Batch:
+    """What one batch measured: per counted request, seconds to the answer's end (`totals`) and,
+    for streams, to the first event (`firsts`); the batch's wall time; the errors."""
+
+    requests: int = 0
+    totals: list[float] = field(default_factory=list)
+    firsts: list[float] = field(default_factory=list)
+    wall_s: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    def count(self, answer: Answer, problem: str | None) -> None:
+        self.requests += 1
+        if problem is not None:
+            self.errors.append(problem)
+            return
+        self.totals.append(answer.total_s)
+        if answer.first_event_s is not None:
+            self.firsts.append(answer.first_event_s)
+
+    def failed(self, why: str) -> None:
+        self.requests += 1
+        self.errors.append(why)
+
+
+@dataclass(frozen=True)
+class RunTokens:
+    """The runs a round registered with the scripted upstream, and the MCP fixture's URL for it."""
+
+    text: str
+    mcp: str
+    mcp_url: str
+
+
+def text_body(endpoint: Endpoint, run: str, *, stream: bool = False) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": endpoint.model, "input": f"Say hello. {run_marker(run, 0)}"}
+    return body | ({"stream": True} if stream else {})
+
+
+def mcp_body(endpoint: Endpoint, run: str, server_url: str) -> dict[str, Any]:
+    return {"model": endpoint.model, "input": f"What is 2 + 3? Use the calculator. {run_marker(run, 0)}",
+            "tools": [{"type": "mcp", "server_label": FIXTURE, "server_url": server_url,
+                       "require_approval": "never"}]}
+
+
+def _problem(answer: Answer, wants: Callable[[Answer], str | None]) -> str | None:
+    if not 200 <= answer.status < 300:
+        return f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}"
+    try:
+        return wants(answer)
+    except ValueError as error:
+        return f"the answer is not what a client reads: {error}"
+
+
+def _completed(answer: Answer) -> str | None:
+    status = answer.json().get("status")
+    return None if status == "completed" else f"the response is {status!r}, not completed"
+
+
+def _terminal_event(answer: Answer) -> str | None:
+    return None if b"response.completed" in answer.body else "the stream has no response.completed event"
+
+
+def _ran_mcp(answer: Answer) -> str | None:
+    if problem := _completed(answer):
+        return problem
+    types = [item.get("type") for item in answer.json().get("output") or []]
+    return None if "mcp_call" in types else f"no mcp_call among the output items {types}"
+
+
+async def _timed(batch: Batch, send: Callable[[], Awaitable[Answer]], wants: Callable[[Answer], str | None]) -> None:
+    try:
+        answer = await send()
+    except ClientError as error:
+        batch.failed(str(error))
+        return
+    batch.count(answer, _problem(answer, wants))
+
+
+async def _sequential(count: int, one: Callable[[Batch], Awaitable[None]]) -> Batch:
+    batch = Batch()
+    started = time.perf_counter()
+    for _ in range(count):
+        await one(batch)
+    batch.wall_s = time.perf_counter() - started
+    return batch
+
+
+async def gateway_batch(workload: Workload, endpoint: Endpoint, runs: RunTokens, sizes: Sizes,
+                        fixtures: Mapping[str, Any] | None = None) -> Batch:
+    """One batch of `workload` against a gateway (or, for the first three, the upstream itself)."""
+    client, path = endpoint.client, endpoint.responses_path
+
+    def send(body: dict[str, Any]) -> Callable[[], Awaitable[Answer]]:
+        rewritten = endpoint.rewrites.apply(body, fixtures or {})
+        return lambda: client.request("POST", path, rewritten)
+
+    if workload == "text":
+        request = send(text_body(endpoint, runs.text))
+        return await _sequential(sizes.sequential, lambda batch: _timed(batch, request, _completed))
+    if workload == "stream":
+        request = send(text_body(endpoint, runs.text, stream=True))
+        return await _sequential(sizes.sequential, lambda batch: _timed(batch, request, _terminal_event))
+    if workload == "mcp":
+        request = send(mcp_body(endpoint, runs.mcp, runs.mcp_url))
+        return await _sequential(sizes.sequential, lambda batch: _timed(batch, request, _ran_mcp))
+    request = send(text_body(endpoint, runs.text))
+    return await _concurrent(sizes, lambda batch: _timed(batch, request, _completed))
+
+
+async def _concurrent(sizes: Sizes, one: Callable[[Batch], Awaitable[None]]) -> Batch:
+    batch = Batch()
+    remaining = iter(range(sizes.throughput))
+
+    async def worker() -> None:
+        for _ in remaining:
+            await one(batch)
+
+    started = time.perf_counter()
+    async with asyncio.TaskGroup() as group:
+        for _ in range(sizes.concurrency):
+            group.create_task(worker())
+    batch.wall_s = time.perf_counter() - started
+    return batch
+
+
+async def client_driven_mcp_batch(upstream: Endpoint, runs: RunTokens, sizes: Sizes) -> Batch:
+    """W4's floor: the client runs the round trip itself over one MCP session kept open for the
+    batch: the model's call, `tools/call`, the model's closing turn with the call's output."""
+    first = {"model": upstream.model, "input": f"What is 2 + 3? Use the calculator. {run_marker(runs.mcp, 0)}",
+             "tools": [{"type": "function", "name": "add", "parameters": {
+                 "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]}
+    async with McpClient(streamable_http_client(runs.mcp_url)) as mcp:
+
+        async def one(batch: Batch) -> None:
+            started = time.perf_counter()
+            try:
+                call_answer = await upstream.client.request("POST", upstream.responses_path, first)
+                calls = [item for item in call_answer.json().get("output") or []
+                         if item.get("type") == "function_call"]
+                if call_answer.status != 200 or not calls:
+                    batch.failed(f"the model did not call the tool (HTTP {call_answer.status})")
+                    return
+                result = await mcp.call_tool("add", {"a": 2, "b": 3})
+                output = {"type": "function_call_output", "call_id": calls[0]["call_id"],
+                          "output": "".join(getattr(block, "text", "") for block in result.content)}
+                closing = first | {"input": [{"role": "user", "content": first["input"]}, calls[0], output]}
+                answer = await upstream.client.request("POST", upstream.responses_path, closing)
+            except (ClientError, ValueError) as error:
+                batch.failed(str(error))
+                return
+            batch.count(Answer(answer.status, answer.body, None, time.perf_counter() - started),
+                        _problem(answer, _completed))
+
+        return await _sequential(sizes.sequential, one)
+
+
+def scripts(runs: RunTokens) -> dict[str, RunScript]:
+    """What the scripted upstream must know for a round: run token -> script."""
+    return {runs.text: TEXT_SCRIPT, runs.mcp: MCP_SCRIPT}
