@@ -20,6 +20,8 @@ from urllib.parse import urlsplit
 
 import httptools
 
+from ..defaults import DEFAULT_MAX_ANSWER_BYTES
+
 READ_SIZE = 2**16
 
 
@@ -42,21 +44,29 @@ class ClientError(Exception):
 
 
 class _Parse:
-    """httptools' callbacks, collecting one answer."""
+    """httptools' callbacks, collecting one answer of at most `limit` bytes."""
 
-    def __init__(self, started: float) -> None:
+    def __init__(self, started: float, limit: int) -> None:
         self.started = started
+        self.limit = limit
         self.parser = httptools.HttpResponseParser(self)
         self.body = bytearray()
         self.first_event_s: float | None = None
         self.done = False
+        self.keep_alive = False
+        self.too_large = False
 
     def on_body(self, chunk: bytes) -> None:
+        if len(self.body) + len(chunk) > self.limit:
+            self.too_large = True
+            return
         self.body += chunk
-        if self.first_event_s is None and (b"\n\n" in self.body or b"\r\n\r\n" in self.body):
+        tail = self.body[-len(chunk) - 3:]  # an event's end may straddle two chunks
+        if self.first_event_s is None and (b"\n\n" in tail or b"\r\n\r\n" in tail):
             self.first_event_s = time.perf_counter() - self.started
 
     def on_message_complete(self) -> None:
+        self.keep_alive = self.parser.should_keep_alive()  # read here: the parser resets once it returns
         self.done = True
 
 
@@ -73,9 +83,9 @@ class Connection:
         reader, writer = await asyncio.open_connection(host, port)  # asyncio sets TCP_NODELAY
         return cls(reader, writer)
 
-    async def exchange(self, head: bytes, body: bytes) -> Answer:
+    async def exchange(self, head: bytes, body: bytes, limit: int) -> Answer:
         started = time.perf_counter()
-        parse = _Parse(started)
+        parse = _Parse(started, limit)
         self._writer.write(head + body)
         try:
             while not parse.done:
@@ -83,13 +93,15 @@ class Connection:
                 if not data:
                     raise ClientError("the server closed the connection before the answer ended")
                 parse.parser.feed_data(data)
+                if parse.too_large:
+                    raise ClientError(f"the answer is larger than {parse.limit} bytes")
         except httptools.HttpParserError as error:
             self.usable = False
             raise ClientError(f"malformed answer: {error}") from error
         except BaseException:
             self.usable = False
             raise
-        self.usable = parse.parser.should_keep_alive()
+        self.usable = parse.keep_alive
         return Answer(parse.parser.get_status_code(), bytes(parse.body), parse.first_event_s,
                       time.perf_counter() - started)
 
@@ -99,9 +111,11 @@ class Connection:
 
 class Client:
     """Requests to one base URL over a pool of keep-alive connections (at most one request on
-    each at a time; a connection is opened when none is idle)."""
+    each at a time; a connection is opened when none is idle). An answer must end within
+    `timeout_s` and stay within `max_answer_bytes`, or it is a `ClientError`."""
 
-    def __init__(self, base_url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0) -> None:
+    def __init__(self, base_url: str, headers: Mapping[str, str] | None = None, timeout_s: float = 60.0,
+                 max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES) -> None:
         parts = urlsplit(base_url)
         if parts.scheme != "http" or parts.hostname is None:
             raise ValueError(f"the benchmark client speaks plain HTTP: {base_url!r}")
@@ -112,6 +126,7 @@ class Client:
                               ({"Host": f"{self._host}:{self._port}", "Content-Type": "application/json"}
                                | dict(headers or {})).items())
         self._timeout_s = timeout_s
+        self._limit = max_answer_bytes
         self._idle: list[Connection] = []
 
     def _head(self, method: str, path: str, length: int) -> bytes:
@@ -126,7 +141,7 @@ class Client:
             async with asyncio.timeout(self._timeout_s):
                 if connection is None:
                     connection = await Connection.open(self._host, self._port)
-                answer = await connection.exchange(head, payload)
+                answer = await connection.exchange(head, payload, self._limit)
         except TimeoutError as error:
             raise ClientError(f"no answer within {self._timeout_s:g}s") from error
         except OSError as error:
