@@ -23,6 +23,7 @@ from .run import FLOOR, BenchResult, Measured
 from .workloads import LABELS, WORKLOADS, Batch, Workload
 
 MS = 1000.0
+MIB = 2**20
 
 
 def percentile(values: Sequence[float], share: float) -> float:
@@ -162,7 +163,7 @@ def _summary_rows(result: BenchResult, table: list[Figures]) -> list[str]:
     lines = [_row(["target", "W1 added p50", "W2 first event / whole stream added", "W3 req/s (share of the floor)",
                    "W4 added p50"]), _row(["---"] * 5)]
     for name in [FLOOR, *(t.name for t in result.targets)]:
-        def cell(workload: Workload, render: Callable[[Figures], str]) -> str:
+        def cell(workload: Workload, render: Callable[[Figures], str], name: str = name) -> str:
             f = by.get((name, workload))
             return "—" if f is None or f.not_run else render(f)
 
@@ -213,7 +214,7 @@ def markdown(result: BenchResult, command: str) -> str:
               _row(["---"] * 3)]
     for target in result.targets:
         if target.pid:
-            lines.append(_row([target.title, f"{target.rss_start / 2**20:.0f} MiB", f"{target.rss_end / 2**20:.0f} MiB"]))
+            lines.append(_row([target.title, f"{target.rss_start / MIB:.0f} MiB", f"{target.rss_end / MIB:.0f} MiB"]))
     failed = [f for f in table if f.first_error]
     if failed:
         lines += ["", "## Errors", ""]

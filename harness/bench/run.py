@@ -41,7 +41,7 @@ class BenchOptions:
     """`reference`, a profile's name or file, or the base URL of a running gateway (pointed at
     `upstream`)."""
     rounds: int = 5
-    sizes: Sizes = Sizes()
+    sizes: Sizes = field(default_factory=Sizes)
     workloads: tuple[Workload, ...] = WORKLOADS
     upstream: str | None = None
     """A scripted upstream already running (a URL target's gateway talks to it); None: start one."""
@@ -111,9 +111,11 @@ class _Started:
             stop()
 
 
-def _target(name: str, options: BenchOptions, upstream: str, mcp: McpFixture, started: _Started,
+def _target(name: str, options: BenchOptions, *, upstream: str, mcp: McpFixture, started: _Started,
             work_dir: Path, say: Callable[[str], None]) -> BenchTarget:
-    client_for = lambda url, headers={}: Client(url, headers, options.timeout_s)  # noqa: E731
+    def client_for(url: str, headers: Mapping[str, str] | None = None) -> Client:
+        return Client(url, headers, options.timeout_s)
+
     if name == REFERENCE:
         say("starting the reference gateway ...")
         part = ServedPart.start("reference gateway", "reference", "--config",
@@ -158,7 +160,8 @@ def _started_parts(options: BenchOptions, work_dir: Path,
         mcp_part = ServedPart.start(f"MCP fixture '{FIXTURE}'", "mcp", FIXTURE)
         started.add("mcp", f"the {FIXTURE} MCP fixture (parity serve mcp {FIXTURE})", mcp_part.pid, mcp_part.stop)
         mcp = McpFixture(FIXTURE, mcp_part.url)
-        targets = [_target(name, options, upstream, mcp, started, work_dir, say) for name in options.targets]
+        targets = [_target(name, options, upstream=upstream, mcp=mcp, started=started, work_dir=work_dir, say=say)
+                   for name in options.targets]
         yield started, upstream, mcp, targets
     finally:
         started.stop_all()
@@ -168,7 +171,7 @@ def run_bench(options: BenchOptions, say: Callable[[str], None] = lambda line: N
     """Measure every target; `HarnessError` when a part cannot be started."""
     with tempfile.TemporaryDirectory(prefix="parity-bench-") as folder, \
             _started_parts(options, Path(folder), say) as (started, upstream, mcp, targets):
-        measured = asyncio.run(_measure(options, started, upstream, mcp, targets, say))
+        measured = asyncio.run(_measure(options, started, upstream_url=upstream, mcp=mcp, targets=targets, say=say))
         return BenchResult(options, targets, measured, started.what, machine())
 
 
@@ -176,7 +179,7 @@ def _cpu(started: _Started) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in started.pids.items()}
 
 
-async def _measure(options: BenchOptions, started: _Started, upstream_url: str, mcp: McpFixture,
+async def _measure(options: BenchOptions, started: _Started, *, upstream_url: str, mcp: McpFixture,
                    targets: list[BenchTarget], say: Callable[[str], None]) -> list[Measured]:
     floor = Endpoint(FLOOR, Client(upstream_url, {}, options.timeout_s), model=options.model)
     fixtures = {FIXTURE: mcp}
@@ -185,19 +188,20 @@ async def _measure(options: BenchOptions, started: _Started, upstream_url: str, 
     async with httpx.AsyncClient(timeout=30) as http:
         control = FixtureClient(http, upstream_url, fixtures)
 
-        async def batch(round_: int, workload: Workload, where: BenchTarget | None, runs: RunTokens,
-                        sizes: Sizes, floor_for: str | None = None) -> Batch:
-            before = _cpu(started)
+        async def batch(workload: Workload, where: BenchTarget | None, runs: RunTokens, sizes: Sizes) -> Batch:
+            """One batch against `where` (None: the floor)."""
             if where is None and workload == "mcp":
-                result = await client_driven_mcp_batch(floor, runs, sizes)
-            else:
-                endpoint = floor if where is None else where.endpoint
-                result = await gateway_batch(workload, endpoint, runs, sizes, fixtures)
+                return await client_driven_mcp_batch(floor, runs, sizes)
+            return await gateway_batch(workload, floor if where is None else where.endpoint, runs, sizes, fixtures)
+
+        async def measure(round_: int, workload: Workload, where: BenchTarget | None, runs: RunTokens,
+                          floor_for: str | None = None) -> None:
+            """A batch of the round, kept with the CPU time each started process spent in it."""
+            before = _cpu(started)
+            result = await batch(workload, where, runs, options.sizes)
             after = _cpu(started)
-            if round_ >= 0:
-                measured.append(Measured(round_, workload, FLOOR if where is None else where.name, floor_for,
-                                         result, {name: after[name] - before[name] for name in after}))
-            return result
+            measured.append(Measured(round_, workload, FLOOR if where is None else where.name, floor_for, result,
+                                     {name: after[name] - before[name] for name in after}))
 
         async def new_runs() -> RunTokens:
             runs = RunTokens(new_run_token(), mcp_run := new_run_token(), mcp.for_run(mcp_run).url)
@@ -211,10 +215,10 @@ async def _measure(options: BenchOptions, started: _Started, upstream_url: str, 
             warm_up = Sizes(WARM_UP_REQUESTS, WARM_UP_REQUESTS, options.sizes.concurrency)
             runs = await new_runs()
             for workload in options.workloads:
-                await batch(-1, workload, None, runs, warm_up)
+                await batch(workload, None, runs, warm_up)
                 for target in targets:
                     if workload not in target.cannot:
-                        await batch(-1, workload, target, runs, warm_up)
+                        await batch(workload, target, runs, warm_up)
             for target in targets:
                 target.rss_start = rss_bytes(target.pid) if target.pid else 0
             for round_ in range(options.rounds):
@@ -224,8 +228,8 @@ async def _measure(options: BenchOptions, started: _Started, upstream_url: str, 
                     for target in targets:
                         if workload in target.cannot:
                             continue
-                        await batch(round_, workload, None, runs, options.sizes, floor_for=target.name)
-                        await batch(round_, workload, target, runs, options.sizes)
+                        await measure(round_, workload, None, runs, floor_for=target.name)
+                        await measure(round_, workload, target, runs)
                 await control.forget(runs.text)
                 await control.forget(runs.mcp)
             for target in targets:

@@ -26,6 +26,7 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, ToolCallSpec, run_marker
+from ..fixture_client import McpFixture
 from ..rewrites import Rewrites
 from .client import Answer, Client, ClientError
 
@@ -148,7 +149,7 @@ async def _sequential(count: int, one: Callable[[Batch], Awaitable[None]]) -> Ba
 
 
 async def gateway_batch(workload: Workload, endpoint: Endpoint, runs: RunTokens, sizes: Sizes,
-                        fixtures: Mapping[str, Any] | None = None) -> Batch:
+                        fixtures: Mapping[str, McpFixture] | None = None) -> Batch:
     """One batch of `workload` against a gateway (or, for the first three, the upstream itself)."""
     client, path = endpoint.client, endpoint.responses_path
 

@@ -41,7 +41,8 @@ def _peers_app(ports: list[int]) -> Starlette:
 
         return StreamingResponse(events(), media_type="text/event-stream")
 
-    return Starlette(routes=[Route("/v1/plain", plain, methods=["POST"]), Route("/v1/stream", stream, methods=["POST"])])
+    return Starlette(routes=[Route("/v1/plain", plain, methods=["POST"]),
+                             Route("/v1/stream", stream, methods=["POST"])])
 
 
 @pytest.fixture(scope="module")
