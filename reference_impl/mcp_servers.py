@@ -194,13 +194,13 @@ class McpConnector:
         return client
 
     @asynccontextmanager
-    async def _session(self, server: McpServer) -> AsyncIterator[Client]:
-        """A connected client (entered and left in the pool's owner task). It opens in the mode the
-        server negotiated last time, when that is known, so without a discovery probe."""
+    async def _session(self, server: McpServer, key: str) -> AsyncIterator[Client]:
+        """A connected client for the session `key` (entered and left in the pool's owner task). It
+        opens in the mode the server negotiated with the key's last session, when there was one, so
+        without a discovery probe."""
         opening = _Exchange()
         _EXCHANGE.set(opening)
-        era_key = session_key(server.transport, server.url)
-        era = self._eras.get(era_key, _Era("auto"))
+        era = self._eras.get(key, _Era("auto"))
         async with AsyncExitStack() as stack:
             try:
                 if server.transport == "sse":
@@ -214,16 +214,16 @@ class McpConnector:
                     Client(transport, read_timeout_seconds=self._timeout_s, cache=None, mode=era.mode,
                            prior_discover=era.discovered))
             except Exception as error:
-                self._eras.pop(era_key, None)
+                self._eras.pop(key, None)
                 raise _NotOpened(opening.failures) from error
-            self._remember_era(era_key, client.session)
+            self._remember_era(key, client.session)
             yield client
 
-    def _remember_era(self, era_key: str, session: ClientSession) -> None:
+    def _remember_era(self, key: str, session: ClientSession) -> None:
         discovered = session.discover_result
         era = _Era("legacy") if discovered is None else _Era(session.protocol_version or "auto", discovered)
-        self._eras[era_key] = era
-        self._eras.move_to_end(era_key)
+        self._eras[key] = era
+        self._eras.move_to_end(key)
         while len(self._eras) > _MAX_ERAS:
             self._eras.popitem(last=False)
 
@@ -236,7 +236,7 @@ class McpConnector:
         try:
             with anyio.fail_after(self._timeout_s):
                 for attempt in range(2):
-                    async with self._pool.lease(key, lambda: self._session(server)) as session:
+                    async with self._pool.lease(key, lambda: self._session(server, key)) as session:
                         try:
                             return await operation(session.value)
                         except Exception as error:
