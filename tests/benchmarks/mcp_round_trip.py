@@ -2,7 +2,7 @@
 
 Starts the scripted upstream and the `calc` MCP fixture in this process, and one reference
 gateway per source tree in a process of its own (this checkout by default; `--tree NAME=DIR`
-adds another checkout, e.g. an older commit made with `git worktree add`, to compare). Each
+adds another checkout to compare, e.g. `git archive <commit> | tar -x -C DIR`). Each
 request offers `calc` as a request-level MCP tool (`require_approval: never`); the scripted model
 calls `add`, reads its result and answers, so every request makes two model calls and one MCP
 call. Gateways take turns, a batch of requests each per round, and the figures are paired round
