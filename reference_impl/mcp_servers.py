@@ -1,11 +1,12 @@
 """Reaching MCP servers with the `mcp` SDK: list their tools, call one.
 
-Each operation opens its own connection (streamable HTTP or SSE) and closes it, so nothing
-lives between requests. Every HTTP client comes from one factory, which is where the
-outbound address policy plugs in. Failures come back as values in OpenAI's `mcp_call.error`
-shapes: `mcp_tool_execution_error` (the tool said `isError`), `mcp_protocol_error` (a
-JSON-RPC error), `http_error` (the server could not be reached or answered with an HTTP
-error); a destination the policy blocks is `BlockedDestination`, never a tool result.
+Sessions (streamable HTTP or SSE) are opened once per server URL, transport and headers and
+reused by every listing and call, across requests (`McpConnector`, `mcp_sessions`). Every HTTP
+client comes from one factory, which is where the outbound address policy plugs in. Failures
+come back as values in OpenAI's `mcp_call.error` shapes: `mcp_tool_execution_error` (the tool
+said `isError`), `mcp_protocol_error` (a JSON-RPC error), `http_error` (the server could not be
+reached or answered with an HTTP error); a destination the policy blocks is
+`BlockedDestination`, never a tool result.
 
 Listings are read leniently: a tool whose `inputSchema` is missing, null or not an object is
 dropped and logged (the SDK would reject the whole listing), and a server left with no valid
@@ -17,27 +18,33 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
-from http import HTTPStatus
 from contextlib import AsyncExitStack, asynccontextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from http import HTTPStatus
+from typing import Any, Literal, TypeVar
 
 import anyio
 import httpx2
 import jsonschema
 from mcp import Client, MCPError, types
+from mcp.client.session import ClientSession
 from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from pydantic import TypeAdapter
 
 from .errors import BlockedDestination
+from .mcp_sessions import SessionPool, session_key
 from .outbound import DestinationBlocked
 
 logger = logging.getLogger("responses_parity.reference_impl.mcp")
 _RAW = TypeAdapter(dict[str, Any])
 _MAX_PAGES = 100
+_MAX_ERAS = 256
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -117,76 +124,169 @@ def _content_text(content: list[Any]) -> str:
     return "\n".join(parts)
 
 
-class McpConnector:
-    """Opens connections to MCP servers with a timeout and an HTTP client factory (the
-    factory is where an outbound-address guard plugs in)."""
+@dataclass
+class _Exchange:
+    """What one operation's HTTP traffic showed: the requests it sent and the error statuses it got.
+    The SDK sends each message from a task that copies the sender's context, so the HTTP client's
+    hooks find the operation's exchange in `_EXCHANGE`, however many operations share a session."""
 
-    def __init__(self, timeout_s: float, http_client_factory: HttpClientFactory = create_mcp_http_client) -> None:
+    sent: int = 0
+    failures: list[int] = field(default_factory=list)
+
+
+_EXCHANGE: ContextVar[_Exchange | None] = ContextVar("mcp_exchange", default=None)
+
+
+async def _note_request(request: httpx2.Request) -> None:
+    if (exchange := _EXCHANGE.get()) is not None:
+        exchange.sent += 1
+
+
+async def _note_response(response: httpx2.Response) -> None:
+    if response.status_code >= 400 and (exchange := _EXCHANGE.get()) is not None:
+        exchange.failures.append(response.status_code)
+
+
+class _NotOpened(Exception):
+    """The session could not be opened; `http_failures` are the error statuses its handshake got."""
+
+    def __init__(self, http_failures: list[int]) -> None:
+        super().__init__("the MCP session could not be opened")
+        self.http_failures = http_failures
+
+
+@dataclass(frozen=True)
+class _Era:
+    """How a server negotiated its protocol last time: the `Client` mode to open it with again
+    (`legacy`, or the modern version with the server's discover result), so no probe is needed."""
+
+    mode: str
+    discovered: types.DiscoverResult | None = None
+
+
+class McpConnector:
+    """Lists and calls tools over MCP sessions it keeps open (see `mcp_sessions`): one per server
+    URL, transport and headers, reused by every listing and call. Every operation has its own
+    timeout. A session that is lost (connection closed, transport failure, HTTP 404: the server
+    no longer knows it) is dropped; the operation runs once more on a new session when that is
+    safe: a listing always, a call only when its request never reached the server. HTTP clients
+    come from one factory, where the outbound-address guard plugs in. `aclose` closes every session."""
+
+    def __init__(self, timeout_s: float, http_client_factory: HttpClientFactory = create_mcp_http_client,
+                 pool: SessionPool[Client] | None = None) -> None:
         self._timeout_s = timeout_s
         self._factory = http_client_factory
+        self._pool: SessionPool[Client] = pool if pool is not None else SessionPool()
+        self._eras: OrderedDict[str, _Era] = OrderedDict()
+
+    async def __aenter__(self) -> McpConnector:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._pool.aclose()
+
+    def _http_client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        client = self._factory(**kwargs)
+        client.event_hooks = {"request": [_note_request], "response": [_note_response]}
+        return client
 
     @asynccontextmanager
-    async def _client(self, server: McpServer, http_failures: list[int]) -> AsyncIterator[Client]:
-        """A connected client; HTTP error statuses the server answers with go to `http_failures`
-        (the SDK reports them only as a generic JSON-RPC error)."""
-
-        async def note_failure(response: httpx2.Response) -> None:
-            if response.status_code >= 400:
-                http_failures.append(response.status_code)
-
-        def factory(**kwargs: Any) -> httpx2.AsyncClient:
-            client = self._factory(**kwargs)
-            client.event_hooks = {"request": [], "response": [note_failure]}
-            return client
-
+    async def _session(self, server: McpServer, key: str) -> AsyncIterator[Client]:
+        """A connected client for the session `key` (entered and left in the pool's owner task). It
+        opens in the mode the server negotiated with the key's last session, when there was one, so
+        without a discovery probe."""
+        opening = _Exchange()
+        _EXCHANGE.set(opening)
+        era = self._eras.get(key, _Era("auto"))
         async with AsyncExitStack() as stack:
-            if server.transport == "sse":
-                transport = sse_client(server.url, headers=server.headers, timeout=self._timeout_s,
-                                       httpx_client_factory=factory)
-            else:
-                http = await stack.enter_async_context(
-                    factory(headers=server.headers, timeout=httpx2.Timeout(self._timeout_s)))
-                transport = streamable_http_client(server.url, http_client=http)
-            client = await stack.enter_async_context(
-                Client(transport, read_timeout_seconds=self._timeout_s, cache=None))
+            try:
+                if server.transport == "sse":
+                    transport = sse_client(server.url, headers=server.headers, timeout=self._timeout_s,
+                                           httpx_client_factory=self._http_client)
+                else:
+                    http = await stack.enter_async_context(
+                        self._http_client(headers=server.headers, timeout=httpx2.Timeout(self._timeout_s)))
+                    transport = streamable_http_client(server.url, http_client=http)
+                client = await stack.enter_async_context(
+                    Client(transport, read_timeout_seconds=self._timeout_s, cache=None, mode=era.mode,
+                           prior_discover=era.discovered))
+            except Exception as error:
+                self._eras.pop(key, None)
+                raise _NotOpened(opening.failures) from error
+            self._remember_era(key, client.session)
             yield client
 
-    async def _with_timeout(self, operation: Callable[[], Awaitable[Any]]) -> Any:
-        with anyio.fail_after(self._timeout_s):
-            return await operation()
+    def _remember_era(self, key: str, session: ClientSession) -> None:
+        discovered = session.discover_result
+        era = _Era("legacy") if discovered is None else _Era(session.protocol_version or "auto", discovered)
+        self._eras[key] = era
+        self._eras.move_to_end(key)
+        while len(self._eras) > _MAX_ERAS:
+            self._eras.popitem(last=False)
+
+    async def _operate(self, server: McpServer, operation: Callable[[Client], Awaitable[T]], exchange: _Exchange,
+                       idempotent: bool) -> T:
+        """`operation` on the server's session, within the timeout; on a lost session, once more on
+        a new one when `idempotent` or when the first request never reached the server."""
+        key = session_key(server.url, server.transport, server.headers)
+        token = _EXCHANGE.set(exchange)
+        try:
+            with anyio.fail_after(self._timeout_s):
+                for attempt in range(2):
+                    async with self._pool.lease(key, lambda: self._session(server, key)) as session:
+                        try:
+                            return await operation(session.value)
+                        except Exception as error:
+                            _raise_if_cancelling()
+                            if not (session.ended.is_set() or _lost(error, exchange)):
+                                raise
+                            failure = error
+                    self._pool.discard(session)
+                    if session.leases == 0:  # it closes now: wait, to see what broke it
+                        await session.ended.wait()
+                    if session.failure is not None:
+                        failure.__cause__ = session.failure
+                    unsent = exchange.sent == 0 or 404 in exchange.failures
+                    if attempt or _blocked(failure) is not None or not (idempotent or unsent):
+                        raise failure
+                    exchange.sent, exchange.failures = 0, []
+            raise AssertionError("unreachable: the second attempt returns or raises")
+        finally:
+            _EXCHANGE.reset(token)
 
     async def list_tools(self, server: McpServer) -> list[ListedTool]:
         """The server's valid tools; raises `BlockedDestination` or `McpUnavailable`."""
-        http_failures: list[int] = []
+        exchange = _Exchange()
 
-        async def listing() -> list[dict[str, Any]]:
+        async def listing(client: Client) -> list[dict[str, Any]]:
             raw: list[dict[str, Any]] = []
-            async with self._client(server, http_failures) as client:
-                cursor: str | None = None
-                for _ in range(_MAX_PAGES):
-                    page = await _raw_listing(client, cursor)
-                    raw += [tool for tool in page.get("tools") or [] if isinstance(tool, dict)]
-                    cursor = page.get("nextCursor")
-                    if not cursor:
-                        break
+            cursor: str | None = None
+            for _ in range(_MAX_PAGES):
+                page = await _raw_listing(client, cursor)
+                raw += [tool for tool in page.get("tools") or [] if isinstance(tool, dict)]
+                cursor = page.get("nextCursor")
+                if not cursor:
+                    break
             return raw
 
         try:
-            raw_tools = await self._with_timeout(listing)
+            raw_tools = await self._operate(server, listing, exchange, idempotent=True)
         except Exception as error:  # every failure means "cannot be listed"
             _raise_if_cancelling()
-            raise _blocked(error) or McpUnavailable(_describe(error, http_failures)) from error
+            raise _blocked(error) or McpUnavailable(_describe(error, _statuses(error, exchange))) from error
         tools = [tool for raw in raw_tools if (tool := listed_tool(server.label, raw)) is not None]
         if not tools:
             logger.warning("MCP server %r offers no valid tool (%d listed)", server.label, len(raw_tools))
         return tools
 
     async def call_tool(self, server: McpServer, name: str, arguments: dict[str, Any]) -> CallResult:
-        http_failures: list[int] = []
+        exchange = _Exchange()
 
-        async def calling() -> CallResult:
-            async with self._client(server, http_failures) as client:
-                result = await client.call_tool(name, arguments)
+        async def calling(client: Client) -> CallResult:
+            result = await client.call_tool(name, arguments)
             text = _content_text(result.content)
             if result.is_error:
                 content = [block.model_dump(mode="json", exclude_none=True) for block in result.content]
@@ -194,11 +294,12 @@ class McpConnector:
             return CallResult(text, None, text)
 
         try:
-            return await self._with_timeout(calling)
+            return await self._operate(server, calling, exchange, idempotent=False)
         except Exception as error:  # a failed connection is a failed call, not a crash
             _raise_if_cancelling()
             if (blocked := _blocked(error)) is not None:
                 return CallResult(None, None, "", blocked)
+            http_failures = _statuses(error, exchange)
             message = _describe(error, http_failures)
             protocol = next((leaf for leaf in _leaves(error) if isinstance(leaf, MCPError)), None)
             if protocol is not None and not http_failures:
@@ -241,6 +342,20 @@ def _leaves(error: BaseException) -> list[BaseException]:
     return [error, *(leaf for cause in causes for leaf in _leaves(cause))]
 
 
+def _lost(error: BaseException, exchange: _Exchange) -> bool:
+    """Whether the failure means the session is gone: its connection closed, the transport failed,
+    or the server answered HTTP 404 (it does not know the session)."""
+    return 404 in exchange.failures or any(
+        isinstance(leaf, httpx2.TransportError) or (isinstance(leaf, MCPError) and leaf.code == types.CONNECTION_CLOSED)
+        for leaf in _leaves(error))
+
+
+def _statuses(error: BaseException, exchange: _Exchange) -> list[int]:
+    """The HTTP error statuses behind a failure: the operation's own, else its session's opening."""
+    opening = next((leaf.http_failures for leaf in _leaves(error) if isinstance(leaf, _NotOpened)), [])
+    return exchange.failures or opening
+
+
 def _blocked(error: BaseException) -> BlockedDestination | None:
     found = next((leaf for leaf in _leaves(error) if isinstance(leaf, DestinationBlocked)), None)
     return BlockedDestination(f"The gateway did not connect to the MCP server: {found}") if found else None
@@ -252,7 +367,7 @@ def _describe(error: BaseException, http_failures: list[int]) -> str:
         status = http_failures[-1]
         phrase = HTTPStatus(status).phrase if status in HTTPStatus._value2member_map_ else "Error"
         return f"Http status code: {status} ({phrase})"
-    leaf = _leaves(error)[0]
+    leaf = next(leaf for leaf in _leaves(error) if not isinstance(leaf, _NotOpened))
     if isinstance(leaf, TimeoutError):
         return "the MCP server did not answer in time"
     return str(leaf) or type(leaf).__name__

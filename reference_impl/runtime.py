@@ -114,5 +114,6 @@ class Runtime:
                            **fields)
 
     async def close(self) -> None:
+        await self.connector.aclose()
         await self.http.aclose()
         self.store.close()
