@@ -9,10 +9,12 @@ What is kept, and for how long, is `Retention`'s (`retention.py`): old and surpl
 are evicted, conversations are not.
 
 Secrets never get here: MCP `authorization` and header values live only in the request being
-served. SQLite runs in worker threads behind one lock (a connection is used by one thread at a
-time). A file database uses WAL (readers do not wait for writers) with `synchronous=FULL`: a
-commit syncs the WAL to disk before it returns, so what was committed survives the process
-being killed and also a power loss (NORMAL would survive only the former). A run's end is one
+served. A file database runs in worker threads behind one lock (a connection is used by one
+thread at a time), so a sync never blocks the event loop; `:memory:` has no disk to wait for
+and runs on the event loop, which spares a thread hop (about 0.1 ms) per call. A file database
+uses WAL (readers do not wait for writers) with `synchronous=FULL`: a commit syncs the WAL to
+disk before it returns, so what was committed survives the process being killed and also a
+power loss (NORMAL would survive only the former). A run's end is one
 transaction (`save_end`), committed before any client can see that end; it is the only commit
 a response makes unless it runs in the background (which also stores itself `queued` at once and
 its events as they come, so they can be resumed).
@@ -30,7 +32,7 @@ import json
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -144,6 +146,7 @@ class SqliteStore:
         self._retention = retention
         self._clock = clock
         self._ends = 0
+        self._off_loop: Callable[..., Awaitable[Any]] = _on_the_loop if path == ":memory:" else asyncio.to_thread
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         if path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -177,14 +180,14 @@ class SqliteStore:
         def work() -> list[tuple[Any, ...]]:
             with self._lock:
                 return self._db.execute(sql, params).fetchall()
-        return await asyncio.to_thread(work)
+        return await self._off_loop(work)
 
     async def _many(self, statements: Statements) -> None:
         """Run statements in one transaction."""
         def work(db: sqlite3.Connection) -> None:
             for sql, params in statements:
                 db.execute(sql, params)
-        await asyncio.to_thread(self._transaction, work)
+        await self._off_loop(self._transaction, work)
 
     # -- responses -------------------------------------------------------------------------
 
@@ -223,7 +226,7 @@ class SqliteStore:
             for sql, params in statements:
                 db.execute(sql, params)
             self._ended(db)
-        await asyncio.to_thread(self._transaction, work)
+        await self._off_loop(self._transaction, work)
 
     async def events(self, response_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT event FROM response_events WHERE response_id = ? ORDER BY sequence_number",
@@ -259,7 +262,7 @@ class SqliteStore:
         def work(db: sqlite3.Connection) -> None:
             for sql, params in _item_appends(db, conversation_id, items):
                 db.execute(sql, params)
-        await asyncio.to_thread(self._transaction, work)
+        await self._off_loop(self._transaction, work)
 
     async def items(self, conversation_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT item FROM conversation_items WHERE conversation_id = ? ORDER BY position",
@@ -280,7 +283,7 @@ class SqliteStore:
         def work(db: sqlite3.Connection) -> None:
             db.execute(*self._audit_insert(run_id, records))
             self._ended(db)
-        await asyncio.to_thread(self._transaction, work)
+        await self._off_loop(self._transaction, work)
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT records FROM audit_trails WHERE run_id = ?", (run_id,))
@@ -332,6 +335,11 @@ def _item_appends(db: sqlite3.Connection, conversation_id: str, items: list[dict
     (last,) = db.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items WHERE conversation_id = ?",
                          (conversation_id,)).fetchone()
     return _item_inserts(conversation_id, last + 1, items)
+
+
+async def _on_the_loop(work: Callable[..., T], *args: Any) -> T:
+    """`asyncio.to_thread`'s signature, for work that has nothing to wait for."""
+    return work(*args)
 
 
 def _fail_unfinished(db: sqlite3.Connection) -> None:
