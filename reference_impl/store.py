@@ -102,6 +102,7 @@ CREATE TABLE IF NOT EXISTS responses (
     chain TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);
+CREATE INDEX IF NOT EXISTS responses_unfinished ON responses (status) WHERE status IN ('queued', 'in_progress');
 CREATE TABLE IF NOT EXISTS response_events (
     response_id TEXT NOT NULL,
     sequence_number INTEGER NOT NULL,
