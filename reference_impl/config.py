@@ -7,6 +7,8 @@ upstream:
   chaining: replay                     # replay | previous_response_id (responses wire only)
   api_key_env: UPSTREAM_API_KEY        # read the key from this variable, never from the file
 store_path: reference.sqlite3          # ":memory:" keeps nothing across restarts
+response_retention_s: 2592000          # a stored response is kept this long (OpenAI: 30 days); null: forever
+response_retention_max: 10000          # and only the newest this many finished ones; null: no limit
 admin_key_env: GATEWAY_ADMIN_KEY       # the admin routes' key ("Authorization: Bearer <key>"), read from
                                        # this variable, never from the file; unset: no admin routes
 tool_call_cap: 32                      # the gateway's own cap on tool calls per response
@@ -34,15 +36,19 @@ import ipaddress
 import os
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 import yaml
+
+from .retention import DEFAULT_MAX_RESPONSES, OPENAI_RETENTION_S, Retention
 
 UpstreamWire = Literal["responses", "chat", "anthropic"]
 UpstreamChaining = Literal["replay", "previous_response_id"]
 McpTransport = Literal["streamable_http", "sse"]
 ChatStreamMode = Literal["final_only", "disabled"]
 MAX_CHAT_ROUNDS = 50
+T = TypeVar("T")
 
 
 class ConfigError(ValueError):
@@ -76,6 +82,10 @@ class GatewayConfig:
     tool_call_cap: int = 32
     max_concurrent_runs: int = 16
     store_path: str = ":memory:"
+    response_retention_s: float | None = OPENAI_RETENTION_S
+    """How long a stored response (its events, input items and audit too) is kept; None: forever."""
+    response_retention_max: int | None = DEFAULT_MAX_RESPONSES
+    """How many finished stored responses are kept, the newest; None: no limit."""
     mcp_servers: tuple[McpServerConfig, ...] = ()
     tool_listing_ttl_s: float = 600.0
     outbound_block: tuple[str, ...] = ()
@@ -105,6 +115,11 @@ class GatewayConfig:
             raise ConfigError(f"chat.deadline_s: must be > 0, got {self.chat_deadline_s}")
         if self.chat_stream_mode not in ("final_only", "disabled"):
             raise ConfigError(f"chat.stream_mode: expected final_only or disabled, got {self.chat_stream_mode!r}")
+        if self.response_retention_s is not None and self.response_retention_s <= 0:
+            raise ConfigError(f"response_retention_s: must be > 0 (or null: forever), got {self.response_retention_s}")
+        if self.response_retention_max is not None and self.response_retention_max < 1:
+            raise ConfigError(f"response_retention_max: must be >= 1 (or null: no limit), "
+                              f"got {self.response_retention_max}")
         if self.tool_cache_ttl_s > 0 and not self.tool_cache_secret:
             raise ConfigError("tool_cache: a ttl_s above 0 needs a secret (secret_env)")
         for name, cidrs in (("outbound.block", self.outbound_block), ("outbound.allow", self.outbound_allow)):
@@ -113,6 +128,10 @@ class GatewayConfig:
                     ipaddress.ip_network(cidr, strict=False)
                 except ValueError as error:
                     raise ConfigError(f"{name}: {cidr!r} is not an address range ({error})") from error
+
+    @property
+    def retention(self) -> Retention:
+        return Retention(self.response_retention_s, self.response_retention_max)
 
     @property
     def loop_on_chat(self) -> bool:
@@ -132,8 +151,9 @@ class GatewayConfig:
 
     @classmethod
     def from_mapping(cls, raw: dict[str, Any]) -> GatewayConfig:
-        _known("", raw, {"upstream", "store_path", "admin_key_env", "tool_call_cap", "mcp_timeout_s", "mcp_servers",
-                         "max_concurrent_runs", "tool_listing_ttl_s", "outbound", "tool_cache", "chat"})
+        _known("", raw, {"upstream", "store_path", "response_retention_s", "response_retention_max", "admin_key_env",
+                         "tool_call_cap", "mcp_timeout_s", "mcp_servers", "max_concurrent_runs", "tool_listing_ttl_s",
+                         "outbound", "tool_cache", "chat"})
         upstream = _section(raw, "upstream", {"url", "wire", "chaining", "api_key_env", "timeout_s"})
         if "url" not in upstream:
             raise ConfigError("upstream.url: required")
@@ -158,6 +178,8 @@ class GatewayConfig:
             tool_call_cap=int(raw.get("tool_call_cap", 32)),
             max_concurrent_runs=int(raw.get("max_concurrent_runs", 16)),
             store_path=str(raw.get("store_path", ":memory:")),
+            response_retention_s=_optional(float, raw.get("response_retention_s", OPENAI_RETENTION_S)),
+            response_retention_max=_optional(int, raw.get("response_retention_max", DEFAULT_MAX_RESPONSES)),
             mcp_servers=tuple(servers),
             tool_listing_ttl_s=float(raw.get("tool_listing_ttl_s", 600.0)),
             outbound_block=tuple(outbound.get("block") or ()),
@@ -182,6 +204,11 @@ def _section(raw: dict[str, Any], name: str, known: set[str]) -> dict[str, Any]:
         raise ConfigError(f"{name}: expected a mapping")
     _known(name, section, known)
     return section
+
+
+def _optional(kind: Callable[[Any], T], value: Any) -> T | None:
+    """`value` as `kind`, or None when the file says null."""
+    return None if value is None else kind(value)
 
 
 def _env(name: str | None) -> str | None:

@@ -71,7 +71,8 @@ class Runtime:
         http = httpx.AsyncClient(timeout=httpx.Timeout(config.upstream_timeout_s, connect=10.0))
         policy = OutboundPolicy.from_settings(config.outbound_block, config.outbound_allow)
         connector = McpConnector(config.mcp_timeout_s, guarded_client_factory(policy, resolver))
-        return cls(config, SqliteStore(config.store_path), http, make_adapter(config, http), connector,
+        store = SqliteStore(config.store_path, config.retention)
+        return cls(config, store, http, make_adapter(config, http), connector,
                    ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs))
 
     def configured_bindings(self, taken: set[str], approvals: bool) -> list[ServerBinding]:

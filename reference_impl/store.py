@@ -5,12 +5,19 @@
 - `ConversationStore`: conversations and their items, in order.
 - the audit trail of each loop run, and the signed tool-result cache (`tool_cache.py`).
 
+What is kept, and for how long, is `Retention`'s (`retention.py`): old and surplus responses
+are evicted, conversations are not.
+
 Secrets never get here: MCP `authorization` and header values live only in the request being
-served. SQLite runs in worker threads behind one lock (a connection is used by one thread at a
-time). A file database uses WAL (readers do not wait for writers) with `synchronous=FULL`: a
-commit syncs the WAL to disk before it returns, so what was committed survives the process
-being killed and also a power loss (NORMAL would survive only the former). A run's end is one
-transaction (`save_end`), committed before any client can see that end.
+served. A file database runs in worker threads behind one lock (a connection is used by one
+thread at a time), so a sync never blocks the event loop; `:memory:` has no disk to wait for
+and runs on the event loop, which spares a thread hop (about 0.1 ms) per call. A file database
+uses WAL (readers do not wait for writers) with `synchronous=FULL`: a commit syncs the WAL to
+disk before it returns, so what was committed survives the process being killed and also a
+power loss (NORMAL would survive only the former). A run's end is one
+transaction (`save_end`), committed before any client can see that end; it is the only commit
+a response makes unless it runs in the background (which also stores itself `queued` at once and
+its events as they come, so they can be resumed).
 
 A store file belongs to one gateway process at a time: opening it fails the responses a process
 that died left `queued` or `in_progress` (with `RESTARTED`), their stored events ending as a
@@ -24,12 +31,14 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from .chain import Chain
 from .event_log import EventLog
+from .retention import AS_OPENAI, KEPT_SQL, Retention, sweep
 
 T = TypeVar("T")
 RESTARTED = {"code": "server_error",
@@ -92,6 +101,8 @@ CREATE TABLE IF NOT EXISTS responses (
     input_items TEXT NOT NULL,
     chain TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS responses_by_age ON responses (created_at);
+CREATE INDEX IF NOT EXISTS responses_unfinished ON responses (status) WHERE status IN ('queued', 'in_progress');
 CREATE TABLE IF NOT EXISTS response_events (
     response_id TEXT NOT NULL,
     sequence_number INTEGER NOT NULL,
@@ -104,12 +115,13 @@ CREATE TABLE IF NOT EXISTS conversations (
     metadata TEXT NOT NULL,
     deleted INTEGER NOT NULL DEFAULT 0
 );
-CREATE TABLE IF NOT EXISTS audit (
-    run_id TEXT NOT NULL,
-    position INTEGER NOT NULL,
-    record TEXT NOT NULL,
-    PRIMARY KEY (run_id, position)
+DROP TABLE IF EXISTS audit;  -- earlier versions' audit, a row per record and never evicted
+CREATE TABLE IF NOT EXISTS audit_trails (
+    run_id TEXT PRIMARY KEY,
+    created_at REAL NOT NULL,
+    records TEXT NOT NULL
 );
+CREATE INDEX IF NOT EXISTS audit_trails_by_age ON audit_trails (created_at);
 CREATE TABLE IF NOT EXISTS tool_cache (
     key TEXT PRIMARY KEY,
     value TEXT NOT NULL,
@@ -127,16 +139,31 @@ CREATE TABLE IF NOT EXISTS conversation_items (
 
 
 class SqliteStore:
-    """Both stores in one SQLite database (`:memory:` keeps nothing across restarts)."""
+    """Both stores in one SQLite database (`:memory:` keeps nothing across restarts), keeping
+    what `retention` says as of `clock` (seconds since the epoch)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, retention: Retention = AS_OPENAI, clock: Callable[[], float] = time.time) -> None:
         self._lock = threading.Lock()
+        self._retention = retention
+        self._clock = clock
+        self._ends = 0
+        self._off_loop: Callable[..., Awaitable[Any]] = _on_the_loop if path == ":memory:" else asyncio.to_thread
         self._db = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
         if path != ":memory:":
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
-        self._transaction(_fail_unfinished)
+        self._transaction(self._open)
+
+    def _open(self, db: sqlite3.Connection) -> None:
+        _fail_unfinished(db)
+        sweep(db, self._retention, self._clock())
+
+    def _ended(self, db: sqlite3.Connection) -> None:
+        """Count a run's end (inside its transaction); every `sweep_every`-th one sweeps."""
+        self._ends += 1
+        if self._ends % self._retention.sweep_every == 0:
+            sweep(db, self._retention, self._clock())
 
     def _transaction(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """`work` in one transaction, under the lock (in a worker thread, or at start-up)."""
@@ -154,14 +181,14 @@ class SqliteStore:
         def work() -> list[tuple[Any, ...]]:
             with self._lock:
                 return self._db.execute(sql, params).fetchall()
-        return await asyncio.to_thread(work)
+        return await self._off_loop(work)
 
     async def _many(self, statements: Statements) -> None:
         """Run statements in one transaction."""
         def work(db: sqlite3.Connection) -> None:
             for sql, params in statements:
                 db.execute(sql, params)
-        await asyncio.to_thread(self._transaction, work)
+        await self._off_loop(self._transaction, work)
 
     # -- responses -------------------------------------------------------------------------
 
@@ -169,8 +196,8 @@ class SqliteStore:
         await self._many([_response_upsert(record)])
 
     async def get(self, response_id: str) -> StoredResponse | None:
-        rows = await self._run("SELECT response, input_items, chain, streamed FROM responses WHERE id = ?",
-                               (response_id,))
+        rows = await self._run("SELECT response, input_items, chain, streamed FROM responses "
+                               f"WHERE id = ? AND {KEPT_SQL}", (response_id, self._cutoff()))
         if not rows:
             return None
         response, input_items, chain, streamed = rows[0]
@@ -178,7 +205,7 @@ class SqliteStore:
                               bool(streamed))
 
     async def delete(self, response_id: str) -> bool:
-        found = await self._run("SELECT 1 FROM responses WHERE id = ?", (response_id,))
+        found = await self._run(f"SELECT 1 FROM responses WHERE id = ? AND {KEPT_SQL}", (response_id, self._cutoff()))
         await self._many([("DELETE FROM responses WHERE id = ?", (response_id,)),
                           ("DELETE FROM response_events WHERE response_id = ?", (response_id,))])
         return bool(found)
@@ -192,14 +219,15 @@ class SqliteStore:
         """How a run ended, in one transaction: its audit records, the items it adds to its
         conversation, its response and its events; after a crash, all of them or none."""
         def work(db: sqlite3.Connection) -> None:
-            statements = _audit_inserts(run_id, audit) + _event_inserts(run_id, events)
+            statements = [self._audit_insert(run_id, audit), *_event_inserts(run_id, events)]
             if response is not None:
                 statements.append(_response_upsert(response))
             if conversation_items is not None:
                 statements += _item_appends(db, *conversation_items)
             for sql, params in statements:
                 db.execute(sql, params)
-        await asyncio.to_thread(self._transaction, work)
+            self._ended(db)
+        await self._off_loop(self._transaction, work)
 
     async def events(self, response_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT event FROM response_events WHERE response_id = ? ORDER BY sequence_number",
@@ -235,7 +263,7 @@ class SqliteStore:
         def work(db: sqlite3.Connection) -> None:
             for sql, params in _item_appends(db, conversation_id, items):
                 db.execute(sql, params)
-        await asyncio.to_thread(self._transaction, work)
+        await self._off_loop(self._transaction, work)
 
     async def items(self, conversation_id: str) -> list[dict[str, Any]]:
         rows = await self._run("SELECT item FROM conversation_items WHERE conversation_id = ? ORDER BY position",
@@ -252,11 +280,22 @@ class SqliteStore:
     # -- audit and tool cache ----------------------------------------------------------------
 
     async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
-        await self._many(_audit_inserts(run_id, records))
+        """The end of a run that stores nothing else (a chat completion): its audit records."""
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(*self._audit_insert(run_id, records))
+            self._ended(db)
+        await self._off_loop(self._transaction, work)
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
-        rows = await self._run("SELECT record FROM audit WHERE run_id = ? ORDER BY position", (run_id,))
-        return [json.loads(row[0]) for row in rows]
+        rows = await self._run("SELECT records FROM audit_trails WHERE run_id = ?", (run_id,))
+        return json.loads(rows[0][0]) if rows else []
+
+    def _audit_insert(self, run_id: str, records: list[dict[str, Any]]) -> tuple[str, tuple[Any, ...]]:
+        return ("INSERT OR REPLACE INTO audit_trails (run_id, created_at, records) VALUES (?, ?, ?)",
+                (run_id, self._clock(), json.dumps([{"run_id": run_id} | record for record in records])))
+
+    def _cutoff(self) -> float:
+        return self._retention.cutoff(self._clock())
 
     async def cache_get(self, key: str) -> tuple[str, str, float] | None:
         rows = await self._run("SELECT value, signature, expires_at FROM tool_cache WHERE key = ?", (key,))
@@ -287,11 +326,6 @@ def _event_inserts(response_id: str, events: list[dict[str, Any]]) -> Statements
              (response_id, event["sequence_number"], json.dumps(event))) for event in events]
 
 
-def _audit_inserts(run_id: str, records: list[dict[str, Any]]) -> Statements:
-    return [("INSERT OR REPLACE INTO audit (run_id, position, record) VALUES (?, ?, ?)",
-             (run_id, position, json.dumps({"run_id": run_id} | record))) for position, record in enumerate(records)]
-
-
 def _item_inserts(conversation_id: str, start: int, items: list[dict[str, Any]]) -> Statements:
     return [("INSERT INTO conversation_items (conversation_id, position, item_id, item) VALUES (?, ?, ?, ?)",
              (conversation_id, start + offset, item["id"], json.dumps(item))) for offset, item in enumerate(items)]
@@ -302,6 +336,11 @@ def _item_appends(db: sqlite3.Connection, conversation_id: str, items: list[dict
     (last,) = db.execute("SELECT COALESCE(MAX(position), -1) FROM conversation_items WHERE conversation_id = ?",
                          (conversation_id,)).fetchone()
     return _item_inserts(conversation_id, last + 1, items)
+
+
+async def _on_the_loop(work: Callable[..., T], *args: Any) -> T:
+    """`asyncio.to_thread`'s signature, for work that has nothing to wait for."""
+    return work(*args)
 
 
 def _fail_unfinished(db: sqlite3.Connection) -> None:

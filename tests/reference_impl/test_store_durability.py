@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 
 import httpx
@@ -88,7 +89,8 @@ def test_fifty_concurrent_chained_requests(stack: Stack, tmp_path: Path) -> None
 
 def test_opening_a_store_fails_what_a_process_that_died_left_unfinished(tmp_path: Path) -> None:
     path = str(tmp_path / "gateway.sqlite3")
-    queued = {"id": "resp_left", "created_at": 1, "status": "queued", "background": True, "output": [], "error": None}
+    queued = {"id": "resp_left", "created_at": int(time.time()), "status": "queued", "background": True, "output": [],
+              "error": None}
     item = {"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
             "content": [{"type": "output_text", "text": "half", "annotations": []}]}
     done = queued | {"id": "resp_done", "status": "completed", "output": [item]}
