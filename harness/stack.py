@@ -51,6 +51,7 @@ class ServerThread:
     def __init__(self, app: ASGIApp, port: int = 0, host: str = LOOPBACK) -> None:
         # Named TCP, so asyncio sets TCP_NODELAY on every accepted connection; with protocol 0 it
         # does not, and each answer written as head then body waits ~40 ms for a delayed ACK.
+        # (uvloop sets it on every TCP connection anyway.)
         self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -65,8 +66,11 @@ class ServerThread:
         # Idle connections are kept longer than an httpx client keeps them (5 s): were both 5 s, a
         # client could send on a connection at the moment the server closes it ("disconnected
         # without sending a response"), a spurious failure on a busy machine.
-        config = uvicorn.Config(app, log_level="warning", lifespan="on", timeout_graceful_shutdown=2,
-                                timeout_keep_alive=KEEP_ALIVE_S)
+        # "auto": uvloop and httptools where they are installed (a dependency wherever they have
+        # wheels), asyncio and h11 elsewhere. uvicorn installs no signal handler outside the main
+        # thread, so the loop may run in this one.
+        config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"parity-server-{self.port}", daemon=True)

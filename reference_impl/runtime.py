@@ -10,8 +10,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-import httpx
-
 from .config import GatewayConfig
 from .errors import RateLimited
 from .loop.state import LoopContext, LoopRequest, ServerBinding
@@ -20,7 +18,7 @@ from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_r
 from .store import SqliteStore
 from .tool_cache import ToolResultCache
 from .tool_catalog import ToolCatalog
-from .upstream import make_adapter
+from .upstream import UpstreamClient, make_adapter
 from .upstream.adapter import UpstreamAdapter
 
 RETRY_AFTER_S = 1
@@ -60,7 +58,7 @@ class RunLimiter:
 class Runtime:
     config: GatewayConfig
     store: SqliteStore
-    http: httpx.AsyncClient
+    http: UpstreamClient
     adapter: UpstreamAdapter
     connector: McpConnector
     catalog: ToolCatalog
@@ -68,7 +66,7 @@ class Runtime:
 
     @classmethod
     def build(cls, config: GatewayConfig, resolver: Resolver = system_resolver) -> Runtime:
-        http = httpx.AsyncClient(timeout=httpx.Timeout(config.upstream_timeout_s, connect=10.0))
+        http = UpstreamClient(config.upstream_timeout_s)
         policy = OutboundPolicy.from_settings(config.outbound_block, config.outbound_allow)
         connector = McpConnector(config.mcp_timeout_s, guarded_client_factory(policy, resolver))
         store = SqliteStore(config.store_path, config.retention)
@@ -116,5 +114,5 @@ class Runtime:
 
     async def close(self) -> None:
         await self.connector.aclose()
-        await self.http.aclose()
+        await self.http.close()
         self.store.close()

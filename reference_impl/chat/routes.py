@@ -16,18 +16,18 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BlockedDestination, Forbidden, UpstreamError
+from ..errors import BlockedDestination, Forbidden
 from ..json_body import read_bytes, read_json
 from ..loop.driver import drive
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState
 from ..runtime import Runtime, key_fingerprint
 from ..until_done import run_until_done_or_gone
+from ..upstream.http import HttpUpstream
 from .request import validate_chat
 from .sink import ChatSink, final_only_chunks
 
@@ -41,25 +41,20 @@ def _forbidden(error: BlockedDestination) -> Forbidden:
 def chat_routes(runtime: Runtime) -> list[Route]:
     config = runtime.config
 
+    upstream = HttpUpstream(runtime.http, config.upstream_url.rstrip("/") + "/chat/completions",
+                            config.upstream_api_key)
+
     async def passthrough(request: Request, body: bytes) -> Response:
-        headers = {"content-type": "application/json"}
-        if config.upstream_api_key:
-            headers["authorization"] = f"Bearer {config.upstream_api_key}"
-        upstream = runtime.http.build_request("POST", config.upstream_url.rstrip("/") + "/chat/completions",
-                                              content=body, headers=headers)
-        try:
-            answer = await runtime.http.send(upstream, stream=True)
-        except httpx.HTTPError as error:
-            raise UpstreamError(502, f"The upstream model could not be reached: {error}") from error
+        answer = await upstream.send(body)
 
         async def relay() -> AsyncIterator[bytes]:
             try:
-                async for chunk in answer.aiter_raw():
+                async for chunk in answer.content.iter_any():
                     yield chunk
             finally:
-                await answer.aclose()
+                answer.release()
 
-        return StreamingResponse(relay(), status_code=answer.status_code,
+        return StreamingResponse(relay(), status_code=answer.status,
                                  media_type=answer.headers.get("content-type", "application/json"))
 
     async def loop(request: Request, body: object, with_gateway_tools: bool) -> Response:

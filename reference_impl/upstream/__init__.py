@@ -1,16 +1,15 @@
 """Upstream adapters: the same model turn in OpenAI's Responses or Chat Completions wire
 format, or in Anthropic's Messages format."""
 
-import httpx
-
 from ..config import GatewayConfig
 from .adapter import UpstreamAdapter
 from .anthropic_messages import AnthropicMessagesAdapter
 from .chat_completions import ChatCompletionsAdapter
+from .http import UpstreamClient
 from .responses_api import ResponsesAdapter
 
 
-def make_adapter(config: GatewayConfig, client: httpx.AsyncClient) -> UpstreamAdapter:
+def make_adapter(config: GatewayConfig, client: UpstreamClient) -> UpstreamAdapter:
     """The adapter the configuration names."""
     if config.upstream_wire == "chat":
         return ChatCompletionsAdapter(client, config.upstream_url, config.upstream_api_key)
@@ -20,4 +19,4 @@ def make_adapter(config: GatewayConfig, client: httpx.AsyncClient) -> UpstreamAd
 
 
 __all__ = ["AnthropicMessagesAdapter", "ChatCompletionsAdapter", "ResponsesAdapter", "UpstreamAdapter",
-           "make_adapter"]
+           "UpstreamClient", "make_adapter"]

@@ -13,10 +13,9 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from ..errors import UpstreamError
-from .adapter import HttpUpstream, closing_events, responses_usage
+from .adapter import closing_events, responses_usage
+from .http import HttpUpstream, UpstreamClient
 from .items import ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnRequest
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -75,7 +74,7 @@ def anthropic_tool_choice(choice: Any, parallel: bool) -> dict[str, Any]:
 
 
 class AnthropicMessagesAdapter:
-    def __init__(self, client: httpx.AsyncClient, base_url: str, api_key: str | None) -> None:
+    def __init__(self, client: UpstreamClient, base_url: str, api_key: str | None) -> None:
         self._http = HttpUpstream(client, base_url.rstrip("/") + "/messages", None,
                                   extra_headers={"anthropic-version": ANTHROPIC_VERSION}
                                   | ({"x-api-key": api_key} if api_key else {}))

@@ -9,10 +9,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from ..errors import UpstreamError
-from .adapter import HttpUpstream, closing_events, responses_usage
+from .adapter import closing_events, responses_usage
+from .http import HttpUpstream, UpstreamClient
 from .items import ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnRequest
 
 
@@ -64,7 +63,7 @@ def chat_response_format(text: Any) -> dict[str, Any] | None:
 
 
 class ChatCompletionsAdapter:
-    def __init__(self, client: httpx.AsyncClient, base_url: str, api_key: str | None) -> None:
+    def __init__(self, client: UpstreamClient, base_url: str, api_key: str | None) -> None:
         self._http = HttpUpstream(client, base_url.rstrip("/") + "/chat/completions", api_key)
 
     def payload(self, turn: TurnRequest) -> dict[str, Any]:

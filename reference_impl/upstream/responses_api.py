@@ -12,11 +12,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-
 from ..config import UpstreamChaining
 from ..errors import UpstreamError
-from .adapter import HttpUpstream
+from .http import HttpUpstream, UpstreamClient
 from .items import (
     ItemDone, ItemStarted, Message, ModelEvent, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted,
     TextDelta, ToolCall, ToolOutput, TranscriptItem, TurnDone, TurnRequest,
@@ -63,7 +61,7 @@ def _started_kind(item: dict[str, Any]) -> str | None:
 
 
 class ResponsesAdapter:
-    def __init__(self, client: httpx.AsyncClient, base_url: str, api_key: str | None,
+    def __init__(self, client: UpstreamClient, base_url: str, api_key: str | None,
                  chaining: UpstreamChaining) -> None:
         self._http = HttpUpstream(client, base_url.rstrip("/") + "/responses", api_key)
         self._chaining = chaining

@@ -1,0 +1,160 @@
+"""The gateway's HTTP client to the model: one aiohttp session per gateway, and the posts the
+adapters make with it (a JSON answer, or the JSON payloads of an SSE stream).
+
+Why aiohttp when the rest of the project speaks httpx: a plain model call cost the gateway about
+1.3 ms of CPU through httpx (most of it in httpcore's pool bookkeeping) and 0.17 ms through
+aiohttp, whose HTTP parser is compiled (tests/benchmarks/http_stack.py shows the gateway's
+share). Streams are still parsed by httpx-sse, through its public `EventSource` over an
+`httpx.Response` that reads the aiohttp body.
+
+The model URL is trusted configuration: the outbound policy, which guards where MCP servers may
+point, does not apply to it. Proxy variables of the environment are not read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import httpx
+from httpx_sse import EventSource, ServerSentEvent
+
+from ..errors import UpstreamError
+
+CONNECT_TIMEOUT_S = 10.0
+KEEP_ALIVE_S = 4.0
+"""Shorter than the 5 s most servers keep an idle connection (uvicorn's default), so a request
+is not sent on a connection the model server is closing."""
+UPSTREAM_FAILURES = (aiohttp.ClientError, TimeoutError)
+"""What a failed exchange with the model raises (a timeout is a `TimeoutError`)."""
+
+
+class UpstreamClient:
+    """The session to the model, opened by the first call in the event loop that serves the
+    gateway (an aiohttp session belongs to one loop), closed by `close`. Each read of the answer
+    may wait `timeout_s`, as may waiting for a free connection; connecting `CONNECT_TIMEOUT_S`."""
+
+    def __init__(self, timeout_s: float) -> None:
+        self._timeout = aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_connect=CONNECT_TIMEOUT_S,
+                                              sock_read=timeout_s)
+        self._session: aiohttp.ClientSession | None = None
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout,
+                                                  connector=aiohttp.TCPConnector(keepalive_timeout=KEEP_ALIVE_S))
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+def _failure_text(error: BaseException) -> str:
+    """What went wrong, for an error message (a timeout's own text is empty)."""
+    return str(error) or type(error).__name__
+
+
+def _json_bytes(body: Any) -> bytes:
+    """A request body as httpx's `json=` sends it: compact, UTF-8, no NaN."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+def upstream_error_from(status: int, body: bytes) -> UpstreamError:
+    """An `UpstreamError` carrying what the upstream said, in OpenAI's fields."""
+    try:
+        error = json.loads(body).get("error") or {}
+    except (ValueError, AttributeError):
+        error = {}
+    message = error.get("message") if isinstance(error, dict) else None
+    return UpstreamError(
+        status,
+        message or f"The upstream model returned HTTP {status}.",
+        type=(error.get("type") if isinstance(error, dict) else None) or "server_error",
+        code=error.get("code") if isinstance(error, dict) else None,
+    )
+
+
+class HttpUpstream:
+    """One model endpoint: post a body, hand back JSON or SSE events. A model that cannot be
+    reached, times out or breaks the protocol is a 502 `UpstreamError`; an HTTP error status is
+    the upstream's own error (`upstream_error_from`)."""
+
+    def __init__(self, client: UpstreamClient, url: str, api_key: str | None,
+                 extra_headers: dict[str, str] | None = None) -> None:
+        self._client = client
+        self._url = url
+        self._headers = ({"content-type": "application/json"} | ({"authorization": f"Bearer {api_key}"}
+                                                                  if api_key else {}) | (extra_headers or {}))
+
+    async def send(self, content: bytes) -> aiohttp.ClientResponse:
+        """Post `content`; the answer, its body not read yet (the caller releases it)."""
+        try:
+            return await self._client.session().post(self._url, data=content, headers=self._headers)
+        except UPSTREAM_FAILURES as error:
+            raise _unreachable(error) from error
+
+    async def post_json(self, body: dict[str, Any]) -> dict[str, Any]:
+        answer = await self.send(_json_bytes(body))
+        try:
+            raw = await answer.read()
+        except UPSTREAM_FAILURES as error:
+            raise _unreachable(error) from error
+        finally:
+            answer.release()
+        if answer.status >= 400:
+            raise upstream_error_from(answer.status, raw)
+        try:
+            return json.loads(raw)
+        except ValueError as error:
+            raise UpstreamError(502, "The upstream model returned a body that is not JSON.") from error
+
+    async def post_stream(self, body: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
+        """The JSON payloads of the stream's events, up to `[DONE]` or the end of the stream."""
+        answer = await self.send(_json_bytes(body))
+        try:
+            if answer.status >= 400:
+                raise upstream_error_from(answer.status, await answer.read())
+            async for sse in EventSource(_as_httpx_response(answer)).aiter_sse():
+                if sse.data == "[DONE]":
+                    return
+                yield _payload(sse)
+        except (*UPSTREAM_FAILURES, httpx.HTTPError) as error:  # httpx-sse's SSEError is an httpx error
+            raise UpstreamError(502, f"The upstream model stream failed: {_failure_text(error)}") from error
+        finally:
+            answer.release()
+
+
+def _unreachable(error: BaseException) -> UpstreamError:
+    return UpstreamError(502, f"The upstream model could not be reached: {_failure_text(error)}")
+
+
+class _AiohttpBody(httpx.AsyncByteStream):
+    """An aiohttp answer's body, chunk by chunk as it arrives (already decompressed)."""
+
+    def __init__(self, answer: aiohttp.ClientResponse) -> None:
+        self._answer = answer
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self._answer.content.iter_any():
+            yield chunk
+
+
+def _as_httpx_response(answer: aiohttp.ClientResponse) -> httpx.Response:
+    """What httpx-sse reads: the content type (with its charset) and the body; no content
+    encoding, since aiohttp has decoded the body already."""
+    return httpx.Response(answer.status, headers={"content-type": answer.headers.get("content-type", "")},
+                          stream=_AiohttpBody(answer))
+
+
+def _payload(sse: ServerSentEvent) -> dict[str, Any]:
+    try:
+        payload = json.loads(sse.data)
+    except ValueError as error:
+        raise UpstreamError(502, "The upstream model sent an event that is not JSON.") from error
+    if not isinstance(payload, dict):
+        raise UpstreamError(502, "The upstream model sent an event that is not a JSON object.")
+    return payload

@@ -1,0 +1,146 @@
+"""The gateway's HTTP client to the model, against a real model server on loopback that misbehaves
+on request: the upstream's own errors keep their status and fields; a model that cannot be
+reached, answers too slowly, sends no JSON or no event stream is a 502; a compressed answer
+is read; the chat passthrough relays the model's answer as it is."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from responses_parity.harness.stack import ServerThread
+from responses_parity.reference_impl import GatewayConfig, build_gateway_app
+from responses_parity.reference_impl.errors import UpstreamError
+from responses_parity.reference_impl.upstream.http import HttpUpstream, UpstreamClient
+
+EVENTS = [{"type": "one", "n": 1}, {"type": "two", "text": "café"}]
+
+
+async def _answer(request: Request) -> Response:
+    kind = request.path_params["kind"]
+    if kind == "rate-limited":
+        return JSONResponse({"error": {"message": "Slow down.", "type": "requests", "code": "rate_limit_exceeded"}},
+                        status_code=429)
+    if kind == "bad-gateway-page":
+        return Response("<html>bad gateway</html>", status_code=502, media_type="text/html")
+    if kind == "not-json":
+        return Response("surely not json", media_type="application/json")
+    if kind == "gzipped":
+        return Response(gzip.compress(json.dumps({"echo": await request.json()}).encode()),
+                        media_type="application/json", headers={"content-encoding": "gzip"})
+    if kind == "silent":
+        await asyncio.Event().wait()  # until the client goes away
+    if kind == "events":
+        frames = [f"data: {json.dumps(event)}\n\n" for event in EVENTS] + ["data: [DONE]\n\n", "data: {}\n\n"]
+        return StreamingResponse(_chunks(frames), media_type="text/event-stream; charset=utf-8")
+    if kind == "json-for-a-stream":
+        return JSONResponse({"type": "one"})
+    return JSONResponse({"echo": await request.json(), "authorization": request.headers.get("authorization")})
+
+
+async def _chunks(frames: list[str]) -> AsyncIterator[bytes]:
+    for frame in frames:
+        encoded = frame.encode()
+        yield encoded[:3]  # an event split across reads
+        yield encoded[3:]
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[str]:
+    server = ServerThread(Starlette(routes=[Route("/v1/{kind}", _answer, methods=["POST"]),
+                                            Route("/{kind}/chat/completions", _answer, methods=["POST"])])).start()
+    yield server.url
+    server.stop()
+
+
+async def _post_json(url: str, timeout_s: float = 30.0) -> dict:
+    client = UpstreamClient(timeout_s)
+    try:
+        return await HttpUpstream(client, url, "sk-test-key").post_json({"input": "héllo"})
+    finally:
+        await client.close()
+
+
+async def _post_stream(url: str) -> list[dict]:
+    client = UpstreamClient(30.0)
+    try:
+        return [event async for event in HttpUpstream(client, url, None).post_stream({"stream": True})]
+    finally:
+        await client.close()
+
+
+async def test_a_json_answer_is_read_with_the_key_sent(model: str) -> None:
+    assert await _post_json(f"{model}/v1/echo") == {"echo": {"input": "héllo"}, "authorization": "Bearer sk-test-key"}
+
+
+async def test_a_compressed_answer_is_read(model: str) -> None:
+    assert await _post_json(f"{model}/v1/gzipped") == {"echo": {"input": "héllo"}}
+
+
+async def test_the_upstreams_own_error_keeps_its_status_and_fields(model: str) -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_json(f"{model}/v1/rate-limited")
+    assert (raised.value.status, raised.value.message, raised.value.type, raised.value.code) == (
+        429, "Slow down.", "requests", "rate_limit_exceeded")
+
+
+async def test_an_error_page_that_is_not_json_is_named_by_its_status(model: str) -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_json(f"{model}/v1/bad-gateway-page")
+    assert (raised.value.status, raised.value.message) == (502, "The upstream model returned HTTP 502.")
+
+
+@pytest.mark.parametrize(("path", "says"), [
+    ("not-json", "The upstream model returned a body that is not JSON."),
+    ("silent", "The upstream model could not be reached: "),
+])
+async def test_a_broken_or_silent_model_is_a_502(model: str, path: str, says: str) -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_json(f"{model}/v1/{path}", timeout_s=0.2)
+    assert raised.value.status == 502 and raised.value.message.startswith(says)
+
+
+async def test_a_model_nothing_listens_at_is_a_502() -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_json("http://127.0.0.1:9/v1/responses")
+    assert raised.value.status == 502 and "could not be reached" in raised.value.message
+
+
+async def test_a_stream_yields_each_event_up_to_done(model: str) -> None:
+    assert await _post_stream(f"{model}/v1/events") == EVENTS
+
+
+async def test_a_stream_answered_without_an_event_stream_is_a_502(model: str) -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_stream(f"{model}/v1/json-for-a-stream")
+    assert raised.value.status == 502 and "stream failed" in raised.value.message
+
+
+async def test_a_failed_stream_keeps_the_upstreams_status(model: str) -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_stream(f"{model}/v1/rate-limited")
+    assert (raised.value.status, raised.value.code) == (429, "rate_limit_exceeded")
+
+
+@pytest.mark.parametrize(("kind", "status", "body"), [
+    ("echo", 200, {"echo": {"model": "m", "messages": []}, "authorization": "Bearer sk-test-key"}),
+    ("rate-limited", 429, {"error": {"message": "Slow down.", "type": "requests", "code": "rate_limit_exceeded"}}),
+])
+def test_the_chat_passthrough_relays_the_models_answer_as_it_is(model: str, kind: str, status: int,
+                                                                 body: dict) -> None:
+    config = GatewayConfig(upstream_url=f"{model}/{kind}", upstream_wire="chat", upstream_api_key="sk-test-key")
+    gateway = ServerThread(build_gateway_app(config)).start()
+    try:
+        answer = httpx.post(f"{gateway.url}/v1/chat/completions", json={"model": "m", "messages": []}, timeout=30)
+    finally:
+        gateway.stop()
+    assert (answer.status_code, answer.json()) == (status, body)
