@@ -29,7 +29,7 @@ MAX_ITEMS = 20
 
 
 async def _json_object(request: Request) -> dict[str, Any]:
-    body = await read_json(request)
+    body = (await read_json(request)).value
     if body is None:
         return {}
     if not isinstance(body, dict):

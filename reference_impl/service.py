@@ -28,6 +28,7 @@ from .client import CreateRequest, with_ids
 from .errors import InvalidRequest, NotFound
 from .event_log import EventLog
 from .ids import new_id
+from .json_body import JsonBody
 from .loop.driver import drive
 from .loop.sink import LoopResult
 from .loop.state import LoopContext, LoopRequest, LoopState, ServerBinding
@@ -101,10 +102,10 @@ class ResponsesService:
                                  param="previous_response_id", code="previous_response_not_found")
         return stored.chain
 
-    async def prepare(self, body: Any, api_key: str) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
+    async def prepare(self, body: JsonBody, api_key: str) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
         """The request, the loop's context and the input items with ids; raises what OpenAI
         would refuse."""
-        request = await asyncio.to_thread(validate_create, body)  # a long input takes a while to check
+        request = await body.checked(validate_create)
         input_items = with_ids(request.input_items)
         history = history_from_input(await self._history_before(request), input_items)
         bindings = self._bindings(request)
@@ -119,7 +120,7 @@ class ResponsesService:
                                    tool_cache=self.runtime.tool_cache(api_key))
         return request, ctx, input_items
 
-    async def start(self, body: Any, api_key: str) -> Run:
+    async def start(self, body: JsonBody, api_key: str) -> Run:
         request, ctx, input_items = await self.prepare(body, api_key)
         log = EventLog(publish_at_once=not request.background)
         run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)

@@ -11,7 +11,6 @@ raised, for `app.py` to answer.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 import time
 from collections.abc import AsyncIterator
@@ -21,7 +20,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..errors import BlockedDestination, Forbidden
-from ..json_body import read_bytes, read_json
+from ..json_body import JsonBody, read_bytes, read_json
 from ..loop.driver import drive
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState
@@ -57,8 +56,8 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         return StreamingResponse(relay(), status_code=answer.status,
                                  media_type=answer.headers.get("content-type", "application/json"))
 
-    async def loop(request: Request, body: object, with_gateway_tools: bool) -> Response:
-        chat = await asyncio.to_thread(validate_chat, body)  # a long conversation takes a while to check
+    async def loop(request: Request, body: JsonBody, with_gateway_tools: bool) -> Response:
+        chat = await body.checked(validate_chat)
         api_key = key_fingerprint(request.headers.get("authorization"))
         completion_id = f"chatcmpl-{secrets.token_hex(12)}"
         ctx = runtime.context(chat.loop_request(), history=chat.history(),

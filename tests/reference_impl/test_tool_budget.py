@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from responses_parity.reference_impl.config import GatewayConfig
+from responses_parity.reference_impl.json_body import JsonBody
 from responses_parity.reference_impl.runtime import Runtime
 from responses_parity.reference_impl.service import ResponsesService
 
@@ -15,5 +16,5 @@ from responses_parity.reference_impl.service import ResponsesService
 def test_budget(requested: int | None, cap: int, budget: int) -> None:
     runtime = Runtime.build(GatewayConfig(upstream_url="http://127.0.0.1:9/v1", tool_call_cap=cap))
     body = {"model": "m", "input": "x"} | ({"max_tool_calls": requested} if requested else {})
-    _, ctx, _ = asyncio.run(ResponsesService(runtime).prepare(body, api_key="k"))
+    _, ctx, _ = asyncio.run(ResponsesService(runtime).prepare(JsonBody(body, 0), api_key="k"))
     assert ctx.tool_budget == budget

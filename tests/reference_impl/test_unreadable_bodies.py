@@ -1,9 +1,13 @@
 """A body the gateway cannot read is answered in OpenAI's error envelope: too large (413, before
 the rest is read, on every surface), not JSON, `NaN`, nested past the limit, a lone surrogate.
 Never a 500; and a bug is OpenAI's 500 envelope, not a plain-text page. (A chat completion the
-loop does not run passes through to the model as it is.)"""
+loop does not run passes through to the model as it is.) A body is checked on the loop only when
+it is small enough to be checked quickly."""
 
 from __future__ import annotations
+
+import asyncio
+import threading
 
 import httpx
 import pytest
@@ -11,7 +15,7 @@ import pytest
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import app as app_module
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.json_body import MAX_BODY_BYTES, MAX_DEPTH
+from responses_parity.reference_impl.json_body import CHECK_ON_THE_LOOP_BYTES, MAX_BODY_BYTES, MAX_DEPTH, JsonBody
 
 PATHS = ("/v1/responses", "/v1/conversations")
 
@@ -69,3 +73,15 @@ def test_a_bug_is_a_500_in_openai_envelope(stack: Stack, monkeypatch: pytest.Mon
     assert answer.status_code == 500
     assert answer.json() == {"error": {"message": "The server had an error while processing your request. Sorry "
                                                   "about that!", "type": "server_error", "param": None, "code": None}}
+
+
+def test_a_small_body_is_checked_on_the_loop_and_a_larger_one_in_a_worker_thread() -> None:
+    async def checked_in(size: int) -> int:
+        return await JsonBody({"model": "m"}, size).checked(lambda _: threading.get_ident())
+
+    async def threads() -> tuple[int, int, int]:
+        return threading.get_ident(), await checked_in(CHECK_ON_THE_LOOP_BYTES), \
+            await checked_in(CHECK_ON_THE_LOOP_BYTES + 1)
+
+    loop, small, larger = asyncio.run(threads())
+    assert small == loop != larger
