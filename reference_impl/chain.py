@@ -10,7 +10,7 @@ executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any
 
 from .errors import InvalidRequest
@@ -45,10 +45,12 @@ class Chain:
     upstream_response_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The chain as JSON values (for storing; it shares containers with the chain, so it is
+        to be serialized, not changed)."""
         return {
-            "transcript": [{"kind": type(item).__name__, **asdict(item)} for item in self.transcript],
-            "listed": {label: [asdict(tool) for tool in tools] for label, tools in self.listed.items()},
-            "pending": {key: asdict(p) for key, p in self.pending.items()},
+            "transcript": [{"kind": type(item).__name__, **_fields(item)} for item in self.transcript],
+            "listed": {label: [_fields(tool) for tool in tools] for label, tools in self.listed.items()},
+            "pending": {key: _fields(p) for key, p in self.pending.items()},
             "item_ids": sorted(self.item_ids),
             "upstream_response_id": self.upstream_response_id,
         }
@@ -70,6 +72,12 @@ class Chain:
             item_ids=frozenset(data["item_ids"]),
             upstream_response_id=data.get("upstream_response_id"),
         )
+
+
+def _fields(item: Any) -> dict[str, Any]:
+    """A dataclass's fields by name, dataclasses in them likewise; `asdict` without its deep
+    copies (about a third of what storing a response cost, profiled)."""
+    return {name: _fields(value) if is_dataclass(value) else value for name, value in vars(item).items()}
 
 
 @dataclass(frozen=True)
