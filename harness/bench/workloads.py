@@ -110,12 +110,25 @@ def _problem(answer: Answer, wants: Callable[[Answer], str | None]) -> str | Non
         return f"HTTP {answer.status}: {answer.body[:200].decode(errors='replace')}"
     try:
         return wants(answer)
-    except ValueError as error:
-        return f"the answer is not what a client reads: {error}"
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, nested past what json reads
+        return f"the answer is not what a client reads: {type(error).__name__}: {error}"
+
+
+def _object(answer: Answer) -> dict[str, Any]:
+    """The answer's JSON object; `ValueError` when it is not one."""
+    data = answer.json()
+    if not isinstance(data, dict):
+        raise ValueError(f"it is JSON {type(data).__name__}, not an object")
+    return data
+
+
+def _output_types(data: dict[str, Any]) -> list[Any]:
+    output = data.get("output")
+    return [item.get("type") for item in output if isinstance(item, dict)] if isinstance(output, list) else []
 
 
 def _completed(answer: Answer) -> str | None:
-    status = answer.json().get("status")
+    status = _object(answer).get("status")
     return None if status == "completed" else f"the response is {status!r}, not completed"
 
 
@@ -126,7 +139,7 @@ def _terminal_event(answer: Answer) -> str | None:
 def _ran_mcp(answer: Answer) -> str | None:
     if problem := _completed(answer):
         return problem
-    types = [item.get("type") for item in answer.json().get("output") or []]
+    types = _output_types(_object(answer))
     return None if "mcp_call" in types else f"no mcp_call among the output items {types}"
 
 
@@ -198,8 +211,9 @@ async def client_driven_mcp_batch(upstream: Endpoint, runs: RunTokens, sizes: Si
             started = time.perf_counter()
             try:
                 call_answer = await upstream.client.request("POST", upstream.responses_path, first)
-                calls = [item for item in call_answer.json().get("output") or []
-                         if item.get("type") == "function_call"]
+                output = _object(call_answer).get("output")
+                calls = [item for item in output if isinstance(item, dict) and item.get("type") == "function_call"] \
+                    if isinstance(output, list) else []
                 if call_answer.status != 200 or not calls:
                     batch.failed(f"the model did not call the tool (HTTP {call_answer.status})")
                     return

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from responses_parity.harness.bench.client import Client, ClientError
 from responses_parity.harness.bench.report import figures, markdown
 from responses_parity.harness.bench.run import FLOOR, BenchOptions, BenchResult, BenchTarget, Measured
-from responses_parity.harness.bench.workloads import Batch, Endpoint, Sizes
+from responses_parity.harness.bench.workloads import Batch, Endpoint, RunTokens, Sizes, gateway_batch
 from responses_parity.harness.cli import main
 from responses_parity.harness.stack import ServerThread
 
@@ -87,6 +87,21 @@ def test_a_misbehaving_server_is_a_client_error(hostile: HostileTarget, behaviou
 
     with pytest.raises(ClientError):
         asyncio.run(go())
+
+
+@pytest.mark.parametrize("behaviour", ["deep-json", "event-stream-as-json", "invalid-utf8-json", "html-error-page",
+                                       "redirect-loop", "hang"])
+def test_an_answer_a_client_cannot_use_is_an_error_of_the_batch(hostile: HostileTarget, behaviour: str) -> None:
+    async def go() -> Batch:
+        endpoint = Endpoint("hostile", Client(hostile.url(behaviour), timeout_s=1))
+        try:
+            runs = RunTokens("0123456789", "0123456789", "http://127.0.0.1:9/mcp")
+            return await gateway_batch("text", endpoint, runs, Sizes(sequential=2))
+        finally:
+            await endpoint.client.close()
+
+    batch = asyncio.run(go())
+    assert batch.requests == len(batch.errors) == 2 and not batch.totals, batch
 
 
 def _batch(totals_ms: list[float], wall_s: float = 1.0, errors: tuple[str, ...] = ()) -> Batch:
