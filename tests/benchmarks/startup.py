@@ -63,7 +63,8 @@ def main() -> None:
     for (who, name), walls in times.items():
         first = times[pythons[0][0], name]
         ratio = statistics.median(mine / theirs for mine, theirs in zip(walls, first, strict=True))
-        print(f"  {who + ': ' if len(pythons) > 1 else ''}{name:36} {statistics.median(walls):6.3f} "
+        label = f"{who}: {name}" if len(pythons) > 1 else name
+        print(f"  {label:50} {statistics.median(walls):6.3f} "
               f"({min(walls):.3f}-{max(walls):.3f})" + (f"  x{ratio:.2f}" if len(pythons) > 1 else ""))
     for who, _ in pythons:
         added = [plugin - floor for plugin, floor in zip(times[who, PLUGIN], times[who, FLOOR], strict=True)]
