@@ -30,7 +30,7 @@ from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, redacted_cons
 _STYLE = {"pass": "green", "fail": "red", "could_not_run": "yellow", "unsupported": "blue"}
 _LABEL = {"pass": "pass", "fail": "fail", "could_not_run": "could not run", "unsupported": "unsupported"}
 
-PROFILE_DIR = click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path),
+_PROFILE_DIR = click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path),
                            help="A folder of your own target profiles (repeatable; `parity profiles` lists them).")
 
 
@@ -59,7 +59,7 @@ def _target_options(function: Callable[..., Any]) -> Callable[..., Any]:
                      help="Live runs: where `parity serve mcp NAME` is reachable from the internet (repeatable)."),
         click.option("--retries", type=click.IntRange(0, 10), default=None,
                      help="Resend a request answered 429/5xx or not at all (default: 2 for openai, else 0)."),
-        PROFILE_DIR,
+        _PROFILE_DIR,
     ]
     for option in reversed(options):
         function = option(function)
@@ -240,7 +240,7 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, **selection:
               show_default=True, help="The matrix in Markdown; the HTML goes beside it.")
 @click.option("--report-dir", type=click.Path(path_type=Path), default=Path("reports/latest/matrix"),
               show_default=True, help="Each target's full report goes to a folder of its name here.")
-@PROFILE_DIR
+@_PROFILE_DIR
 def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...], tags: tuple[str, ...], mode: str,
                    jobs: int, timeout_s: float, output: Path, report_dir: Path, profile_dirs: tuple[Path, ...]) -> None:
     """Run the same scenarios against several gateways, one after another, and write the matrix.
