@@ -17,7 +17,7 @@ streamed completion is assembled from its chunks first, so both modes compare al
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .exchange import TERMINAL_EVENTS, Exchange
@@ -93,7 +93,8 @@ class Contract:
     """The whole Response object's top-level fields (compared only where a scenario asks)."""
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
+        """The contract as JSON, without `response_fields` (never copied: it is the whole Response)."""
+        data = asdict(replace(self, response_fields=None))
         data.pop("response_fields")
         if self.stream is not None:
             data["stream"]["per_item"] = {str(k): v for k, v in self.stream.per_item.items()}

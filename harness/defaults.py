@@ -3,6 +3,8 @@ heavy: pytest reads the plugin's options in every run, used or not."""
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Literal
 
 Mode = Literal["nonstream", "stream"]
@@ -15,3 +17,9 @@ DEFAULT_MAX_ANSWER_BYTES = 4 * 2**20
 """A scenario's answers are kilobytes (a live model's long stream about 1 MB); reading and
 checking an answer costs about a second per 3 MB on a busy 2-core machine, so the limit also
 bounds how long a run outlives its timeout."""
+
+
+def cache_dir() -> Path:
+    """Where the tool keeps what it builds once (gateway installs, the SDK's schemas):
+    `PARITY_CACHE_DIR`, else `~/.cache/responses-parity`."""
+    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")

@@ -34,14 +34,10 @@ from .findings import HarnessError
 from .fixture_client import McpFixture
 from .profile import Profile, ProfileError, render
 from .redaction import redact_text
-from .defaults import LOOPBACK
+from .defaults import LOOPBACK, cache_dir
 
 LOG_TAIL_LINES = 25
 INSTALL_TIMEOUT_S = 1800.0
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:

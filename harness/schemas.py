@@ -21,26 +21,30 @@ a client, never reported flatly:
 Discriminated unions (`anyOf` over objects told apart by `type`) are rewritten to `if/then`
 dispatch on `type` before validation, so a bad item yields the precise error inside its own
 shape rather than "matches none of 28 alternatives".
+
+Deriving the schemas imports the SDK and takes about a second, so they are derived once and
+kept on disk (`PARITY_CACHE_DIR`, `sdk-schemas/`) under a name made of the openai and
+pydantic versions and a hash of this module: a new SDK, pydantic or rule derives them anew.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
-from openai.types import ErrorObject
-from openai.types.chat import ChatCompletion, ChatCompletionChunk
-from openai.types.responses import Response, ResponseStreamEvent
-from pydantic import TypeAdapter
 
+from .defaults import cache_dir
 from .findings import Finding, Kind, Severity
-from .vocabulary import EVENT_TYPES_BEYOND_THE_SDK
+from .json_cache import load_or_build
 
 BREAKING_IF_MISSING = frozenset({"id", "type", "call_id"})
 """Fields whose absence stops a client: it cannot tell what a thing is or answer it."""
@@ -98,16 +102,45 @@ def _rewrite(node: Any, root: dict[str, Any]) -> Any:
     return node
 
 
-def _validator(model: Any) -> Draft202012Validator:
+def _derived(model: Any) -> dict[str, Any]:
+    from pydantic import TypeAdapter
+
     schema = TypeAdapter(model).json_schema()
-    root = copy.deepcopy(schema)
-    rewritten = _rewrite(schema, root)
-    return Draft202012Validator(rewritten)
+    return _rewrite(schema, copy.deepcopy(schema))
+
+
+def derive_sdk_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON Schema of each kind of payload, derived from the installed SDK's types."""
+    from openai.types import ErrorObject
+    from openai.types.chat import ChatCompletion, ChatCompletionChunk
+    from openai.types.responses import Response, ResponseStreamEvent
+
+    models = {"response": Response, "event": ResponseStreamEvent, "error": ErrorObject,
+              "chat.completion": ChatCompletion, "chat.completion.chunk": ChatCompletionChunk}
+    return {kind: _derived(model) for kind, model in models.items()}
+
+
+def sdk_schema_cache_file() -> Path:
+    """Where the schemas of the installed SDK, as this module derives them, are kept."""
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    name = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}-{code}.json"
+    return cache_dir() / "sdk-schemas" / name
+
+
+def _complete(value: Any) -> bool:
+    kinds = ("response", "event", "error", "chat.completion", "chat.completion.chunk")
+    return isinstance(value, dict) and all(isinstance(value.get(kind), dict) for kind in kinds)
+
+
+def sdk_schemas() -> dict[str, dict[str, Any]]:
+    """`derive_sdk_schemas()`, read from the cache file when it holds them, else derived and
+    saved there."""
+    return load_or_build(sdk_schema_cache_file(), derive_sdk_schemas, _complete)
 
 
 _BUILDING = threading.Lock()
-"""Building the validators takes a second of CPU; checks run in worker threads, and the first
-ones to need the validators must not each build them."""
+"""Building the validators takes CPU (a second without the cache); checks run in worker
+threads, and the first ones to need the validators must not each build them."""
 
 
 def validators() -> dict[str, Draft202012Validator]:
@@ -125,9 +158,7 @@ def event_validators() -> dict[str, Draft202012Validator]:
 
 @cache
 def _validators() -> dict[str, Draft202012Validator]:
-    return {"response": _validator(Response), "event": _validator(ResponseStreamEvent),
-            "error": _validator(ErrorObject), "chat.completion": _validator(ChatCompletion),
-            "chat.completion.chunk": _validator(ChatCompletionChunk)}
+    return {kind: Draft202012Validator(schema) for kind, schema in sdk_schemas().items()}
 
 
 @cache
@@ -256,13 +287,15 @@ def check_event(payload: dict[str, Any], position: int, current: bool = False) -
                          "OpenAI sends it (the SDK's type has the fields at the top level)"),
                 *check_payload("error", payload["error"], where.inside("error"), current)]
     validator = event_validators().get(event_type)  # type: ignore[arg-type]
-    if validator is None and event_type in EVENT_TYPES_BEYOND_THE_SDK:
+    if validator is not None:
+        return _validate(validator, "event", payload, where, current)
+    from .vocabulary import EVENT_TYPES_BEYOND_THE_SDK  # it imports the SDK: only for a type the SDK lacks
+
+    if event_type in EVENT_TYPES_BEYOND_THE_SDK:
         return [_finding(Severity.NOTE, "sdk_lag", where, "an event type OpenAI sends that the installed openai "
                          "SDK does not declare yet")]
-    if validator is None:
-        return [_finding(Severity.WARNING, "unknown_event", where, "an event type the installed openai SDK does not "
-                         "know")]
-    return _validate(validator, "event", payload, where, current)
+    return [_finding(Severity.WARNING, "unknown_event", where, "an event type the installed openai SDK does not "
+                     "know")]
 
 
 def check_error_envelope(body: Any, where: str = "body", current: bool = False) -> list[Finding]:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from conftest import write_scenario
 from faulty_gateways import EchoingGateway
 
-from responses_parity.harness import cli as cli_module
+from responses_parity.harness.commands import console
 from responses_parity.harness.cli import main
 from responses_parity.harness.redaction import REDACTED, Redactor
 from responses_parity.harness.session import TargetOptions, open_session
@@ -175,7 +175,7 @@ def test_the_admin_key_of_the_reference_gateways_a_session_starts_is_a_secret() 
 
 
 def test_log_lines_written_during_a_run_pass_through_the_redactor(capsys: pytest.CaptureFixture[str]) -> None:
-    with cli_module._redacted_consoles() as redactor:
+    with console.redacted_consoles() as redactor:
         redactor.add("tenantsecret888")
         handler = logging.StreamHandler()  # as uvicorn's: bound to the standard error of the moment
         logger = logging.getLogger("tests.redaction")

@@ -8,7 +8,7 @@ import json
 import jsonschema
 import pytest
 
-from responses_parity.harness.cli import SCHEMA_FILE
+from responses_parity.harness.commands.catalogue import SCHEMA_FILE
 from responses_parity.harness.loader import builtin_scenarios_dir, parse_yaml, scenario_files
 from responses_parity.harness.scenario import scenario_json_schema
 

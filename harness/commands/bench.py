@@ -1,0 +1,69 @@
+"""`parity bench`: what gateways add to each model turn, measured side by side with the floor."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from .. import bench
+from ..findings import HarnessError
+from ..session import parse_header
+from .console import EXIT_USAGE, err, error, out, redacted_consoles
+from .running import PROFILE_DIR
+
+
+@click.command("bench")
+@click.option("--targets", default="reference", show_default=True, metavar="A,B,...",
+              help="What to measure: 'reference' (the reference gateway, in a process of its own), target "
+                   "profiles (smg, llama-stack, ...; installed and started against the run's upstream), or base "
+                   "URLs of running gateways pointed at --upstream.")
+@click.option("--rounds", type=click.IntRange(1, 1000), default=5, show_default=True,
+              help="Rounds; each measures every workload on every target right after a floor batch.")
+@click.option("--requests", "sequential", type=click.IntRange(1), default=40, show_default=True,
+              help="Requests per batch of W1, W2 and W4 (one at a time).")
+@click.option("--throughput-requests", type=click.IntRange(1), default=800, show_default=True,
+              help="Requests per W3 batch.")
+@click.option("--concurrency", type=click.IntRange(1, 1024), default=16, show_default=True,
+              help="Requests in flight at once in W3.")
+@click.option("--workload", "-w", "workloads", multiple=True, type=click.Choice(bench.WORKLOADS),
+              help="Measure only these (repeatable): text (W1), stream (W2), throughput (W3), mcp (W4).")
+@click.option("--upstream", default=None, help="A running scripted upstream (`parity serve upstream`) that URL "
+                                               "targets talk to; default: the run starts one.")
+@click.option("--api-key", envvar="PARITY_API_KEY", help="Bearer token for URL targets (env PARITY_API_KEY).")
+@click.option("--header", "headers", multiple=True, help="Extra header 'Name: value' for URL targets (repeatable).")
+@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
+              help="Seconds one request may take.")
+@click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/bench.md"),
+              show_default=True, help="The Markdown report; the JSON (every sample) goes beside it.")
+@PROFILE_DIR
+def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requests: int, concurrency: int,
+                  workloads: tuple[str, ...], upstream: str | None, api_key: str | None, headers: tuple[str, ...],
+                  timeout_s: float, output: Path, profile_dirs: tuple[Path, ...]) -> None:
+    """Measure what gateways add to each model turn, side by side with the floor (the same work
+    without a gateway), on loopback: W1 a text response, W2 its stream (first event, whole
+    stream), W3 throughput, W4 one MCP tool round trip. Prints and writes the figures."""
+    try:
+        parsed = dict(parse_header(h) for h in headers) | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
+    except ValueError as problem:
+        raise click.UsageError(str(problem)) from problem
+    names = tuple(name.strip() for name in targets.split(",") if name.strip())
+    if not names:
+        raise click.UsageError("--targets names nothing")
+    options = bench.BenchOptions(
+        targets=names, rounds=rounds, sizes=bench.Sizes(sequential, throughput_requests, concurrency),
+        workloads=tuple(w for w in bench.WORKLOADS if not workloads or w in workloads), upstream=upstream,
+        headers=parsed, timeout_s=timeout_s, profile_dirs=profile_dirs)
+    command = "parity " + shlex.join(sys.argv[1:])
+    with redacted_consoles() as redactor:
+        redactor.add(*parsed.values())
+        try:
+            result = bench.run_bench(options, lambda line: err.print(line, soft_wrap=True, markup=False))
+        except HarnessError as problem:
+            error(str(problem))
+            sys.exit(EXIT_USAGE)
+        report, data = bench.write(result, output, redactor.redact_text(command), redactor)
+        out.print(report.read_text(), markup=False, soft_wrap=True)
+        err.print(f"wrote {report} and {data}", soft_wrap=True, markup=False)

@@ -1,0 +1,88 @@
+"""What the tool reads before running anything: scenario files (`list`, `validate`), their
+JSON Schema (`schema`) and target profiles (`profiles`)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from ..loader import Catalogue, builtin_scenarios_dir, load
+from ..profile import ProfileError, find_profile, profile_paths
+from ..scenario import scenario_json_schema
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out
+
+SCHEMA_FILE = "scenario.schema.json"
+
+
+def load_catalogue(paths: tuple[Path, ...]) -> Catalogue:
+    """The scenarios under `paths` (default: the built-in ones); each file that cannot be
+    loaded is an error line."""
+    catalogue = load(paths or (builtin_scenarios_dir(),))
+    for problem in catalogue.errors:
+        error(str(problem))
+    return catalogue
+
+
+@click.command("profiles")
+@click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path))
+def profiles_command(profile_dirs: tuple[Path, ...]) -> None:
+    """List the target profiles (shipped, and in --profile-dir folders); exit 2 if one is broken."""
+    broken = 0
+    for name, path in profile_paths(profile_dirs).items():
+        try:
+            profile = find_profile(name, profile_dirs)
+        except ProfileError as problem:
+            error(str(problem))
+            broken += 1
+            continue
+        assert profile is not None
+        out.print(f"[bold]{name}[/bold] [dim]{escape(str(path))}[/dim]")
+        out.print(f"    {escape(profile.title)}", soft_wrap=True)
+        for capability, why in profile.lacks.items():
+            out.print(f"    [dim]lacks {capability}: {escape(why)}[/dim]", soft_wrap=True)
+    sys.exit(EXIT_USAGE if broken else EXIT_OK)
+
+
+@click.command("list")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option("--tag", "-t", "tags", multiple=True)
+def list_command(paths: tuple[Path, ...], tags: tuple[str, ...]) -> None:
+    """List scenarios: id, modes, tags and title."""
+    catalogue = load_catalogue(paths)
+    for loaded in catalogue.select((), tags):
+        scenario = loaded.scenario
+        out.print(f"[bold]{scenario.id}[/bold] [dim]{'/'.join(scenario.modes)} · {', '.join(scenario.tags)}[/dim]")
+        out.print(f"    {scenario.title}", soft_wrap=True)
+    sys.exit(EXIT_USAGE if catalogue.errors else EXIT_OK)
+
+
+@click.command("validate")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    """Check scenario files; print one line per problem."""
+    catalogue = load_catalogue(paths)
+    out.print(f"{len(catalogue.scenarios)} scenario(s) valid, {len(catalogue.errors)} problem(s)")
+    sys.exit(EXIT_USAGE if catalogue.errors else EXIT_OK)
+
+
+@click.command("schema")
+@click.option("--check", is_flag=True, help="Exit 1 if the shipped schema is out of date.")
+@click.option("--output", type=click.Path(path_type=Path), default=None,
+              help=f"Where to write it (default: the built-in scenarios folder's {SCHEMA_FILE}).")
+def schema(check: bool, output: Path | None) -> None:
+    """Write the JSON Schema of scenario files (for editor validation)."""
+    path = output or builtin_scenarios_dir() / SCHEMA_FILE
+    text = json.dumps(scenario_json_schema(), indent=2) + "\n"
+    if check:
+        current = path.read_text() if path.exists() else ""
+        if current != text:
+            err.print(f"{path} is out of date; run `parity schema`")
+            sys.exit(EXIT_FAILED)
+        out.print(f"{path} is up to date")
+        return
+    path.write_text(text)
+    out.print(f"wrote {path}")

@@ -1,0 +1,86 @@
+"""`parity check-exchange`: the checks that need no reference, on exchanges captured anywhere.
+It loads none of the servers (gateway, fixtures, uvicorn, mcp), so it starts at once."""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+from rich.markup import escape
+
+from ..checks import no_reference_findings
+from ..exchange import Exchange
+from ..findings import Finding, HarnessError, Severity
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
+
+
+def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
+    """The same difference found in several places, once with a count (a legacy stream lacks
+    `logprobs` on hundreds of deltas: one line, not hundreds), worst first. A group of several
+    is told by its key, which names no place."""
+    groups: dict[tuple[Severity, tuple[str, str, str]], list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault((finding.severity, finding.group), []).append(finding)
+    folded = [(group[0] if len(group) == 1 else replace(group[0], message=group[0].key or group[0].message),
+               len(group)) for group in groups.values()]
+    return sorted(folded, key=lambda pair: -pair[0].severity)
+
+
+def _exchanges_in(path: Path) -> list[Exchange]:
+    """The exchanges a file holds (one object, a list of them, or a golden unit's steps);
+    raises `HarnessError` naming the file and the problem."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as problem:
+        raise HarnessError(f"{path}: cannot read it as JSON ({problem})") from problem
+    if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        data = [step.get("exchange") if isinstance(step, dict) else None for step in data["steps"]]
+    entries = data if isinstance(data, list) else [data]
+    for index, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("response"), dict):
+            where = f"{path}[{index}]" if isinstance(data, list) else str(path)
+            raise HarnessError(f"{where}: not an exchange (an object with a `response` object)")
+    return [Exchange.from_file(entry) for entry in entries]
+
+
+@click.command("check-exchange")
+@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.option("--surface", type=click.Choice(["auto", "responses", "chat"]), default="auto", show_default=True,
+              help="Which endpoint the exchanges come from (auto: tell from the answer).")
+@click.option("--current", is_flag=True,
+              help="The exchanges were captured just now (a gateway's traffic today): a field the openai SDK "
+                   "requires and they lack is a warning, not drift of older traffic.")
+def check_exchange(files: tuple[Path, ...], surface: str, current: bool) -> None:
+    """Run every no-reference check (SDK schema, stream grammar) on exchange files.
+
+    A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}}, a
+    list of such objects, or a golden unit (`parity record`'s `<scenario>/<mode>.json`). Exit 1
+    if any error-level finding, 2 if a file could not be read."""
+    chat = None if surface == "auto" else surface == "chat"
+    counts = {severity: 0 for severity in Severity}
+    unreadable = 0
+    for path in files:
+        try:
+            exchanges = _exchanges_in(path)
+        except HarnessError as problem:
+            error(str(problem))
+            unreadable += 1
+            continue
+        for index, exchange in enumerate(exchanges):
+            name = f"{path}[{index}]" if len(exchanges) > 1 else str(path)
+            findings = no_reference_findings(exchange, chat, current=current)
+            worst = max((f.severity for f in findings), default=None)
+            label = "ok" if worst is None or worst < Severity.WARNING else str(worst)
+            out.print(f"[bold]{escape(name)}[/bold]: {label}", soft_wrap=True)
+            for finding, count in _grouped(findings):
+                times = f" (x{count})" if count > 1 else ""
+                out.print(escape(f"    {finding.severity} {finding.kind}/{finding.rule}{times}: {finding.message}"),
+                          soft_wrap=True)
+            for finding in findings:
+                counts[finding.severity] += 1
+    out.print(f"{len(files) - unreadable} file(s) checked: {counts[Severity.ERROR]} error(s), "
+              f"{counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
+    sys.exit(EXIT_USAGE if unreadable else EXIT_FAILED if counts[Severity.ERROR] else EXIT_OK)

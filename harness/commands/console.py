@@ -1,0 +1,38 @@
+"""What every command shares: the consoles, the exit codes, and output that passes through a
+run's redactor."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..redaction import RedactedStream, Redactor
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+
+def say(line: str) -> None:
+    """One line on standard output, as it is (no markup)."""
+    out.print(escape(line), soft_wrap=True)
+
+
+def error(message: str) -> None:
+    """`error <message>` on standard error."""
+    err.print(f"[red]error[/red] {escape(message)}", soft_wrap=True)
+
+
+@contextmanager
+def redacted_consoles() -> Iterator[Redactor]:
+    """A new redactor for a run; until the block ends, everything written to standard output
+    and error passes through it: `out` and `err`, and the log lines of the servers the run
+    starts (uvicorn, the reference gateway)."""
+    redactor = Redactor()
+    with redirect_stdout(RedactedStream(sys.stdout, redactor)), redirect_stderr(RedactedStream(sys.stderr, redactor)):
+        yield redactor

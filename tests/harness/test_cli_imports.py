@@ -1,0 +1,48 @@
+"""`parity --version` and `parity check-exchange` load only what they need: not the reference
+gateway, the fixtures, uvicorn or the MCP SDK, and (with the SDK schemas cached) not even the
+openai SDK. Each command runs in a fresh interpreter, which then lists what it imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
+HEAVY = ("mcp", "uvicorn", "openai", "responses_parity.fixtures", "responses_parity.reference_impl.app")
+_IMPORTED_AFTER = """
+import json, sys
+from click.testing import CliRunner
+from responses_parity.harness.cli import main
+result = CliRunner().invoke(main, sys.argv[1:])
+print(json.dumps({"exit_code": result.exit_code, "output": result.output, "modules": sorted(sys.modules)}))
+"""
+
+
+def run_parity(cache: Path, *args: str) -> dict:
+    completed = subprocess.run([sys.executable, "-c", _IMPORTED_AFTER, *args], capture_output=True, text=True,
+                               check=True, env=os.environ | {"PARITY_CACHE_DIR": str(cache)})
+    return json.loads(completed.stdout.splitlines()[-1])
+
+
+def heavy(modules: list[str]) -> list[str]:
+    return [name for name in modules if any(name == top or name.startswith(f"{top}.") for top in HEAVY)]
+
+
+def test_version_imports_no_command(tmp_path: Path) -> None:
+    run = run_parity(tmp_path, "--version")
+    assert run["exit_code"] == 0 and "parity, version" in run["output"]
+    assert not [name for name in run["modules"] if name.startswith("responses_parity.harness.commands.")]
+    assert heavy(run["modules"]) == []
+
+
+def test_check_exchange_imports_neither_servers_nor_the_sdk_once_the_schemas_are_cached(tmp_path: Path) -> None:
+    cold = run_parity(tmp_path, "check-exchange", str(EXCHANGE))
+    assert cold["exit_code"] == 0 and "1 file(s) checked: 0 error(s)" in cold["output"]
+    assert "openai" in cold["modules"]  # deriving the schemas needs the SDK
+    assert [name for name in heavy(cold["modules"]) if not name.startswith("openai")] == []
+    warm = run_parity(tmp_path, "check-exchange", str(EXCHANGE))
+    assert warm["output"] == cold["output"]
+    assert heavy(warm["modules"]) == []
