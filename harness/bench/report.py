@@ -210,11 +210,14 @@ def markdown(result: BenchResult, command: str) -> str:
         for f in table:
             if f.workload == workload:
                 lines.append(_row([_title(result, f.target, workload), *_cells(f)]))
-    lines += ["", "## Memory of the started gateways", "", _row(["target", "RSS after warm-up", "RSS at the end"]),
-              _row(["---"] * 3)]
+    lines += ["", "## Memory of the started gateways", "",
+              _row(["target", "RSS after the warm-up", "after round 1", "at the end", "requests after round 1"]),
+              _row(["---"] * 5)]
     for target in result.targets:
-        if target.pid:
-            lines.append(_row([target.title, f"{target.rss_start / MIB:.0f} MiB", f"{target.rss_end / MIB:.0f} MiB"]))
+        if len(target.rss) > 1:
+            later = sum(m.batch.requests for m in result.measured if m.target == target.name and m.round > 0)
+            lines.append(_row([target.title, *(f"{rss / MIB:.0f} MiB" for rss in (target.rss[0], target.rss[1],
+                                                                                   target.rss[-1])), f"{later:,}"]))
     failed = [f for f in table if f.first_error]
     if failed:
         lines += ["", "## Errors", ""]
@@ -231,8 +234,8 @@ def as_json(result: BenchResult, command: str) -> dict[str, Any]:
         "options": {"targets": list(result.options.targets), "rounds": result.options.rounds,
                     "sizes": asdict(result.options.sizes), "workloads": list(result.options.workloads)},
         "processes": result.processes,
-        "targets": [{"name": t.name, "title": t.title, "not_run": t.cannot, "rss_start": t.rss_start,
-                     "rss_end": t.rss_end} for t in result.targets],
+        "targets": [{"name": t.name, "title": t.title, "not_run": t.cannot, "rss_by_round": t.rss}
+                    for t in result.targets],
         "figures": [asdict(f) for f in all_figures(result)],
         "batches": [_batch(m) for m in result.measured],
     }

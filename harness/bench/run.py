@@ -62,8 +62,9 @@ class BenchTarget:
     endpoint: Endpoint
     pid: int | None = None
     cannot: dict[Workload, str] = field(default_factory=dict)
-    rss_start: int = 0
-    rss_end: int = 0
+    rss: list[int] = field(default_factory=list)
+    """Resident memory of its process after the warm-up, then after each round (none when the run
+    did not start it)."""
 
 
 @dataclass
@@ -175,6 +176,12 @@ def run_bench(options: BenchOptions, say: Callable[[str], None] = lambda line: N
         return BenchResult(options, targets, measured, started.what, machine())
 
 
+def _note_memory(targets: list[BenchTarget]) -> None:
+    for target in targets:
+        if target.pid:
+            target.rss.append(rss_bytes(target.pid))
+
+
 def _cpu(started: _Started) -> dict[str, float]:
     return {name: cpu_seconds(pid) for name, pid in started.pids.items()}
 
@@ -219,8 +226,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
                 for target in targets:
                     if workload not in target.cannot:
                         await batch(workload, target, runs, warm_up)
-            for target in targets:
-                target.rss_start = rss_bytes(target.pid) if target.pid else 0
+            _note_memory(targets)
             for round_ in range(options.rounds):
                 say(f"round {round_ + 1} of {options.rounds} ...")
                 runs = await new_runs()
@@ -232,8 +238,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
                         await measure(round_, workload, target, runs)
                 await control.forget(runs.text)
                 await control.forget(runs.mcp)
-            for target in targets:
-                target.rss_end = rss_bytes(target.pid) if target.pid else 0
+                _note_memory(targets)
         finally:
             await floor.client.close()
             for target in targets:
