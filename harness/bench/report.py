@@ -143,7 +143,7 @@ HEADERS: dict[Workload, list[str]] = {
 FLOOR_TITLE: dict[Workload, str] = {
     "text": "floor: the scripted upstream alone", "stream": "floor: the scripted upstream alone",
     "throughput": "floor: the scripted upstream alone",
-    "mcp": "floor: the client drives it (model, tools/call on an open MCP session, model)",
+    "mcp": "floor: the client does it (tools/list, model, tools/call, model; one MCP session kept open)",
 }
 
 

@@ -6,8 +6,8 @@ costs without a gateway), in batches:
 - `stream` (W2): the same streamed: the first event and the whole stream. Floor: the upstream.
 - `throughput` (W3): W1's request, `concurrency` at a time. Floor: the upstream.
 - `mcp` (W4): one MCP tool round trip (`calc.add`, no approval) and a closing text. Floor: the
-  client driving it itself: the model's call, `tools/call` on an MCP session it keeps open, the
-  model's closing turn.
+  client doing the same work itself on an MCP session it keeps open: `tools/list`, the model's
+  call, `tools/call`, the model's closing turn.
 
 A request counts when it is answered 2xx with what the workload asked for (a completed
 response; for `mcp`, an `mcp_call` item; for `stream`, a terminal event); anything else is an
@@ -200,16 +200,18 @@ async def _concurrent(sizes: Sizes, one: Callable[[Batch], Awaitable[None]]) -> 
 
 
 async def client_driven_mcp_batch(upstream: Endpoint, runs: RunTokens, sizes: Sizes) -> Batch:
-    """W4's floor: the client runs the round trip itself over one MCP session kept open for the
-    batch: the model's call, `tools/call`, the model's closing turn with the call's output."""
-    first = {"model": upstream.model, "input": f"What is 2 + 3? Use the calculator. {run_marker(runs.mcp, 0)}",
-             "tools": [{"type": "function", "name": "add", "parameters": {
-                 "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}}]}
+    """W4's floor: the client does what the gateway must, over one MCP session kept open for the
+    batch: `tools/list` (OpenAI lists a request's MCP tools for every response), the model's turn
+    with the listed tools, `tools/call`, the model's closing turn with the call's output."""
+    question = f"What is 2 + 3? Use the calculator. {run_marker(runs.mcp, 0)}"
     async with McpClient(streamable_http_client(runs.mcp_url)) as mcp:
 
         async def one(batch: Batch) -> None:
             started = time.perf_counter()
             try:
+                tools = [{"type": "function", "name": tool.name, "description": tool.description,
+                          "parameters": tool.input_schema} for tool in (await mcp.list_tools()).tools]
+                first = {"model": upstream.model, "input": question, "tools": tools}
                 call_answer = await upstream.client.request("POST", upstream.responses_path, first)
                 output = _object(call_answer).get("output")
                 calls = [item for item in output if isinstance(item, dict) and item.get("type") == "function_call"] \
@@ -220,7 +222,7 @@ async def client_driven_mcp_batch(upstream: Endpoint, runs: RunTokens, sizes: Si
                 result = await mcp.call_tool("add", {"a": 2, "b": 3})
                 output = {"type": "function_call_output", "call_id": calls[0]["call_id"],
                           "output": "".join(getattr(block, "text", "") for block in result.content)}
-                closing = first | {"input": [{"role": "user", "content": first["input"]}, calls[0], output]}
+                closing = first | {"input": [{"role": "user", "content": question}, calls[0], output]}
                 answer = await upstream.client.request("POST", upstream.responses_path, closing)
             except (ClientError, ValueError) as error:
                 batch.failed(str(error))
