@@ -85,7 +85,14 @@ class ServerThread:
         return self
 
     def stop(self) -> None:
+        self.ask_to_stop()
+        self.wait_stopped()
+
+    def ask_to_stop(self) -> None:
+        """Tell the server to stop (it notices within uvicorn's 0.1 s tick); `wait_stopped` waits."""
         self._server.should_exit = True
+
+    def wait_stopped(self) -> None:
         self._thread.join(timeout=5)
         self._socket.close()
 
@@ -186,6 +193,9 @@ class Stack(AbstractContextManager["Stack"]):
         return ReferenceGateways(self.upstream_url, self.mcp, self.admin_key, self.gateway_config)
 
     def close(self) -> None:
-        for server in reversed(self._servers):
-            server.stop()
+        """Stop every server the stack started, all at once (one by one, each waits a tick)."""
+        for server in self._servers:
+            server.ask_to_stop()
+        for server in self._servers:
+            server.wait_stopped()
         self._servers.clear()
