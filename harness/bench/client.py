@@ -23,6 +23,9 @@ import httptools
 from ..defaults import DEFAULT_MAX_ANSWER_BYTES
 
 READ_SIZE = 2**16
+REUSE_IDLE_S = 2.0
+"""A connection idle longer is closed, not reused: servers close idle connections after a few
+seconds (uvicorn by default after 5), and a request sent as one closes fails for no fault of theirs."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,11 @@ class _Parse:
         self.done = True
 
 
+class StaleConnection(ClientError):
+    """A reused connection ended before any byte of the answer: the server had closed it while it
+    was idle. The request is sent again on a new connection."""
+
+
 class Connection:
     """One keep-alive connection to `host:port`, one request at a time."""
 
@@ -77,6 +85,8 @@ class Connection:
         self._reader = reader
         self._writer = writer
         self.usable = True
+        self.exchanges = 0
+        self.idle_since = time.monotonic()
 
     @classmethod
     async def open(cls, host: str, port: int) -> Connection:
@@ -84,14 +94,26 @@ class Connection:
         return cls(reader, writer)
 
     async def exchange(self, head: bytes, body: bytes, limit: int) -> Answer:
+        """One request and its answer; `StaleConnection` when a reused connection ends at once."""
         started = time.perf_counter()
         parse = _Parse(started, limit)
-        self._writer.write(head + body)
+        reused = self.exchanges > 0
+        self.exchanges += 1
+        received = 0
         try:
+            self._writer.write(head + body)
             while not parse.done:
-                data = await self._reader.read(READ_SIZE)
+                try:
+                    data = await self._reader.read(READ_SIZE)
+                except ConnectionError:
+                    if reused and not received:
+                        raise StaleConnection("the server had closed the idle connection") from None
+                    raise
                 if not data:
+                    if reused and not received:
+                        raise StaleConnection("the server had closed the idle connection")
                     raise ClientError("the server closed the connection before the answer ended")
+                received += len(data)
                 parse.parser.feed_data(data)
                 if parse.too_large:
                     raise ClientError(f"the answer is larger than {parse.limit} bytes")
@@ -102,6 +124,7 @@ class Connection:
             self.usable = False
             raise
         self.usable = parse.keep_alive
+        self.idle_since = time.monotonic()
         return Answer(parse.parser.get_status_code(), bytes(parse.body), parse.first_event_s,
                       time.perf_counter() - started)
 
@@ -136,23 +159,39 @@ class Client:
         """Send `body` as JSON (none when None); raises `ClientError` when no answer came."""
         payload = b"" if body is None else json.dumps(body, separators=(",", ":")).encode()
         head = self._head(method, path, len(payload))
-        connection = self._idle.pop() if self._idle else None
         try:
             async with asyncio.timeout(self._timeout_s):
-                if connection is None:
-                    connection = await Connection.open(self._host, self._port)
-                answer = await connection.exchange(head, payload, self._limit)
+                try:
+                    return await self._exchange(self._idle_connection(), head, payload)
+                except StaleConnection:
+                    return await self._exchange(None, head, payload)
         except TimeoutError as error:
             raise ClientError(f"no answer within {self._timeout_s:g}s") from error
         except OSError as error:
             raise ClientError(f"{type(error).__name__}: {error}") from error
+
+    def _idle_connection(self) -> Connection | None:
+        """The most recently used idle connection, closing those idle longer than `REUSE_IDLE_S`."""
+        while self._idle:
+            connection = self._idle.pop()
+            if time.monotonic() - connection.idle_since <= REUSE_IDLE_S:
+                return connection
+            connection.close()
+        return None
+
+    async def _exchange(self, connection: Connection | None, head: bytes, payload: bytes) -> Answer:
+        """The exchange on `connection` (a new one when None), which goes back to the pool if the
+        server keeps it open."""
+        try:
+            if connection is None:
+                connection = await Connection.open(self._host, self._port)
+            return await connection.exchange(head, payload, self._limit)
         finally:
             if connection is not None:
                 if connection.usable:
                     self._idle.append(connection)
                 else:
                     connection.close()
-        return answer
 
     async def close(self) -> None:
         for connection in self._idle:

@@ -75,6 +75,31 @@ def test_the_client_keeps_one_connection_and_marks_the_first_event() -> None:
     assert streamed.first_event_s is not None and streamed.first_event_s <= streamed.total_s  # type: ignore[attr-defined]
 
 
+def test_a_connection_the_server_closed_while_idle_is_not_an_error() -> None:
+    """A server that keeps no connection after its answer, yet does not say so: the next request
+    on that connection meets a closed one, and goes out again on a new connection."""
+    connections: list[int] = []
+
+    async def go() -> list[int]:
+        async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            connections.append(len(connections))
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}")
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(answer_once, "127.0.0.1", 0)
+        client = Client(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        try:
+            return [(await client.request("GET", "/")).status for _ in range(3)]
+        finally:
+            await client.close()
+            server.close()
+
+    assert asyncio.run(go()) == [200, 200, 200]
+    assert len(connections) == 3
+
+
 @pytest.mark.parametrize("behaviour", ["hang", "endless", "huge-json", "reset", "close-silently", "short-body",
                                        "bad-chunking", "not-http"])
 def test_a_misbehaving_server_is_a_client_error(hostile: HostileTarget, behaviour: str) -> None:
