@@ -10,6 +10,7 @@ requests of those batches.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -242,8 +243,11 @@ def as_json(result: BenchResult, command: str) -> dict[str, Any]:
 
 
 def _batch(m: Measured) -> dict[str, Any]:
+    """A batch for the JSON, its samples rounded to the microsecond (the clock's noise is larger)."""
     return {"round": m.round, "workload": m.workload, "target": m.target, "floor_for": m.floor_for,
-            "cpu_s": m.cpu_s} | asdict(m.batch)
+            "cpu_s": m.cpu_s, "requests": m.batch.requests, "wall_s": m.batch.wall_s, "errors": m.batch.errors,
+            "totals": [round(value, 6) for value in m.batch.totals],
+            "firsts": [round(value, 6) for value in m.batch.firsts]}
 
 
 def write(result: BenchResult, output: Path, command: str, redactor: Redactor) -> tuple[Path, Path]:
@@ -252,5 +256,5 @@ def write(result: BenchResult, output: Path, command: str, redactor: Redactor) -
     output.parent.mkdir(parents=True, exist_ok=True)
     redactor.write_text(output, markdown(result, command))
     data = output.with_suffix(".json")
-    redactor.write_json(data, as_json(result, command))
+    data.write_text(json.dumps(redactor.redact(as_json(result, command)), separators=(",", ":")) + "\n")
     return output, data
