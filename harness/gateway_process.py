@@ -167,16 +167,22 @@ class RunningGateway:
 
     def stop(self) -> None:
         """SIGTERM to the gateway's own process group, SIGKILL after the grace period."""
-        if self.process.poll() is not None:
-            return
+        stop_process_group(self.process, self.profile.start.stop_grace_s)
+
+
+def stop_process_group(process: subprocess.Popen[Any], grace_s: float) -> None:
+    """SIGTERM to the process group a child started (`start_new_session`) leads, SIGKILL to it
+    after `grace_s`; nothing when the child has ended."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, signal.SIGTERM)
-        try:
-            self.process.wait(timeout=self.profile.start.stop_grace_s)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def start(profile: Profile, installation: Installation, *, upstream: str, mcp: Mapping[str, McpFixture],

@@ -9,19 +9,21 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import signal
 import subprocess
 import sys
 import threading
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import psutil
 
 from ..findings import HarnessError
+from ..gateway_process import stop_process_group
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
+LOG_LINES = 20
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
@@ -56,7 +58,8 @@ class ServedPart:
     name: str
     process: subprocess.Popen[str] = field(repr=False)
     url: str
-    log: list[str] = field(default_factory=list, repr=False)
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES), repr=False)
+    """The last lines it printed."""
 
     @classmethod
     def start(cls, name: str, *arguments: str) -> ServedPart:
@@ -66,7 +69,7 @@ class ServedPart:
         env = os.environ | {"PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                    stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-        log: list[str] = []
+        log: deque[str] = deque(maxlen=LOG_LINES)
         found = threading.Event()
         url: list[str] = []
 
@@ -81,8 +84,8 @@ class ServedPart:
 
         threading.Thread(target=read, name=f"bench-{name}-output", daemon=True).start()
         if not found.wait(START_TIMEOUT_S) or not url:
-            _stop(process)
-            said = "\n".join(log[-20:]) or "nothing"
+            stop_process_group(process, STOP_GRACE_S)
+            said = "\n".join(log) or "nothing"
             raise HarnessError(f"{name} did not start within {START_TIMEOUT_S:g}s; it printed:\n{said}")
         return cls(name, process, url[0], log)
 
@@ -91,21 +94,7 @@ class ServedPart:
         return self.process.pid
 
     def stop(self) -> None:
-        _stop(self.process)
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    """SIGTERM to the child's process group, SIGKILL after the grace period."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=STOP_GRACE_S)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=STOP_GRACE_S)
+        stop_process_group(self.process, STOP_GRACE_S)
 
 
 def write_reference_config(folder: Path, upstream_url: str) -> Path:
