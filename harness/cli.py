@@ -52,7 +52,7 @@ class LazyGroup(click.Group):
         return command
 
 
-@click.group(cls=LazyGroup)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="responses-parity", prog_name="parity")
 def main() -> None:
     """Contract-level parity checks for OpenAI-compatible Responses API gateways."""

@@ -14,8 +14,10 @@ from ..redaction import RedactedStream, Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+"""Lines are never wrapped: piped to a file they stay whole (a terminal folds them itself);
+tables still fit the terminal's width, or 80 columns when there is none."""
 
 
 def say(line: str) -> None:

@@ -72,6 +72,21 @@ def test_run_passes_and_writes_reports(tmp_path: Path) -> None:
     assert "| passing | pass | pass |" in (reports / "report.md").read_text()
 
 
+def test_output_that_is_not_a_terminal_is_not_wrapped(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING)
+    reports = tmp_path / "a-folder-whose-name-is-long-enough-that-the-summary-passes-eighty-columns"
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
+    assert code == 0, output
+    summary = next(line for line in output.splitlines() if line.startswith("2 passed"))
+    assert summary.endswith(f"report: {reports / 'report.md'}"), output
+
+
+@pytest.mark.parametrize("args", [("-h",), ("run", "-h"), ("bench", "-h"), ("serve", "upstream", "-h")])
+def test_dash_h_is_help(args: tuple[str, ...]) -> None:
+    code, output = invoke(*args)
+    assert code == 0 and output.startswith("Usage: "), output
+
+
 def test_run_exits_1_when_a_scenario_fails_and_saves_its_exchange(tmp_path: Path) -> None:
     write_scenario(tmp_path, FAILING)
     reports = tmp_path / "reports"
