@@ -23,7 +23,7 @@ def _quiet_ini(pytester: pytest.Pytester) -> None:
 
 def test_outcomes_and_the_tally_are_the_clis(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", passing=PASSING, failing=FAILING, broken_step=COULD_NOT_RUN)
-    result = pytester.runpytest("--parity", "--parity-mode", "nonstream", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--parity", "--parity-mode", "nonstream", "-p", "no:cacheprovider", "-p", "no:asyncio")
     result.assert_outcomes(passed=1, failed=1, errors=1)
     result.stdout.fnmatch_lines(["*1 passed, 1 failed, 1 could not run, 0 unsupported; parity with OpenAI 1/2*"])
     result.stdout.fnmatch_lines(["*ERROR at setup of scenario unreachable-step*", "*could not run*",
@@ -42,7 +42,7 @@ def test_a_golden_and_a_baseline_judge_pytest_runs_too(pytester: pytest.Pytester
     document["steps"][0]["exchange"]["response"]["body"]["status"] = "incomplete"
     unit.write_text(json.dumps(document))
     options = ["--parity", "--parity-mode", "nonstream", "--parity-against", "golden:mine", "--parity-golden-dir",
-               str(goldens), "-p", "no:cacheprovider"]
+               str(goldens), "-p", "no:cacheprovider", "-p", "no:asyncio"]  # as a gateway's project runs it
     result = pytester.runpytest(*options)
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*error*golden.status*status is 'completed', expected 'incomplete' (golden mine)*"])
