@@ -70,19 +70,21 @@ def validate(paths: tuple[Path, ...]) -> None:
 
 
 @click.command("schema")
-@click.option("--check", is_flag=True, help="Exit 1 if the shipped schema is out of date.")
+@click.option("--check", is_flag=True, help="Exit 1 if the shipped schema (or --output) is out of date.")
 @click.option("--output", type=click.Path(path_type=Path), default=None,
-              help=f"Where to write it (default: the built-in scenarios folder's {SCHEMA_FILE}).")
+              help=f"Where to write it (default: {SCHEMA_FILE} in the current folder).")
 def schema(check: bool, output: Path | None) -> None:
-    """Write the JSON Schema of scenario files (for editor validation)."""
-    path = output or builtin_scenarios_dir() / SCHEMA_FILE
+    """Write the JSON Schema of scenario files, for your editor to check your own scenarios
+    (`scenario.schema.json` here, unless --output says where)."""
     text = json.dumps(scenario_json_schema(), indent=2) + "\n"
     if check:
+        path = output or builtin_scenarios_dir() / SCHEMA_FILE
         current = path.read_text() if path.exists() else ""
         if current != text:
-            err.print(f"{path} is out of date; run `parity schema`")
+            err.print(f"{path} is out of date; run `parity schema --output {path}`", soft_wrap=True)
             sys.exit(EXIT_FAILED)
         out.print(f"{path} is up to date")
         return
+    path = output or Path(SCHEMA_FILE)
     path.write_text(text)
     out.print(f"wrote {path}")

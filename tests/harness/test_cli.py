@@ -12,6 +12,7 @@ from conftest import write_scenario
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.commands import console
+from responses_parity.harness.loader import builtin_scenarios_dir
 
 PASSING = """
 id: passing
@@ -190,3 +191,15 @@ def test_serving_on_a_busy_port_is_a_one_line_error_naming_it(command: tuple[str
     assert code == 2
     assert output.splitlines() == [f"error port {port} is already in use on 127.0.0.1 (another server listens "
                                    "there); choose another with --port"]
+
+
+def test_schema_writes_into_the_current_folder_and_never_into_the_package(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    shipped = builtin_scenarios_dir() / "scenario.schema.json"
+    before = shipped.stat().st_mtime_ns
+    monkeypatch.chdir(tmp_path)
+    code, output = invoke("schema")
+    assert code == 0, output
+    assert json.loads((tmp_path / "scenario.schema.json").read_text()) == json.loads(shipped.read_text())
+    assert shipped.stat().st_mtime_ns == before
+    assert invoke("schema", "--check") == (0, f"{shipped} is up to date\n")
