@@ -65,6 +65,8 @@ class BenchTarget:
     rss: list[int] = field(default_factory=list)
     """Resident memory of its process after the warm-up, then after each round (none when the run
     did not start it)."""
+    secrets: tuple[str, ...] = field(default=(), repr=False)
+    """The values of the headers it is sent (a key, a profile's per-start secret): never in a report."""
 
 
 @dataclass
@@ -138,13 +140,14 @@ def _target(name: str, options: BenchOptions, *, upstream: str, mcp: McpFixture,
         cannot: dict[Workload, str] = {}
         if "request_mcp_tools" in profile.lacks:
             cannot["mcp"] = f"lacks request-level MCP tools: {profile.lacks['request_mcp_tools']}"
-        return BenchTarget(profile.name, profile.title, endpoint, gateway.process.pid, cannot)
+        return BenchTarget(profile.name, profile.title, endpoint, gateway.process.pid, cannot,
+                           secrets=tuple(gateway.headers.values()))
     if not name.startswith("http://"):
         known = ", ".join(sorted(profile_paths(options.profile_dirs)))
         raise HarnessError(f"unknown target {name!r}: give {REFERENCE}, a profile ({known}), a profile file, "
                            f"or a gateway's base URL (http://...)")
     return BenchTarget(name, name, Endpoint(name, client_for(name, dict(options.headers)), model=options.model,
-                                            rewrites=Rewrites()))
+                                            rewrites=Rewrites()), secrets=tuple(options.headers.values()))
 
 
 @contextlib.contextmanager

@@ -64,6 +64,7 @@ def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requ
         except HarnessError as problem:
             error(str(problem))
             sys.exit(EXIT_USAGE)
+        redactor.add(*(secret for target in result.targets for secret in target.secrets))
         report, data = bench.write(result, output, redactor.redact_text(command), redactor)
         out.print(report.read_text(), markup=False, soft_wrap=True)
         err.print(f"wrote {report} and {data}", soft_wrap=True, markup=False)

@@ -188,3 +188,14 @@ def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_withou
     written = output.read_text() + output.with_suffix(".json").read_text() + result.output
     assert SECRET not in written
     assert "## W4 MCP round trip" in written
+
+
+def test_a_profiled_gateways_header_values_never_reach_the_report(tmp_path: Path) -> None:
+    profile = Path(__file__).parent / "profiles" / "echoes-its-headers.yaml"
+    output = tmp_path / "bench.md"
+    result = CliRunner().invoke(main, ["bench", "--targets", str(profile), "-w", "text", "--rounds", "1",
+                                       "--requests", "2", "--output", str(output)])
+    assert result.exit_code == 0, result.output
+    written = output.read_text() + output.with_suffix(".json").read_text() + result.output
+    assert "HTTP 403" in written and "tenant <redacted> is unknown" in written
+    assert "tenant-secret-4242" not in written
