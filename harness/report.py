@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from importlib import metadata
@@ -17,7 +18,7 @@ from typing import Any
 from .findings import Severity
 from .redaction import Redactor
 from .report_html import render_html
-from .runner import ScenarioResult, StepResult
+from .runner import Outcome, ScenarioResult, StepResult
 from .vocabulary import output_item_types, sdk_event_types
 from .scenario import FORMAT_VERSION, MODES
 from .targets import Target
@@ -42,6 +43,8 @@ class RunInfo:
     redactor: Redactor
     """The run's secrets, removed from everything written."""
     file_errors: tuple[str, ...] = ()
+    not_run: int = 0
+    """Selected units the run never started: it stopped at its first failure (`--exitfirst`)."""
 
 
 def _exchange_name(result: ScenarioResult, step: StepResult) -> str:
@@ -100,20 +103,42 @@ def coverage(results: list[ScenarioResult]) -> dict[str, dict[str, Any]]:
 OUTCOMES = ("pass", "fail", "could_not_run", "unsupported")
 
 
-def tally(results: list[ScenarioResult]) -> dict[str, Any]:
-    """The one summary of a run that the console, the reports and the pytest plugin all show:
-    scenario runs per outcome; parity with OpenAI and gateway policy as passing runs over runs
-    that passed or failed (a run that could not run, or that the target does not support,
+@dataclass(frozen=True)
+class Counted:
+    """What the tally takes of one scenario run. The pytest plugin carries it in each test's
+    report, so that a pytest-xdist controller tallies what its workers ran."""
+
+    outcome: Outcome
+    openai_counterpart: bool
+    known: int
+    """How many of its findings the baseline knew."""
+
+    @classmethod
+    def of(cls, result: ScenarioResult) -> Counted:
+        return cls(result.outcome, result.scenario.openai_counterpart,
+                   sum(finding.known for _, finding in result.findings))
+
+
+def tally(results: Iterable[ScenarioResult]) -> dict[str, Any]:
+    """The one summary of a run that the console, the reports and the pytest plugin all show
+    (see `tally_of`)."""
+    return tally_of(Counted.of(result) for result in results)
+
+
+def tally_of(units: Iterable[Counted]) -> dict[str, Any]:
+    """Scenario runs per outcome; parity with OpenAI and gateway policy as passing runs over
+    runs that passed or failed (a run that could not run, or that the target does not support,
     says nothing either way); and how many findings the baseline knew."""
-    outcomes = Counter(result.outcome for result in results)
+    units = list(units)
+    outcomes = Counter(unit.outcome for unit in units)
     counts = {"parity": {"pass": 0, "runs": 0}, "gateway_policy": {"pass": 0, "runs": 0}}
-    for result in results:
-        if result.outcome in ("pass", "fail"):
-            group = counts["parity" if result.scenario.openai_counterpart else "gateway_policy"]
+    for unit in units:
+        if unit.outcome in ("pass", "fail"):
+            group = counts["parity" if unit.openai_counterpart else "gateway_policy"]
             group["runs"] += 1
-            group["pass"] += result.outcome == "pass"
-    known = sum(finding.known for result in results for _, finding in result.findings)
-    return {"units": len(results), **{name: outcomes.get(name, 0) for name in OUTCOMES}, **counts, "known": known}
+            group["pass"] += unit.outcome == "pass"
+    known = sum(unit.known for unit in units)
+    return {"units": len(units), **{name: outcomes.get(name, 0) for name in OUTCOMES}, **counts, "known": known}
 
 
 def tally_line(counts: dict[str, Any]) -> str:
@@ -133,7 +158,7 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
         "target": {"name": info.target.name, "base_url": info.target.base_url, "model": info.target.model},
         "started_at": info.started_at.isoformat(timespec="seconds"),
         "duration_s": round(info.duration_s, 3),
-        "summary": tally(results) | {"file_errors": len(info.file_errors)},
+        "summary": tally(results) | {"file_errors": len(info.file_errors), "not_run": info.not_run},
         "file_errors": list(info.file_errors),
         "coverage": coverage(results),
         "results": [{
@@ -168,6 +193,7 @@ def markdown(document: dict[str, Any]) -> str:
         f"{summary['pass']} passed, {summary['fail']} failed, {summary['could_not_run']} could not run, "
         f"{summary['unsupported']} unsupported by the target ({summary['units']} scenario runs); "
         f"{summary['file_errors']} scenario file error(s)"
+        + (f"; {summary['not_run']} not run (the run stopped at its first failure)" if summary["not_run"] else "")
         + (f"; {summary['known']} known divergence(s) from the baseline." if summary["known"] else "."),
         "",
         f"**Parity with OpenAI**: {summary['parity']['pass']} of {summary['parity']['runs']} runs of scenarios "

@@ -466,25 +466,32 @@ class Engine:
             if (expect := run.upstream_expects.get(index)) is not None:
                 result.findings += compare_upstream(expect, result.observed)
 
-    async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1) -> list[ScenarioResult]:
-        """Run every (scenario, mode) unit, at most `jobs` at a time; results in input order."""
+    async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
+                      stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
+        """Run every (scenario, mode) unit, at most `jobs` at a time; results in input order.
+        Once a result satisfies `stop_after`, no further unit starts (those running finish),
+        and the units never started have no result."""
         gate = asyncio.Semaphore(max(jobs, 1))
         done = 0
+        stopped = False
 
-        async def one(unit: tuple[LoadedScenario, Mode]) -> ScenarioResult:
-            nonlocal done
+        async def one(unit: tuple[LoadedScenario, Mode]) -> ScenarioResult | None:
+            nonlocal done, stopped
             async with gate:
+                if stopped:
+                    return None
                 self.on_event(UnitStarted(unit[0].scenario.id, unit[1]))
                 try:
                     result = await self.run(*unit)
                 except Exception as error:  # a harness bug a target provoked: report it, run the rest
                     result = ScenarioResult(unit[0].scenario, str(unit[0].path), unit[1], self.target.name,
                                             [StepResult("(harness)", error=f"internal error: {error!r}")])
+                stopped = stopped or (stop_after is not None and stop_after(result))
             done += 1
             self.on_event(UnitFinished(result, done, len(units)))
             return result
 
-        return list(await asyncio.gather(*(one(unit) for unit in units)))
+        return [result for result in await asyncio.gather(*(one(unit) for unit in units)) if result is not None]
 
 
 def judge_answer(expect: Expect, exchange: Exchange, chat: bool,

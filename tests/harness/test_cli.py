@@ -69,7 +69,7 @@ def test_run_passes_and_writes_reports(tmp_path: Path) -> None:
     document = json.loads((reports / "results.json").read_text())
     assert document["summary"] == {"units": 2, "pass": 2, "fail": 0, "could_not_run": 0, "unsupported": 0,
                                    "file_errors": 0, "parity": {"pass": 2, "runs": 2},
-                                   "gateway_policy": {"pass": 0, "runs": 0}, "known": 0}
+                                   "gateway_policy": {"pass": 0, "runs": 0}, "known": 0, "not_run": 0}
     assert set(document["sdk"]) == {"openai", "mcp"} and document["scenario_format"] == 1
     assert "| passing | pass | pass |" in (reports / "report.md").read_text()
 
