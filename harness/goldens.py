@@ -25,6 +25,7 @@ from typing import Any
 
 from .compare import compare
 from .contract import Contract, project_answer
+from .defaults import DEFAULT_GOLDEN_DIR
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .redaction import Redactor
@@ -33,7 +34,6 @@ from .runner import ScenarioResult, model_dependent_as_notes
 from .scenario import FORMAT_VERSION, Expect, Mode
 
 MANIFEST = "manifest.json"
-DEFAULT_GOLDEN_DIR = Path("fixtures/goldens")
 
 
 @dataclass(frozen=True)

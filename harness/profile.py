@@ -27,6 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .capabilities import Capability
+from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from .rewrites import Rewrites
 
 SHIPPED_PROFILES_DIR = Path(__file__).resolve().parent / "gateways"
@@ -68,8 +69,8 @@ class StartSpec(_Strict):
 
 class TargetSpec(_Strict):
     base_url: str = "http://127.0.0.1:{{ ports.http }}"
-    responses_path: str = "/v1/responses"
-    chat_path: str = "/v1/chat/completions"
+    responses_path: str = DEFAULT_RESPONSES_PATH
+    chat_path: str = DEFAULT_CHAT_PATH
     model: str = Field(default="{{ model }}", description="The model name as the gateway knows the scripted one.")
     headers: dict[str, str] = Field(default_factory=dict, description="Sent with every request; never reported.")
 

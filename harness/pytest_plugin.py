@@ -1,59 +1,106 @@
 """The pytest plugin: scenario YAML files become tests, one per scenario and stream mode.
 
 It does nothing until asked: `--parity` collects scenario files under the paths given to
-pytest, `--parity-builtin` adds the shipped scenarios, `--target URL` runs against a gateway
-instead of the embedded reference one (and implies `--parity`); `--parity-against
-golden:NAME` and `--parity-baseline FILE` judge as `parity run` does. Outcomes map as the CLI
-counts them: a pass passes, a divergence fails, a scenario the harness could not run is an
-error (in setup), one the target does not support is skipped with the reason; the session
-ends with the same one-line tally. A broken scenario file is one failing test with the
-loader's message; the other files still run. The `parity_session` fixture gives Python tests
-the same running target. What the plugin reports of a run (failures, skip reasons, and so the
-JUnit XML) passes through the session's redactor.
+pytest, `--parity-builtin` adds the shipped scenarios, `--parity-target URL` runs against a
+gateway instead of the embedded reference one (and implies `--parity`). Its other options are
+`parity run`'s, named `--parity-NAME` (`--parity-against golden:NAME`, `--parity-baseline
+FILE`, ...: `options.PYTEST_OPTIONS`). With `--parity` or `--parity-builtin` given, `--target`
+is accepted for `--parity-target`, unless another plugin or an initial conftest already has a
+`--target` of its own: that one keeps it. Outcomes map as the CLI counts them: a pass passes,
+a divergence fails, a scenario the harness could not run is an error (in setup), one the
+target does not support is skipped with the reason; the session ends with the same one-line
+tally, counted from the tests' reports, so under pytest-xdist (`-n 2`, each worker with its
+own servers) the controller tallies every worker's runs. A broken scenario file is one
+failing test with the loader's message; the other files still run. The `parity_session`
+fixture gives Python tests the same running target. What the plugin reports of a run
+(failures, skip reasons, and so the JUnit XML) passes through the session's redactor.
 
 This module is all a pytest run that does not use the plugin loads: its options and the
-fixture. Enabled, it registers `pytest_scenarios`, which does the rest.
+fixture (it imports the standard library's argparse, which pytest has loaded already, and the
+options module). Enabled, it registers `pytest_scenarios`, which does the rest.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import argparse
+import contextlib
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_UPSTREAM_URL, MODES
+from .options import PYTEST_OPTIONS, TARGET, Option
 
 if TYPE_CHECKING:
     from .session import Session
 
+_GROUP = "responses-parity"
+
+
+def flag(option: Option) -> str:
+    """The option's name in pytest."""
+    return f"--parity-{option.name}"
+
+
+def dest(option: Option) -> str:
+    """Where pytest keeps the option's value (`config.getoption`)."""
+    return f"parity_{option.dest}"
+
+
+def _argparse_type(option: Option) -> Any:
+    def parse(text: str) -> Any:
+        try:
+            return option.parse(text)
+        except ValueError as problem:
+            raise argparse.ArgumentTypeError(str(problem)) from problem
+
+    return parse
+
+
+def _attributes(option: Option) -> dict[str, Any]:
+    """The option as pytest's `addoption` takes it. The target's default is None, so that
+    giving it is what enables the plugin."""
+    shown = option.described().replace("%", "%%")
+    attributes: dict[str, Any] = {"dest": dest(option), "metavar": option.metavar or option.name.upper()}
+    if option.multiple:
+        attributes |= {"action": "append", "default": []}
+    else:
+        attributes["default"] = None if option is TARGET else option.default
+        if option.default is not None:
+            shown += " (default: %(default)s)" if option is not TARGET else f" (default: {option.default})"
+    if option.choices:
+        attributes["metavar"] = "{" + ",".join(option.choices) + "}"
+    if option.type is not str or option.choices:
+        attributes["type"] = _argparse_type(option)
+    return attributes | {"help": shown}
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("responses-parity")
+    group = parser.getgroup(_GROUP)
     group.addoption("--parity", action="store_true", help="Collect scenario YAML files under the given paths.")
     group.addoption("--parity-builtin", action="store_true", help="Also run the built-in scenarios.")
-    group.addoption("--target", dest="parity_target", default=None,
-                    help="Base URL of the gateway to test, or a target profile (smg, litellm, ... or a file) to "
-                         "install and start (default: the embedded reference gateway).")
-    group.addoption("--parity-api-key", default=None, help="Bearer token sent to the target.")
-    group.addoption("--parity-header", action="append", default=[], help="Extra header 'Name: value'.")
-    group.addoption("--parity-model", default="parity-model", help="Model name sent in requests.")
-    group.addoption("--parity-responses-path", default="/v1/responses", help="The target's Responses path.")
-    group.addoption("--parity-chat-path", default="/v1/chat/completions", help="The target's Chat Completions path.")
-    group.addoption("--parity-mode", choices=["both", *MODES], default="both", help="Stream modes to run.")
-    group.addoption("--parity-upstream", default=DEFAULT_UPSTREAM_URL, help="Scripted upstream for a URL target.")
-    group.addoption("--parity-timeout", type=float, default=60.0,
-                    help="Seconds one request may take, from sending it to the last byte of its answer.")
-    group.addoption("--parity-max-answer-mb", type=float, default=DEFAULT_MAX_ANSWER_BYTES / 2**20,
-                    help="How much of one answer is read; a larger one is cut there (a finding).")
-    group.addoption("--parity-against", default=None, metavar="golden:NAME",
-                    help="Also compare every step's contract with a recorded golden set.")
-    group.addoption("--parity-golden-dir", default=None, help="Where golden sets are (default: fixtures/goldens).")
-    group.addoption("--parity-baseline", default=None, metavar="FILE",
-                    help="Known divergences of this target (`parity baseline update`): they fail nothing.")
+    for option in PYTEST_OPTIONS:
+        group.addoption(flag(option), **_attributes(option))
+
+
+def _asked(options: argparse.Namespace) -> bool:
+    return bool(options.parity or options.parity_builtin or getattr(options, dest(TARGET)))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Parser) -> Generator[None, None, None]:
+    """Once every plugin and initial conftest has added its options, accept `--target` for
+    `--parity-target` if the plugin is asked for and nothing else has a `--target`."""
+    yield
+    if not _asked(early_config.known_args_namespace):
+        return
+    with contextlib.suppress(argparse.ArgumentError, ValueError):  # another's --target: it keeps the name
+        parser.getgroup(_GROUP).addoption("--target", **_attributes(TARGET) | {
+            "help": f"The same as {flag(TARGET)} (accepted with --parity or --parity-builtin)."})
 
 
 def _enabled(config: pytest.Config) -> bool:
-    return bool(config.getoption("parity") or config.getoption("parity_builtin") or config.getoption("parity_target"))
+    return _asked(config.option)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -65,9 +112,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture(scope="session")
 def parity_session(pytestconfig: pytest.Config) -> Session:
-    """The running target of this pytest session (needs --parity, --parity-builtin or --target)."""
+    """The running target of this pytest session (needs --parity, --parity-builtin or --parity-target)."""
     if not _enabled(pytestconfig):
-        pytest.skip("responses-parity is not enabled: pass --parity, --parity-builtin or --target")
+        pytest.skip("responses-parity is not enabled: pass --parity, --parity-builtin or --parity-target")
     from .pytest_scenarios import session_of
 
     return session_of(pytestconfig)

@@ -12,83 +12,74 @@ import pytest
 import yaml
 
 from ..fixtures.mcp import FIXTURE_SERVERS
-from .defaults import MODES, Mode
-from .findings import HarnessError, Severity
+from .defaults import Mode
+from .findings import HarnessError
 from .judges import judges
+from .junit import counted, describe, properties
 from .loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
+from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
+from .pytest_plugin import dest, flag
 from .redaction import Redactor
-from .report import tally, tally_line
+from .report import Counted, tally_of, tally_line
 from .runner import Judge, ScenarioResult
-from .session import REFERENCE, Session, TargetOptions, open_session, parse_header
+from .session import Session, open_session
 
 _SCHEMA_MODELINE = "scenario.schema.json"
 
 
 @dataclass
-class _State:
+class _Run:
+    """This pytest run's target, selection and judges, its session (started on first use), and
+    the tally, counted from every test's report (here, or sent by a pytest-xdist worker). A
+    plugin of its own, registered for the run."""
+
     options: TargetOptions
     modes: tuple[Mode, ...]
     judges: tuple[Judge, ...] = ()
-    results: list[ScenarioResult] = field(default_factory=list)
+    counted: list[Counted] = field(default_factory=list)
     _session: Session | None = None
     _context: Any = field(default=None, repr=False)
 
     def session(self) -> Session:
-        """The session of this pytest run, started on first use with every MCP fixture."""
+        """The session of this pytest process, started on first use with every MCP fixture."""
         if self._session is None:
             self._context = open_session(self.options, FIXTURE_SERVERS)
             self._session = self._context.__enter__()
         return self._session
 
-    def close(self) -> None:
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" and (unit := counted(report.user_properties)) is not None:
+            self.counted.append(unit)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.counted:
+            terminalreporter.section("responses-parity")
+            terminalreporter.write_line(tally_line(tally_of(self.counted)))
+
+    def pytest_unconfigure(self) -> None:
         if self._context is not None:
             self._context.__exit__(None, None, None)
             self._context = self._session = None
 
 
-_STATE = pytest.StashKey[_State]()
+_RUN = pytest.StashKey[_Run]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Read the plugin's options into this run's state (the plugin registers this module only
-    when it is enabled)."""
+    when it is enabled); a wrong value is a usage error naming the option."""
+    values = {option.dest: config.getoption(dest(option)) for option in PYTEST_OPTIONS}
     try:
-        headers = tuple(parse_header(h) for h in config.getoption("parity_header"))
-    except ValueError as error:
-        raise pytest.UsageError(str(error)) from error
-    mode = config.getoption("parity_mode")
-    golden_dir, baseline_file = config.getoption("parity_golden_dir"), config.getoption("parity_baseline")
-    try:
-        chosen = judges(config.getoption("parity_against"), Path(golden_dir) if golden_dir else None,
-                        Path(baseline_file) if baseline_file else None)
-    except HarnessError as error:
-        raise pytest.UsageError(str(error)) from error
-    options = TargetOptions(
-        target=config.getoption("parity_target") or REFERENCE,
-        api_key=config.getoption("parity_api_key"),
-        headers=headers,
-        model=config.getoption("parity_model"),
-        responses_path=config.getoption("parity_responses_path"),
-        chat_path=config.getoption("parity_chat_path"),
-        timeout_s=config.getoption("parity_timeout"),
-        max_answer_bytes=int(config.getoption("parity_max_answer_mb") * 2**20),
-        upstream=config.getoption("parity_upstream"),
-    )
-    config.stash[_STATE] = _State(options, MODES if mode == "both" else (mode,), chosen)
+        options = target_options(values)
+        chosen = judges(values["against"], values["golden_dir"], values["baseline_file"])
+    except OptionError as problem:
+        raise pytest.UsageError(f"{flag(problem.option)}: {problem.problem}") from problem
+    except HarnessError as problem:
+        raise pytest.UsageError(str(problem)) from problem
+    run = config.stash[_RUN] = _Run(options, modes(values["mode"]), chosen)
+    config.pluginmanager.register(run, "responses_parity.run")
     if config.getoption("parity_builtin"):
         config.args.append(str(builtin_scenarios_dir()))
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _STATE in config.stash:
-        config.stash[_STATE].close()
-
-
-def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, config: pytest.Config) -> None:
-    state = config.stash.get(_STATE, None)
-    if state is not None and state.results:
-        terminalreporter.section("responses-parity")
-        terminalreporter.write_line(tally_line(tally(state.results)))
 
 
 def _is_scenario_file(path: Path) -> bool:
@@ -103,7 +94,7 @@ def _is_scenario_file(path: Path) -> bool:
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
-    if _STATE in parent.config.stash and file_path.suffix in SCENARIO_SUFFIXES and _is_scenario_file(file_path):
+    if _RUN in parent.config.stash and file_path.suffix in SCENARIO_SUFFIXES and _is_scenario_file(file_path):
         return ScenarioFile.from_parent(parent, path=file_path)
     return None
 
@@ -114,9 +105,9 @@ class ScenarioFile(pytest.File):
         if isinstance(loaded, list):
             yield BrokenScenario.from_parent(self, name=self.path.stem, problems=loaded)
             return
-        modes = self.config.stash[_STATE].modes
+        wanted = self.config.stash[_RUN].modes
         for mode in loaded.modes:
-            if mode in modes:
+            if mode in wanted:
                 yield ScenarioItem.from_parent(self, name=f"{loaded.id}[{mode}]",
                                                loaded=LoadedScenario(loaded, self.path), mode=mode)
 
@@ -137,15 +128,16 @@ class ScenarioItem(pytest.Item):
     @property
     def redactor(self) -> Redactor:
         """The session's: what this item reports passes through it."""
-        return self.config.stash[_STATE].session().redactor
+        return self.config.stash[_RUN].session().redactor
 
     def setup(self) -> None:
-        """Runs the scenario; one the harness could not run is an error, not a failure."""
-        state = self.config.stash[_STATE]
-        self.result = state.session().run([(self.loaded, self.mode)], judges=state.judges)[0]
-        state.results.append(self.result)
+        """Runs the scenario; one the harness could not run is an error, not a failure. The
+        test's properties carry what the tally takes of it."""
+        run = self.config.stash[_RUN]
+        self.result = run.session().run([(self.loaded, self.mode)], judges=run.judges)[0]
+        self.user_properties.extend(properties(Counted.of(self.result)))
         if self.result.outcome == "could_not_run":
-            pytest.fail(_describe(self.result, self.redactor), pytrace=False)
+            pytest.fail(describe(self.result, self.redactor), pytrace=False)
 
     def runtest(self) -> None:
         assert self.result is not None
@@ -157,20 +149,10 @@ class ScenarioItem(pytest.Item):
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if not isinstance(excinfo.value, ScenarioFailed):
             return str(super().repr_failure(excinfo))
-        return _describe(excinfo.value.result, self.redactor)
+        return describe(excinfo.value.result, self.redactor)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.loaded.scenario.id} [{self.mode}]"
-
-
-def _describe(result: ScenarioResult, redactor: Redactor) -> str:
-    lines = [f"scenario {result.scenario.id} [{result.mode}] on {result.target}: {result.outcome.replace('_', ' ')}"]
-    for step in result.steps:
-        if step.error:
-            lines.append(f"  {step.step_id}: could not run: {step.error}")
-        lines += [f"  {step.step_id}: {f.severity}{' (known)' if f.known else ''} {f.kind} ({f.rule}): {f.message}"
-                  for f in step.findings if f.severity >= Severity.WARNING]
-    return redactor.redact_text("\n".join(lines))
 
 
 class BrokenScenario(pytest.Item):
@@ -187,4 +169,4 @@ class BrokenScenario(pytest.Item):
 
 def session_of(config: pytest.Config) -> Session:
     """The session of this pytest run (started on first use)."""
-    return config.stash[_STATE].session()
+    return config.stash[_RUN].session()

@@ -8,16 +8,16 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
-from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_UPSTREAM_URL, LOOPBACK
+from .defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
 from .findings import HarnessError
 from .fixture_client import FixtureClient, McpFixture
 from .gateway_process import RunningGateway, install, start
 from .loader import LoadedScenario
+from .options import TargetOptions
 from .profile import Profile, ProfileError, find_profile, profile_paths
 from .redaction import Redactor
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
@@ -25,41 +25,9 @@ from .scenario import Mode
 from .stack import Stack, upstream_is_running
 from .targets import Target, unreachable
 
-REFERENCE = "reference"
 OPENAI = "openai"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 OPENAI_DEFAULT_MODEL = "gpt-4.1-mini"
-
-
-def parse_header(text: str) -> tuple[str, str]:
-    """`Name: value` -> (name, value); raises `ValueError` naming the problem."""
-    name, sep, value = text.partition(":")
-    if not sep or not name.strip():
-        raise ValueError(f"header {text!r} is not of the form 'Name: value'")
-    return name.strip(), value.strip()
-
-
-@dataclass(frozen=True)
-class TargetOptions:
-    target: str = REFERENCE
-    """`reference` (the embedded reference gateway), `openai` (the live API: `OPENAI_BASE_URL`,
-    `OPENAI_API_KEY`, model `PARITY_OPENAI_MODEL`), a target profile's name or file (a gateway
-    the harness installs and starts), or the base URL of a running gateway."""
-    api_key: str | None = field(default=None, repr=False)
-    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    model: str = DEFAULT_MODEL
-    responses_path: str = "/v1/responses"
-    chat_path: str = "/v1/chat/completions"
-    timeout_s: float = 60.0
-    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
-    upstream: str = DEFAULT_UPSTREAM_URL
-    """The scripted upstream a URL target talks to; started here when nothing answers there."""
-    public_mcp: tuple[tuple[str, str], ...] = ()
-    """MCP fixture name -> a public base URL where `parity serve mcp <name>` is reachable (live runs)."""
-    retries: int | None = None
-    """Retries of a request answered 429, 5xx or not at all (default: 2 for openai, 0 otherwise)."""
-    profile_dirs: tuple[Path, ...] = ()
-    """Folders of the user's own target profiles (besides the shipped ones)."""
 
 
 @dataclass
@@ -75,15 +43,16 @@ class Session:
     scenarios run, as written and as sent (their MCP `authorization` and headers)."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-            on_event: Callable[[EngineEvent], None] | None = None,
-            judges: Sequence[Judge] = ()) -> list[ScenarioResult]:
-        return asyncio.run(self.run_async(units, jobs, on_event, judges))
+            on_event: Callable[[EngineEvent], None] | None = None, judges: Sequence[Judge] = (),
+            stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
+        return asyncio.run(self.run_async(units, jobs, on_event, judges, stop_after))
 
     async def run_async(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-                        on_event: Callable[[EngineEvent], None] | None = None,
-                        judges: Sequence[Judge] = ()) -> list[ScenarioResult]:
+                        on_event: Callable[[EngineEvent], None] | None = None, judges: Sequence[Judge] = (),
+                        stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
         """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
-        fixtures by its own names, since their calls are then told apart only by order.
+        fixtures by its own names, since their calls are then told apart only by order. No
+        unit starts once a result satisfies `stop_after` (see `Engine.run_all`).
         `HarnessError` when the target cannot be reached at all."""
         if self.target.rewrites.mcp_server_url is not None:
             jobs = 1
@@ -99,7 +68,7 @@ class Session:
                 fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
                 engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
                                 judges=judges)
-            return await engine.run_all(units, jobs)
+            return await engine.run_all(units, jobs, stop_after)
 
     def _learning(self, on_event: Callable[[EngineEvent], None] | None) -> Callable[[EngineEvent], None]:
         """`on_event`, told of a finished unit once the redactor knows the secrets its requests

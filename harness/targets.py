@@ -20,7 +20,8 @@ from typing import Any
 import anyio
 import httpx
 
-from .defaults import DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL
+from .defaults import (DEFAULT_CHAT_PATH, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_RESPONSES_PATH,
+                       DEFAULT_TIMEOUT_S)
 from .exchange import Exchange
 from .rewrites import Rewrites
 from .scenario import Disconnect
@@ -32,12 +33,12 @@ from .wire import read_body, read_stream
 class Target:
     name: str
     base_url: str
-    responses_path: str = "/v1/responses"
-    chat_path: str = "/v1/chat/completions"
+    responses_path: str = DEFAULT_RESPONSES_PATH
+    chat_path: str = DEFAULT_CHAT_PATH
     model: str = DEFAULT_MODEL
     headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     """Sent with every request (API key, extra headers); never written to a report."""
-    timeout_s: float = 60.0
+    timeout_s: float = DEFAULT_TIMEOUT_S
     """From sending a request to the last byte of its answer."""
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
     """How much of one answer is kept; a larger one is cut there (a finding)."""

@@ -10,9 +10,9 @@ import click
 
 from .. import bench
 from ..findings import HarnessError
-from ..session import parse_header
+from ..options import PROFILE_DIR, parse_header
 from .console import EXIT_USAGE, err, error, out, redacted_consoles
-from .running import PROFILE_DIR
+from .click_options import click_options
 
 
 @click.command("bench")
@@ -38,7 +38,7 @@ from .running import PROFILE_DIR
               help="Seconds one request may take.")
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/bench.md"),
               show_default=True, help="The Markdown report; the JSON (every sample) goes beside it.")
-@PROFILE_DIR
+@click_options(PROFILE_DIR)
 def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requests: int, concurrency: int,
                   workloads: tuple[str, ...], upstream: str | None, api_key: str | None, headers: tuple[str, ...],
                   timeout_s: float, output: Path, profile_dirs: tuple[Path, ...]) -> None:

@@ -4,7 +4,12 @@ scenario the harness could not run is an error, and the session ends with the CL
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
+import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +19,7 @@ from test_cli import COULD_NOT_RUN, FAILING, PASSING
 from responses_parity.harness.cli import main
 
 pytest_plugins = ["pytester"]
+BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 
 
 @pytest.fixture(autouse=True)
@@ -53,3 +59,92 @@ def test_a_golden_and_a_baseline_judge_pytest_runs_too(pytester: pytest.Pytester
     result = pytester.runpytest(*options, "--parity-baseline", str(baseline))
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["*1 passed, 0 failed, 0 could not run, 0 unsupported*1 known divergence(s)*"])
+
+
+def _nothing_listening() -> str:
+    """The URL of a loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_target_means_parity_target_only_when_the_plugin_is_asked_for(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", passing=PASSING)
+    nowhere = _nothing_listening()
+    result = pytester.runpytest("--parity", "--target", nowhere, "--parity-mode", "nonstream", "-p", "no:cacheprovider")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([f"*the target {nowhere} at {nowhere} is unreachable*"])
+    result = pytester.runpytest("--target", nowhere, "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*unrecognized arguments: --target*"])
+
+
+THEIR_TARGET = """
+def pytest_addoption(parser):
+    parser.addoption("--target", default="theirs-by-default", help="another plugin's target")
+"""
+
+
+@pytest.mark.parametrize("where", ["conftest", "plugin"])
+def test_another_plugins_target_keeps_its_name(pytester: pytest.Pytester, where: str) -> None:
+    if where == "conftest":
+        pytester.makeconftest(THEIR_TARGET)
+        loading: tuple[str, ...] = ()
+    else:
+        pytester.makepyfile(their_plugin=THEIR_TARGET)
+        pytester.syspathinsert()
+        loading = ("-p", "their_plugin")
+    pytester.makepyfile(test_theirs="def test_theirs(pytestconfig):\n"
+                                    "    assert pytestconfig.getoption('target') == 'http://their.example'\n")
+    pytester.makefile(".yaml", passing=PASSING)
+    result = pytester.runpytest(*loading, "--parity", "--target", "http://their.example", "--parity-mode", "nonstream",
+                                "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2)  # their test got the value; the scenario ran on the reference gateway
+    result.stdout.fnmatch_lines(["*1 passed, 0 failed, 0 could not run, 0 unsupported; parity with OpenAI 1/1*"])
+
+
+POLICY = PASSING.replace("id: passing", "id: policy").replace("title: passing",
+                                                             "title: policy\nopenai_counterpart: false")
+
+
+def test_under_xdist_the_controller_tallies_every_workers_runs(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", passing=PASSING, failing=FAILING, broken_step=COULD_NOT_RUN, policy=POLICY)
+    options = ("--parity", "-p", "no:cacheprovider", "-p", "no:asyncio")
+
+    def tally(result: pytest.RunResult) -> list[str]:
+        return [line for line in result.outlines if "parity with OpenAI" in line]
+
+    alone = pytester.runpytest_subprocess(*options)
+    parallel = pytester.runpytest_subprocess(*options, "-n", "2")
+    parallel.stdout.fnmatch_lines(["*2 workers [[]8 items[]]*"])
+    for result in (alone, parallel):
+        result.assert_outcomes(passed=4, failed=2, errors=2)
+    assert tally(parallel) == tally(alone) == [
+        "4 passed, 2 failed, 2 could not run, 0 unsupported; parity with OpenAI 2/4, gateway policy 2/2"]
+
+
+def test_the_plugin_imports_nothing_but_its_options_until_it_is_used() -> None:
+    imported_by_the_plugin = ("import json, sys, pytest; before = set(sys.modules); "
+                              "import responses_parity.harness.pytest_plugin; "
+                              "print(json.dumps(sorted(set(sys.modules) - before)))")
+    completed = subprocess.run([sys.executable, "-c", imported_by_the_plugin], capture_output=True, text=True,
+                               check=True)
+    assert set(json.loads(completed.stdout)) <= {
+        "responses_parity", "responses_parity.harness", "responses_parity.harness.pytest_plugin",
+        "responses_parity.harness.options", "responses_parity.harness.defaults"}
+
+
+def test_a_project_that_does_not_use_the_plugin_sees_the_same_run_and_no_warning(tmp_path: Path) -> None:
+    spec = importlib.util.spec_from_file_location("startup", BENCHMARKS / "startup.py")
+    assert spec is not None and spec.loader is not None
+    startup = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(startup)
+    project = startup.fresh_project(tmp_path / "project")
+    runs = [subprocess.run(startup.one_test_run(sys.executable, with_plugin), cwd=project, capture_output=True,
+                           text=True, check=False, env=os.environ | {"PYTEST_ADDOPTS": ""})
+            for with_plugin in (True, False)]
+    assert [run.returncode for run in runs] == [0, 0], runs
+    assert "responses-parity-" in runs[0].stdout and "responses-parity-" not in runs[1].stdout
+    with_plugin, without = (startup.without_timing(run.stdout) + run.stderr for run in runs)
+    assert "1 passed in <time>" in with_plugin
+    assert with_plugin == without

@@ -100,7 +100,8 @@ def test_secrets_a_gateway_echoes_reach_no_report_golden_baseline_or_console(
                                              for name in ("reports", "recorded", "goldens", "baselines"))
     target = ("--target", echoing_gateway, "--upstream", str(stack.upstream_url), "--api-key", API_KEY,
               "--header", f"X-Tenant-Token: {TENANT_TOKEN}")
-    code, run_output = invoke("run", str(scenarios), "--report-dir", str(reports), *target)
+    code, run_output = invoke("run", str(scenarios), "--report-dir", str(reports), *target, "--json", "--verbose",
+                              "--junitxml", str(reports / "junit.xml"))
     assert code == 1, run_output
     code, record_output = invoke("record", str(scenarios), "--name", "echoing", "--golden-dir", str(goldens),
                                  "--report-dir", str(recorded), *target)
@@ -114,6 +115,7 @@ def test_secrets_a_gateway_echoes_reach_no_report_golden_baseline_or_console(
                                                        "echoed-secrets__stream__ask.json",
                                                        "echoed-secrets__nonstream__refused.json"}
     assert echoes(goldens) and echoes(baselines)
+    assert any(ECHOED in (failure.text or "") for failure in ElementTree.parse(reports / "junit.xml").iter("failure"))
     console = run_output + record_output + baseline_output
     assert [secret for secret in SECRETS if secret in console] == []
     assert ECHOED in run_output and ECHOED in record_output
@@ -126,7 +128,7 @@ def test_the_pytest_plugin_and_its_junit_xml_show_no_secret_a_gateway_echoes(
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
     pytester.makefile(".yaml", echoed=SCENARIO)
     junit = pytester.path / "junit.xml"
-    result = pytester.runpytest("--target", echoing_gateway, "--parity-upstream", str(stack.upstream_url),
+    result = pytester.runpytest("--parity-target", echoing_gateway, "--parity-upstream", str(stack.upstream_url),
                                 "--parity-api-key", API_KEY, "--parity-header", f"X-Tenant-Token: {TENANT_TOKEN}",
                                 "--parity-mode", "nonstream", f"--junitxml={junit}", "-p", "no:cacheprovider")
     result.assert_outcomes(failed=1)
