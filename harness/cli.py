@@ -23,6 +23,7 @@ COMMANDS = {
     "bench": "bench:bench_command",
     "check-exchange": "check_exchange:check_exchange",
     "golden": "golden:golden_group",
+    "init": "catalogue:init_command",
     "list": "catalogue:list_command",
     "matrix": "running:matrix_command",
     "profiles": "catalogue:profiles_command",

@@ -1,10 +1,12 @@
 """What the tool reads before running anything: scenario files (`list`, `validate`), their
-JSON Schema (`schema`) and target profiles (`profiles`)."""
+JSON Schema (`schema`), a scenarios folder to start from (`init`) and target profiles
+(`profiles`)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from importlib import resources
 from pathlib import Path
 
 import click
@@ -16,6 +18,7 @@ from ..scenario import scenario_json_schema
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out
 
 SCHEMA_FILE = "scenario.schema.json"
+EXAMPLE_FILE = "example-mcp-call.yaml"
 
 
 def load_catalogue(paths: tuple[Path, ...]) -> Catalogue:
@@ -69,6 +72,31 @@ def validate(paths: tuple[Path, ...]) -> None:
     sys.exit(EXIT_USAGE if catalogue.errors else EXIT_OK)
 
 
+def _schema_text() -> str:
+    return json.dumps(scenario_json_schema(), indent=2) + "\n"
+
+
+@click.command("init")
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path), default=Path("scenarios"))
+@click.option("--force", is_flag=True, help="Overwrite the files if they exist.")
+def init_command(folder: Path, force: bool) -> None:
+    """Write a scenarios folder (default: ./scenarios): the scenario JSON Schema and, beside it,
+    an example scenario whose first line points editors at it, so the reference works from any
+    folder. `parity run FOLDER` then runs the example; it passes against the reference gateway."""
+    files = {folder / SCHEMA_FILE: _schema_text(),
+             folder / EXAMPLE_FILE: resources.files("responses_parity.harness").joinpath(
+                 "templates", "example-scenario.yaml").read_text(encoding="utf-8")}
+    if not force and (existing := [path for path in files if path.exists()]):
+        error(f"{', '.join(map(str, existing))} already exist{'s' if len(existing) == 1 else ''}; "
+              "pass --force to overwrite")
+        sys.exit(EXIT_USAGE)
+    folder.mkdir(parents=True, exist_ok=True)
+    for path, text in files.items():
+        path.write_text(text, encoding="utf-8")
+    out.print(f"wrote {escape(str(folder / SCHEMA_FILE))} and {escape(str(folder / EXAMPLE_FILE))}; "
+              f"run the example with: parity run {escape(str(folder))}", soft_wrap=True)
+
+
 @click.command("schema")
 @click.option("--check", is_flag=True, help="Exit 1 if the shipped schema (or --output) is out of date.")
 @click.option("--output", type=click.Path(path_type=Path), default=None,
@@ -76,7 +104,7 @@ def validate(paths: tuple[Path, ...]) -> None:
 def schema(check: bool, output: Path | None) -> None:
     """Write the JSON Schema of scenario files, for your editor to check your own scenarios
     (`scenario.schema.json` here, unless --output says where)."""
-    text = json.dumps(scenario_json_schema(), indent=2) + "\n"
+    text = _schema_text()
     if check:
         path = output or builtin_scenarios_dir() / SCHEMA_FILE
         current = path.read_text() if path.exists() else ""

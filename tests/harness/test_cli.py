@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import shutil
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
+import jsonschema
 import pytest
+import yaml
 from click.testing import CliRunner
 from conftest import write_scenario
 
@@ -203,3 +208,74 @@ def test_schema_writes_into_the_current_folder_and_never_into_the_package(tmp_pa
     assert json.loads((tmp_path / "scenario.schema.json").read_text()) == json.loads(shipped.read_text())
     assert shipped.stat().st_mtime_ns == before
     assert invoke("schema", "--check") == (0, f"{shipped} is up to date\n")
+
+
+def test_json_puts_the_results_document_alone_on_standard_output(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING, "passing.yaml")
+    write_scenario(tmp_path, FAILING, "failing.yaml")
+    reports = tmp_path / "reports"
+    completed = subprocess.run([sys.executable, "-m", "responses_parity.harness", "run", str(tmp_path), "--json",
+                                "--mode", "nonstream", "--report-dir", str(reports)],
+                               capture_output=True, text=True, check=False)
+    assert completed.returncode == 1, completed.stderr
+    assert json.loads(completed.stdout) == json.loads((reports / "results.json").read_text())
+    assert "1 passed, 1 failed, 0 could not run" in completed.stderr and "[2/2]" in completed.stderr
+
+
+def test_quiet_shows_the_runs_that_did_not_pass_and_the_tally_and_verbose_every_finding(tmp_path: Path) -> None:
+    shutil.copy(builtin_scenarios_dir() / "mcp-call.yaml", tmp_path)  # its stream passes with a note
+    write_scenario(tmp_path, FAILING, "failing.yaml")
+    run = ("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"))
+    code, quiet = invoke(*run, "-q")
+    assert code == 1
+    differ = "ask: output item types differ: mcp_list_tools, message instead of function_call at 0"
+    assert quiet.splitlines() == [
+        f"fail failing [nonstream]: {differ}",
+        f"fail failing [stream]: {differ}",
+        "2 passed, 2 failed, 0 could not run, 0 unsupported; parity with OpenAI 2/4, gateway policy 0/0; report: "
+        f"{tmp_path / 'reports' / 'report.md'}"]
+    code, default = invoke(*run)
+    code, verbose = invoke(*run, "-v")
+    note = "ask: note variant (expect.variants): shows the known variant"
+    assert note not in default and note in verbose
+    assert "[4/4]" in default and "[4/4]" in verbose and "│ mcp-call" in verbose
+
+
+def test_exitfirst_stops_at_the_first_failure_and_says_how_many_runs_were_not_run(tmp_path: Path) -> None:
+    write_scenario(tmp_path, FAILING, "a-failing.yaml")
+    write_scenario(tmp_path, PASSING, "b-passing.yaml")
+    reports = tmp_path / "reports"
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(reports), "-j", "1", "-x")
+    assert code == 1
+    assert "[1/4] fail  failing [nonstream]" in output and "[2/4]" not in output
+    assert ("0 passed, 1 failed, 0 could not run, 0 unsupported; parity with OpenAI 0/1, gateway policy 0/0; "
+            "3 not run (stopped at the first failure)") in output
+    document = json.loads((reports / "results.json").read_text())
+    assert (document["summary"]["units"], document["summary"]["not_run"]) == (1, 3)
+    assert "3 not run (the run stopped at its first failure)" in (reports / "report.md").read_text()
+
+
+def test_init_writes_a_scenarios_folder_whose_example_finds_its_schema_and_passes(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, output = invoke("init")
+    assert code == 0, output
+    example = tmp_path / "scenarios" / "example-mcp-call.yaml"
+    modeline = example.read_text().splitlines()[0]
+    assert modeline == "# yaml-language-server: $schema=scenario.schema.json"
+    schema = example.parent / modeline.partition("$schema=")[2]  # resolved as an editor does: beside the file
+    jsonschema.validate(yaml.safe_load(example.read_text()), json.loads(schema.read_text()))
+    code, output = invoke("run", "scenarios", "--report-dir", str(tmp_path / "reports"))
+    assert code == 0, output
+    assert "2 passed, 0 failed, 0 could not run, 0 unsupported" in output
+
+
+def test_init_overwrites_nothing_unless_forced(tmp_path: Path) -> None:
+    mine = tmp_path / "example-mcp-call.yaml"
+    mine.write_text("mine")
+    code, output = invoke("init", str(tmp_path))
+    assert (code, output) == (2, f"error {mine} already exists; pass --force to overwrite\n")
+    assert mine.read_text() == "mine" and not (tmp_path / "scenario.schema.json").exists()
+    assert invoke("init", str(tmp_path), "--force")[0] == 0
+    assert mine.read_text().startswith("# yaml-language-server: $schema=scenario.schema.json\n")
+    assert (tmp_path / "scenario.schema.json").exists()
