@@ -60,19 +60,19 @@ def _argparse_type(option: Option) -> Any:
 def _attributes(option: Option) -> dict[str, Any]:
     """The option as pytest's `addoption` takes it. The target's default is None, so that
     giving it is what enables the plugin."""
-    shown = option.described().replace("%", "%%")
+    shown = option.described()
     attributes: dict[str, Any] = {"dest": dest(option), "metavar": option.metavar or option.name.upper()}
     if option.multiple:
         attributes |= {"action": "append", "default": []}
     else:
         attributes["default"] = None if option is TARGET else option.default
         if option.default is not None:
-            shown += " (default: %(default)s)" if option is not TARGET else f" (default: {option.default})"
+            shown += f" (default: {option.default})"
     if option.choices:
         attributes["metavar"] = "{" + ",".join(option.choices) + "}"
     if option.type is not str or option.choices:
         attributes["type"] = _argparse_type(option)
-    return attributes | {"help": shown}
+    return attributes | {"help": shown.replace("%", "%%")}
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -27,7 +27,7 @@ from .session import Session, open_session
 _SCHEMA_MODELINE = "scenario.schema.json"
 
 
-@dataclass
+@dataclass(eq=False)
 class _Run:
     """This pytest run's target, selection and judges, its session (started on first use), and
     the tally, counted from every test's report (here, or sent by a pytest-xdist worker). A
