@@ -84,6 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _asked(options: argparse.Namespace) -> bool:
+    """Whether the parsed options ask for the plugin."""
     return bool(options.parity or options.parity_builtin or getattr(options, dest(TARGET)))
 
 
@@ -99,12 +100,8 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
             "help": f"The same as {flag(TARGET)} (accepted with --parity or --parity-builtin)."})
 
 
-def _enabled(config: pytest.Config) -> bool:
-    return _asked(config.option)
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    if _enabled(config):
+    if _asked(config.option):
         from . import pytest_scenarios
 
         config.pluginmanager.register(pytest_scenarios, "responses_parity.scenarios")
@@ -113,7 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture(scope="session")
 def parity_session(pytestconfig: pytest.Config) -> Session:
     """The running target of this pytest session (needs --parity, --parity-builtin or --parity-target)."""
-    if not _enabled(pytestconfig):
+    if not _asked(pytestconfig.option):
         pytest.skip("responses-parity is not enabled: pass --parity, --parity-builtin or --parity-target")
     from .pytest_scenarios import session_of
 
