@@ -283,6 +283,7 @@ class Matrix:
                         if Severity[finding["severity"].upper()] >= Severity.WARNING and not finding["known"]:
                             findings[f"{finding['severity']}: {group_of(finding)[2]}"] += 1
                 found.append({"target": run.name, "scenario": result["scenario"], "mode": result["mode"],
+                              "anchor": unit_anchor(result["scenario"], result["mode"]),
                               "policy": not result["openai_counterpart"], "evidence": result["evidence"],
                               "findings": sorted(findings.items(), key=lambda pair: not pair[0].startswith("error"))})
         return found

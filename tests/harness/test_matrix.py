@@ -134,14 +134,18 @@ def _resolves(link: str, page: Path) -> bool:
 
 def test_every_link_of_the_matrix_resolves(matrix_run) -> None:
     matrix, markdown, html, root = matrix_run
-    html_links = ReportPage(html).links
+    page = ReportPage(html)
     markdown_links = re.findall(r"\]\(([^)]+)\)", markdown)
-    assert not [link for link in html_links if not _resolves(link, root / "matrix.html")]
+    assert not [link for link in page.links if not _resolves(link, root / "matrix.html")]
     assert not [link for link in markdown_links if not _resolves(link, root / "matrix.md")]
-    cells = [cell for row in matrix.rows for cell in row.cells]
-    assert sum("report.html#unit-" in link for link in html_links) == sum(c.status != "could_not_run" for c in cells)
-    assert "reports/reference-process/report.html#unit-text-made-up-stream" in html_links
-    assert "#target-no-such-gateway" in html_links
+    places = [(run.name, mode) for run in matrix.runs for mode in matrix.modes]
+    cells = {(row.scenario, *place): link for row in matrix.rows
+             for place, (_, link) in zip(places, page.matrix[row.scenario], strict=True)}
+    assert cells[("text-made-up", "reference-process", "stream")] == \
+        "reports/reference-process/report.html#unit-text-made-up-stream"
+    assert cells[("text-basic", "reference", "nonstream")] == "reports/reference/report.html#unit-text-basic-nonstream"
+    assert cells[("text-basic", "no-such-gateway", "stream")] == "#target-no-such-gateway"
+    assert all(cells.values())
     assert "reports/reference-process/report.md#unit-text-made-up-stream" in markdown_links
     assert "reports/reference/report.md" in markdown_links
 
