@@ -135,8 +135,8 @@ def timeline(reference: list[str] | None, actual: list[str], arrivals: list[tupl
             and row.actual_index < len(runs) else []
         span = (time_x + times[0] * scale, time_x + times[-1] * scale) if time_x is not None and len(times) > 1 \
             else None
-        what = {"same": "", "unjudged": "", "missing": " (only the reference has it)", "extra": " (only the answer has it)",
-                "changed": f" (the reference has {row.reference})"}[row.tag]
+        what = {"same": "", "unjudged": "", "missing": " (only the reference has it)",
+                "extra": " (only the answer has it)", "changed": f" (the reference has {row.reference})"}[row.tag]
         when = "" if not times else f": {len(times)} event(s) at {_ms(times[0])}" + \
             (f" to {_ms(times[-1])}" if len(times) > 1 else "") + " ms"
         rows.append(TimelineRow(y, row, _marks(times, scale, time_x) if time_x is not None else [], span,

@@ -211,9 +211,8 @@ def markdown(document: dict[str, Any]) -> str:
     if problems:
         lines += ["", "## What differs", ""]
     for result in problems:
-        lines.append(f"### <a id=\"{unit_anchor(result['scenario'], result['mode'])}\"></a>{result['scenario']} "
-                     f"[{result['mode']}]")
-        lines.append("")
+        lines += [f"<a id=\"{unit_anchor(result['scenario'], result['mode'])}\"></a>", "",
+                  f"### {result['scenario']} [{result['mode']}]", ""]
         for step in result["steps"]:
             if step["outcome"] == "pass":
                 continue

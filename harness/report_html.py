@@ -62,6 +62,6 @@ def render_html(document: dict[str, Any]) -> str:
         scenarios.setdefault(result["scenario"], {}).setdefault(result["mode"], []).append(result)
     matrix = [{"scenario": name, "policy": not modes[next(iter(modes))][0]["openai_counterpart"],
                "cells": [_cell(modes.get(mode, [])) for mode in MODES]} for name, modes in scenarios.items()]
-    units = [_unit(result) for modes in scenarios.values() for mode in MODES for result in modes.get(mode, [])[:1]]
+    units = [_unit(result) for modes in scenarios.values() for mode in MODES for result in modes.get(mode, [])]
     return _environment().get_template("report.html.j2").render(
         document=document, target=target, modes=MODES, matrix=matrix, units=units)

@@ -1,10 +1,49 @@
-"""What the tests read out of an HTML report page: its element ids, its links, the matrix
-cells, every finding per scenario run section, and per stream timeline its rows."""
+"""What the tests of the HTML reports share: a scenario that diverges on purpose, and what they
+read out of a page (its element ids, its links, the matrix cells, every finding per scenario run
+section, and per stream timeline its rows)."""
 
 from __future__ import annotations
 
 from html.parser import HTMLParser
 from pathlib import Path
+
+MISSTATED = """\
+id: text-misstated
+title: A plain text answer, misstated on purpose for the reports' tests
+tags: [text]
+evidence:
+  recordings: [stream-text__langchain__1]
+  note: Made up for the tests of the reports; OpenAI completes this one (see text-basic).
+steps:
+  - id: ask
+    request:
+      model: "{{model}}"
+      input: "What is the capital of France?"
+    model:
+      - text: "The capital of France is Paris."
+    expect:
+      status: incomplete
+      events:
+        - response.created
+        - response.output_item.added
+        - response.content_part.added
+        - response.output_text.delta
+        - response.output_text.done
+        - response.refusal.done
+        - response.output_item.done
+        - response.completed
+"""
+"""text-basic with expectations no gateway meets, so that the reports show divergences of both
+stream modes: a status (in JSON and streamed answers) and an event sequence with one event left
+out (a row only the answer has) and one changed (a row where the two differ). Written where a
+test runs it (a scenario file in tests/ would be collected by the pytest plugin)."""
+
+
+def misstated_scenarios(folder: Path) -> Path:
+    """A folder holding the `text-misstated` scenario (`MISSTATED`)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "text-misstated.yaml").write_text(MISSTATED)
+    return folder
 
 
 class ReportPage(HTMLParser):

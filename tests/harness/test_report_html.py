@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_pages import ReportPage
+from report_pages import ReportPage, misstated_scenarios
 
 from responses_parity.harness.charts import MAX_MARKS_PER_ROW, TIME_PX, latency_chart, side_by_side, ticks, timeline
 from responses_parity.harness.cli import main
 from responses_parity.harness.contract import collapse
 from responses_parity.harness.loader import builtin_scenarios_dir
 
-MISSTATED = Path(__file__).parent / "report_scenarios"
 SCENARIOS = ("text-misstated", "text-basic", "mcp-call", "function-call-output-prev-id", "chat-passthrough",
              "error-missing-model")
 
@@ -26,7 +25,8 @@ SCENARIOS = ("text-misstated", "text-basic", "mcp-call", "function-call-output-p
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], ReportPage, Path]:
     folder = tmp_path_factory.mktemp("report")
     selection = [argument for scenario in SCENARIOS for argument in ("-s", scenario)]
-    result = CliRunner().invoke(main, ["run", str(builtin_scenarios_dir()), str(MISSTATED), *selection,
+    misstated = misstated_scenarios(folder / "scenarios")
+    result = CliRunner().invoke(main, ["run", str(builtin_scenarios_dir()), str(misstated), *selection,
                                        "--report-dir", str(folder)], catch_exceptions=False)
     assert result.exit_code == 1, result.output  # text-misstated fails, on purpose
     return json.loads((folder / "results.json").read_text()), ReportPage.read(folder / "report.html"), folder
@@ -89,7 +89,7 @@ def test_every_event_of_a_stream_has_its_arrival_time(report) -> None:
     for stream, timing in streams:
         times = [time for _, time in stream["arrivals"]]
         assert len(times) == stream["arrivals_total"] and times == sorted(times)
-        assert 0 < times[0] and times[-1] <= timing["elapsed_s"] * 1000
+        assert times[0] > 0 and times[-1] <= timing["elapsed_s"] * 1000
         assert list(collapse([label for label, _ in stream["arrivals"]])) == stream["events"]
 
 

@@ -17,6 +17,7 @@ from urllib.request import url2pathname
 
 import pytest
 from click.testing import CliRunner
+from report_pages import misstated_scenarios
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.loader import builtin_scenarios_dir
@@ -26,7 +27,6 @@ CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (Debian: apt-get install chromium)")
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-MISSTATED = Path(__file__).parent / "report_scenarios"
 SELECTION = ("-s", "text-misstated", "-s", "mcp-call", "-s", "text-basic", "-s", "error-missing-model")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -41,7 +41,7 @@ def screenshot_dir() -> Path:
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A run's report.html and a one-target matrix.html, written by the CLI into a tmp folder."""
     root = tmp_path_factory.mktemp("browser")
-    paths = [str(builtin_scenarios_dir()), str(MISSTATED)]
+    paths = [str(builtin_scenarios_dir()), str(misstated_scenarios(root / "scenarios"))]
     run = CliRunner().invoke(main, ["run", *paths, *SELECTION, "--report-dir", str(root / "run")],
                              catch_exceptions=False)
     assert run.exit_code == 1, run.output  # text-misstated fails on purpose: the pages show divergences
