@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -183,6 +184,44 @@ def compare_variants(variants: list[Variant], contract: Contract, exchange: Exch
         misses.append(f"{variant.name}: {differences[0].message}")
     return [_mismatch(Kind.VARIANT, "expect.variants", "matches none of the known variants (" + "; ".join(misses)
                       + ")", [v.name for v in variants], None)]
+
+
+@dataclass(frozen=True)
+class StreamReference:
+    """The sequence a stream is held against, for reports that show the two side by side."""
+
+    events: tuple[str, ...] | None
+    source: str
+    """Where `events` come from; when there are none, why."""
+
+
+def stream_reference(expect: Expect, findings: list[Finding], actual: tuple[str, ...], chat: bool) -> StreamReference:
+    """The sequence the step states for its stream (`events`, or `chat.chunks` for a chat
+    completion), else that of the variant the answer matched (`findings` name it) or, when it
+    matched none, of the variant closest to `actual`; else none, saying why."""
+    def stated(part: Expect) -> list[str] | None:
+        return (part.chat.chunks if part.chat else None) if chat else part.events
+
+    field = "`expect.chat.chunks`" if chat else "`expect.events`"
+    if (own := stated(expect)) is not None:
+        return StreamReference(tuple(own), "expected by the scenario")
+    sequences = {variant.name: tuple(sequence) for variant in expect.variants or []
+                 if (sequence := stated(variant.expect)) is not None}
+    matched = next((f.actual for f in findings if f.rule == "expect.variants" and isinstance(f.actual, str)), None)
+    if matched in sequences:
+        return StreamReference(sequences[matched], f"expected by the scenario: the variant it matched, “{matched}”")
+    if sequences and matched is None:
+        name = max(sequences, key=lambda n: difflib.SequenceMatcher(a=sequences[n], b=actual, autojunk=False).ratio())
+        return StreamReference(sequences[name], f"expected by the scenario: the closest variant, “{name}” "
+                                                "(the answer matches none)")
+    stated_fields = sorted(expect.model_fields_set - {"events", "variants"})
+    judged = (f"what the step does state ({', '.join(stated_fields)}), " if stated_fields else "") + \
+        "the stream grammar and the SDK's schemas"
+    if matched is not None:
+        return StreamReference(None, f"the answer matched the variant “{matched}”, which states no sequence "
+                                     f"({field}); the stream is judged by that variant, {judged}")
+    nor = ", nor does any of its variants" if expect.variants else ""
+    return StreamReference(None, f"the step states no sequence ({field}{nor}); the stream is judged by {judged}")
 
 
 def _compare_fields(expect: Expect, contract: Contract, exchange: Exchange) -> list[Finding]:

@@ -145,16 +145,33 @@ def interrupt_of(status: str | None, output: tuple[ItemShape, ...]) -> Interrupt
     return Interrupt("none")
 
 
+def sequence_marks(exchange: Exchange, chat: bool) -> list[tuple[int, str]]:
+    """What a stream's contract sequence is made of, before runs are collapsed: each event's
+    type (for a chat completion, each of its chunk's kinds), with the index of the event in
+    `exchange.events` it comes from."""
+    if chat:
+        return [(index, kind) for index, event in enumerate(exchange.events)
+                for kind in _chunk_kind(event.payload, event.is_done_sentinel)]
+    return [(index, event.type) for index, event in enumerate(exchange.events)
+            if not event.is_done_sentinel and event.type is not None]
+
+
+def streamed_sequence(contract: Contract) -> tuple[str, ...] | None:
+    """The sequence a streamed answer is compared by (runs collapsed): its event types, or a
+    chat completion's chunk kinds; None for an answer that was not streamed."""
+    if contract.stream is not None:
+        return contract.stream.events
+    return contract.chat.chunks if contract.chat is not None and contract.chat.chunks else None
+
+
 def _stream_shape(exchange: Exchange) -> StreamShape:
     types: list[str] = []
     per_item: dict[int, list[str]] = {}
-    for event in exchange.events:
-        if event.is_done_sentinel or event.type is None:
-            continue
-        types.append(event.type)
-        index = (event.payload or {}).get("output_index")
+    for position, event_type in sequence_marks(exchange, chat=False):
+        types.append(event_type)
+        index = (exchange.events[position].payload or {}).get("output_index")
         if isinstance(index, int):
-            per_item.setdefault(index, []).append(event.type)
+            per_item.setdefault(index, []).append(event_type)
     terminal = next((t for t in reversed(types) if t in TERMINAL_EVENTS), None)
     return StreamShape(collapse(types), {i: collapse(t) for i, t in sorted(per_item.items())}, terminal,
                        any(e.is_done_sentinel for e in exchange.events), len(types))
@@ -224,7 +241,7 @@ def chat_completion(exchange: Exchange) -> dict[str, Any] | None:
 
 
 def project_chat(exchange: Exchange) -> Contract:
-    chunks = collapse([kind for e in exchange.events for kind in _chunk_kind(e.payload, e.is_done_sentinel)])
+    chunks = collapse([kind for _, kind in sequence_marks(exchange, chat=True)])
     completion = chat_completion(exchange)
     error = None if exchange.streamed else _error_shape(exchange.body)
     if completion is None:

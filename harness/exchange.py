@@ -43,6 +43,9 @@ class Exchange:
     disconnected: bool = False
     """The harness went away on purpose before the answer ended (a scenario's `disconnect`)."""
     elapsed_s: float = 0.0
+    event_times_s: list[float] = field(default_factory=list)
+    """When each event of a live stream arrived, in seconds after the request was sent, one
+    per event of `events` (empty when not recorded: a stored exchange, a JSON answer)."""
     meta: dict[str, Any] = field(default_factory=dict)
 
     @cached_property

@@ -23,8 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from .compare import compare
-from .contract import Contract, project_answer
+from .compare import StreamReference, compare
+from .contract import Contract, project_answer, streamed_sequence
 from .defaults import DEFAULT_GOLDEN_DIR
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
@@ -205,8 +205,8 @@ class GoldenJudge:
                 continue
             step.findings += compare_with(golden, step.contract, step.exchange, label, model_dependent)
             step.findings += self._fields_it_lacks(golden, step.exchange, label)
-            if (stream := project_answer(golden).stream) is not None:
-                step.reference_events, step.reference_label = stream.events, label
+            if step.exchange.streamed and (sequence := streamed_sequence(project_answer(golden))) is not None:
+                step.reference = StreamReference(sequence, label)
 
 
     def _fields_it_lacks(self, golden: Exchange, actual: Exchange, label: str) -> list[Finding]:

@@ -10,6 +10,7 @@ Rendering is `matrix.md.j2` / `matrix.html.j2`.
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import Counter
@@ -19,13 +20,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import Environment, PackageLoader, select_autoescape
+from jinja2 import Environment, PackageLoader
 
+from .charts import latency_chart
 from .findings import HarnessError, Kind, Severity, group_of
 from .loader import LoadedScenario
 from .profile import ProfileError, find_profile
 from .redaction import Redactor
 from .report import RunInfo, write_reports
+from .report_html import unit_anchor
 from .runner import EngineEvent
 from .scenario import MODES, Mode
 from .session import OPENAI, REFERENCE, TargetOptions, open_session
@@ -41,6 +44,10 @@ class Cell:
     warnings: int = 0
     detail: str = ""
     """Why unsupported, or what could not run."""
+    target: str = ""
+    anchor: str | None = None
+    """Where the scenario run's details are in its target's report (`unit_anchor`); None
+    when the target did not run it."""
 
     @property
     def label(self) -> str:
@@ -66,15 +73,16 @@ def cell_of(result: dict[str, Any] | None) -> Cell:
     target's baseline) count as neither errors nor warnings."""
     if result is None:
         return Cell("none")
+    anchor = unit_anchor(result["scenario"], result["mode"])
     if result["outcome"] == "unsupported":
-        return Cell("unsupported", detail=result["unsupported"] or "")
+        return Cell("unsupported", detail=result["unsupported"] or "", anchor=anchor)
     findings = [f for step in result["steps"] for f in step["findings"] if not f["known"]]
     errors = sum(f["severity"] == "error" for f in findings)
     warnings = sum(f["severity"] == "warning" for f in findings)
     if result["outcome"] == "could_not_run":
         reasons = [step["error"] for step in result["steps"] if step["error"]]
-        return Cell("could_not_run", errors, warnings, reasons[0] if reasons else "")
-    return Cell("divergence" if result["outcome"] == "fail" else "pass", errors, warnings)
+        return Cell("could_not_run", errors, warnings, reasons[0] if reasons else "", anchor=anchor)
+    return Cell("divergence" if result["outcome"] == "fail" else "pass", errors, warnings, anchor=anchor)
 
 
 @dataclass(frozen=True)
@@ -275,6 +283,7 @@ class Matrix:
                         if Severity[finding["severity"].upper()] >= Severity.WARNING and not finding["known"]:
                             findings[f"{finding['severity']}: {group_of(finding)[2]}"] += 1
                 found.append({"target": run.name, "scenario": result["scenario"], "mode": result["mode"],
+                              "anchor": unit_anchor(result["scenario"], result["mode"]),
                               "policy": not result["openai_counterpart"], "evidence": result["evidence"],
                               "findings": sorted(findings.items(), key=lambda pair: not pair[0].startswith("error"))})
         return found
@@ -289,8 +298,9 @@ def build_matrix(runs: list[TargetRun], command: str) -> Matrix:
             meta.setdefault(result["scenario"], result)
     modes = tuple(m for m in MODES if any(mode == m for cells in results.values() for _, mode in cells))
     rows = [Row(scenario, meta[scenario]["title"], not meta[scenario]["openai_counterpart"],
-                [cell_of(cells.get((run.name, mode))) if run.document is not None
-                 else Cell("could_not_run", detail="the target could not run") for run in runs for mode in modes],
+                [replace(cell_of(cells.get((run.name, mode))), target=run.name) if run.document is not None
+                 else Cell("could_not_run", detail="the target could not run", target=run.name)
+                 for run in runs for mode in modes],
                 meta[scenario]["evidence"])
             for scenario, cells in sorted(results.items(), key=lambda pair: (not meta[pair[0]]["openai_counterpart"],
                                                                             pair[0]))]
@@ -303,15 +313,26 @@ def _md_cell(text: Any) -> str:
 
 def _environment(autoescape: bool) -> Environment:
     environment = Environment(loader=PackageLoader("responses_parity.harness", "templates"),
-                              autoescape=select_autoescape(["html"]) if autoescape else False,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                              autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True)
     environment.filters["md"] = _md_cell
     return environment
 
 
-def render_matrix(matrix: Matrix, template: Literal["md", "html"]) -> str:
-    context = {"matrix": matrix, "summaries": matrix.summaries(), "latencies": matrix.latencies(),
-               "details": matrix.details()}
+def report_links(matrix: Matrix, home: Path) -> dict[str, str]:
+    """Per target that wrote a report, its folder as a relative link from `home`, the folder
+    the matrix is written to."""
+    return {run.name: Path(os.path.relpath(run.report_dir, home)).as_posix()
+            for run in matrix.runs if run.report_dir is not None}
+
+
+def render_matrix(matrix: Matrix, template: Literal["md", "html"], home: Path) -> str:
+    """The matrix as Markdown or HTML, linking each target's report relative to `home`."""
+    latencies = matrix.latencies()
+    added = {name: (latency.added_median_ms, latency.added_p95_ms) for name, latency in latencies.items() if latency}
+    context = {"matrix": matrix, "summaries": matrix.summaries(), "latencies": latencies,
+               "details": matrix.details(), "reports": report_links(matrix, home),
+               "latency_chart": latency_chart(added)}
     return _environment(template == "html").get_template(f"matrix.{template}.j2").render(context)
 
 
@@ -320,7 +341,7 @@ def write_matrix(matrix: Matrix, markdown_path: Path, redactor: Redactor | None 
     (default: one that knows no secret by value); returns the HTML path."""
     redactor = redactor or Redactor()
     markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    redactor.write_text(markdown_path, render_matrix(matrix, "md"))
+    redactor.write_text(markdown_path, render_matrix(matrix, "md", markdown_path.parent))
     html_path = markdown_path.with_suffix(".html")
-    redactor.write_text(html_path, render_matrix(matrix, "html"))
+    redactor.write_text(html_path, render_matrix(matrix, "html", markdown_path.parent))
     return html_path

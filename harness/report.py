@@ -15,9 +15,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from .contract import sequence_marks, streamed_sequence
 from .findings import Severity
 from .redaction import Redactor
-from .report_html import render_html
+from .report_html import render_html, unit_anchor
 from .runner import Outcome, ScenarioResult, StepResult
 from .vocabulary import output_item_types, sdk_event_types
 from .scenario import FORMAT_VERSION, MODES
@@ -51,8 +52,29 @@ def _exchange_name(result: ScenarioResult, step: StepResult) -> str:
     return f"{result.scenario.id}__{result.mode}__{step.step_id}.json"
 
 
+MAX_ARRIVALS = 5000
+"""The arrival times a report keeps of one stream: the first ones, enough for any picture."""
+
+
+def _stream_document(step: StepResult) -> dict[str, Any] | None:
+    """A streamed answer's sequence (runs collapsed), the sequence it is held against and
+    where that comes from (or why there is none), and when each of its events arrived (ms
+    after the request was sent; None when not recorded)."""
+    exchange, contract, reference = step.exchange, step.contract, step.reference
+    if exchange is None or contract is None or reference is None:
+        return None
+    times = exchange.event_times_s if len(exchange.event_times_s) == len(exchange.events) else None
+    marks = sequence_marks(exchange, step.chat)
+    return {"events": list(streamed_sequence(contract) or ()),
+            "reference": None if reference.events is None else list(reference.events),
+            "reference_label": reference.source if reference.events is not None else None,
+            "no_reference": reference.source if reference.events is None else None,
+            "arrivals": None if times is None else [[label, round(times[index] * 1000, 3)]
+                                                    for index, label in marks[:MAX_ARRIVALS]],
+            "arrivals_total": len(marks)}
+
+
 def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
-    stream = step.contract.stream if step.contract else None
     scripted = next((s for s in result.scenario.steps if s.id == step.step_id), None)
     return {
         "step": step.step_id,
@@ -61,9 +83,7 @@ def _step_document(result: ScenarioResult, step: StepResult) -> dict[str, Any]:
         "error": step.error,
         "contract": step.contract.to_dict() if step.contract else None,
         "findings": [finding.to_dict() for finding in step.findings],
-        "stream": None if stream is None else {"events": list(stream.events),
-                                               "reference": list(step.reference_events or []) or None,
-                                               "reference_label": step.reference_label},
+        "stream": _stream_document(step),
         "exchange_file": f"exchanges/{_exchange_name(result, step)}" if step.outcome != "pass" and step.exchange
         else None,
         "timing": _timing(step),
@@ -217,8 +237,8 @@ def markdown(document: dict[str, Any]) -> str:
     if problems:
         lines += ["", "## What differs", ""]
     for result in problems:
-        lines.append(f"### {result['scenario']} [{result['mode']}]")
-        lines.append("")
+        lines += [f"<a id=\"{unit_anchor(result['scenario'], result['mode'])}\"></a>", "",
+                  f"### {result['scenario']} [{result['mode']}]", ""]
         for step in result["steps"]:
             if step["outcome"] == "pass":
                 continue

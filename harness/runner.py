@@ -24,9 +24,9 @@ from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
 from .attribution import Sent, attribute
 from .capabilities import missing_capability
 from .checks import no_reference_findings
-from .compare import compare, compare_upstream, upstream_anomalies
+from .compare import StreamReference, compare, compare_upstream, stream_reference, upstream_anomalies
 from .conditions import wait_until
-from .contract import Contract, chat_completion, project, project_chat
+from .contract import Contract, chat_completion, project, project_chat, streamed_sequence
 from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .fixture_client import FixtureClient, McpFixture, Observed
@@ -51,10 +51,9 @@ class StepResult:
     observed: Observed | None = None
     error: str | None = None
     """Why the harness could not run the step (not a fault of the target)."""
-    reference_events: tuple[str, ...] | None = None
-    """The event sequence the stream is held against (runs collapsed), for side-by-side views."""
-    reference_label: str | None = None
-    """Where `reference_events` come from: the scenario's expectation, or a golden set."""
+    reference: StreamReference | None = None
+    """For a streamed answer, the sequence it is held against (the scenario's expectation, or
+    a golden set's), or why there is none, for side-by-side views."""
     expect: Expect | None = None
     """The expectation the answer was judged by, placeholders resolved."""
     chat: bool = False
@@ -398,9 +397,9 @@ class Engine:
         response_id = (contract.response_fields or {}).get("id")
         if isinstance(response_id, str):
             run.chains.by_response[response_id] = chain
-        reference = tuple(expect.events) if expect.events is not None and exchange.streamed else None
-        return StepResult(step.id, exchange, contract, findings, reference_events=reference,
-                          reference_label="expected by the scenario" if reference else None, expect=expect,
+        reference = stream_reference(expect, findings, streamed_sequence(contract) or (), prepared.chat) \
+            if exchange.streamed else None
+        return StepResult(step.id, exchange, contract, findings, reference=reference, expect=expect,
                           chat=prepared.chat)
 
     async def _wait(self, run: _Run, step: Step) -> Finding | None:

@@ -153,9 +153,10 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
                 exchange.headers = dict(response.headers)
                 content_type = response.headers.get("content-type")
                 capture = TeeStream(response.aiter_bytes(), target.max_answer_bytes)
-                if "text/event-stream" in (content_type or "") and after_event is not None:
+                if "text/event-stream" in (content_type or ""):
                     async for event in iter_sse(capture):
-                        if event.type == after_event:
+                        exchange.event_times_s.append(time.monotonic() - started)
+                        if after_event is not None and event.type == after_event:
                             exchange.disconnected = True
                             break
                 else:

@@ -207,7 +207,7 @@ def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...
     out.print(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
     command = " ".join(["parity matrix", f"--targets {','.join(names)}", *(f"-s {i}" for i in ids),
                         *(f"-t {t}" for t in tags), *([f"--mode {mode}"] if mode != "both" else []),
-                        f"--output {output}"])
+                        f"--output {output}", f"--report-dir {report_dir}"])
     with redacted_consoles() as redactor:
         runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=say, on_event=RunConsole(DEFAULT).progress,
                           redactor=redactor)

@@ -5,10 +5,10 @@ keeps known divergences from failing CI while new ones still do."""
 from __future__ import annotations
 
 import json
-from html.parser import HTMLParser
 from pathlib import Path
 
 from click.testing import CliRunner
+from report_pages import ReportPage
 
 from responses_parity.harness.cli import main
 
@@ -119,53 +119,15 @@ def test_an_unknown_golden_set_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2 and "no golden set 'nowhere'" in output
 
 
-class _ReportParser(HTMLParser):
-    """Collects the matrix cells and, per side-by-side stream, its rows (tag, reference, actual)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.matrix: dict[str, list[str]] = {}
-        self.streams: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
-        self._table: str | None = None
-        self._stream: tuple[str, str, str] | None = None
-        self._row: list[str] | None = None
-        self._row_class = ""
-        self._cell: list[str] | None = None
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        attributes = dict(attrs)
-        if tag == "table":
-            self._table = attributes.get("id") or attributes.get("class")
-        elif tag == "details":
-            self._stream = (attributes["data-scenario"], attributes["data-mode"], attributes["data-step"])
-        elif tag == "tr":
-            self._row, self._row_class = [], attributes.get("class") or ""
-        elif tag == "td" and self._row is not None:
-            self._cell = []
-
-    def handle_data(self, data: str) -> None:
-        if self._cell is not None:
-            self._cell.append(data)
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag == "td" and self._cell is not None and self._row is not None:
-            self._row.append(" ".join("".join(self._cell).split()))
-            self._cell = None
-        elif tag == "tr" and self._row:
-            if self._table == "matrix":
-                self.matrix[self._row[0]] = self._row[1:]
-            elif self._table == "side-by-side" and self._stream is not None:
-                self.streams.setdefault(self._stream, []).append((self._row_class, *self._row))
-            self._row = None
-
-
 def test_the_html_report_shows_the_matrix_and_the_streams_side_by_side(tmp_path: Path) -> None:
     drop_event(record(tmp_path), "response.mcp_call.completed")
     run_against(tmp_path)
-    parser = _ReportParser()
-    parser.feed((tmp_path / "report" / "report.html").read_text())
-    assert parser.matrix["mcp-call"] == ["pass", "divergence (error)"]
-    assert parser.matrix["text-basic"] == ["pass", "pass"]
+    parser = ReportPage.read(tmp_path / "report" / "report.html")
+    assert [label for label, _ in parser.matrix["mcp-call"]] == ["pass", "divergence (error)"]
+    assert [label for label, _ in parser.matrix["text-basic"]] == ["pass", "pass"]
+    links = [link for cells in parser.matrix.values() for _, link in cells]
+    assert len(links) == 6 and all(link and link[0] == "#" and link[1:] in parser.ids for link in links)
+    assert parser.matrix["mcp-call"][1][1] == "#unit-mcp-call-stream"
     rows = parser.streams[("mcp-call", "stream", "ask")]
     assert [row for row in rows if row[0] != "same"] == [("extra", "", "response.mcp_call.completed")]
     assert all(reference == actual for tag, reference, actual in rows if tag == "same")

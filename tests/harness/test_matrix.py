@@ -3,13 +3,16 @@ gateway started from a profile in a child process, and a target that cannot run 
 
 from __future__ import annotations
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from report_pages import ReportPage
 
 from responses_parity.harness.loader import builtin_scenarios_dir, load
-from responses_parity.harness.matrix import Cell, build_matrix, latency_of, run_matrix, write_matrix
+from responses_parity.harness.matrix import (Cell, TargetRun, build_matrix, latency_of, render_matrix, run_matrix,
+                                             write_matrix)
 from responses_parity.harness.runner import units_of
 from responses_parity.harness.session import TargetOptions
 
@@ -117,6 +120,47 @@ def test_the_per_start_secret_reaches_no_report(matrix_run) -> None:
     _, markdown, html, root = matrix_run
     reports = [markdown, html, *(path.read_text() for path in (root / "reports").rglob("*") if path.is_file())]
     assert len(reports) > 4 and not any("sk-parity-" in text for text in reports)
+
+
+def _resolves(link: str, page: Path) -> bool:
+    """Whether a relative link from `page` reaches a file that exists and, with a fragment,
+    an element (or a Markdown anchor) of that id in it."""
+    target, _, fragment = link.partition("#")
+    path = (page.parent / target).resolve() if target else page
+    if not path.is_file():
+        return False
+    return not fragment or f'id="{fragment}"' in path.read_text()
+
+
+def test_every_link_of_the_matrix_resolves(matrix_run) -> None:
+    matrix, markdown, html, root = matrix_run
+    page = ReportPage(html)
+    markdown_links = re.findall(r"\]\(([^)]+)\)", markdown)
+    assert not [link for link in page.links if not _resolves(link, root / "matrix.html")]
+    assert not [link for link in markdown_links if not _resolves(link, root / "matrix.md")]
+    places = [(run.name, mode) for run in matrix.runs for mode in matrix.modes]
+    cells = {(row.scenario, *place): link for row in matrix.rows
+             for place, (_, link) in zip(places, page.matrix[row.scenario], strict=True)}
+    assert cells[("text-made-up", "reference-process", "stream")] == \
+        "reports/reference-process/report.html#unit-text-made-up-stream"
+    assert cells[("text-basic", "reference", "nonstream")] == "reports/reference/report.html#unit-text-basic-nonstream"
+    assert cells[("text-basic", "no-such-gateway", "stream")] == "#target-no-such-gateway"
+    assert all(cells.values())
+    assert "reports/reference-process/report.md#unit-text-made-up-stream" in markdown_links
+    assert "reports/reference/report.md" in markdown_links
+
+
+def test_the_html_matrix_draws_the_latency_of_each_gateway(matrix_run) -> None:
+    _, _, html, _ = matrix_run
+    chart = html[html.index('<svg class="latency-chart"'):]
+    assert [f'data-target="{name}"' in chart for name in ("reference", "reference-process", "no-such-gateway")] == [
+        True, True, False]
+
+
+def test_what_a_gateway_says_is_escaped_in_the_html_matrix() -> None:
+    run = TargetRun("hostile", "hostile", failure='<script>alert("x")</script>')
+    html = render_matrix(build_matrix([run], "parity matrix"), "html", Path("."))
+    assert "<script>" not in html and "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
 
 
 def test_cell_labels_name_the_severity() -> None:
