@@ -31,6 +31,7 @@ from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .fixture_client import FixtureClient, McpFixture, Observed
 from .loader import LoadedScenario
+from .mcp_failure import mcp_failure
 from .placeholders import OutputView, render
 from .scenario import Expect, GatewaySetup, Mode, Scenario, Step, UpstreamExpect, Wait
 from .targets import Target, send
@@ -452,8 +453,9 @@ class Engine:
 
     async def _judge_upstream(self, run: _Run) -> None:
         """Judge every step's `expect.upstream` on what its request caused, once the run is over
-        (so work a background or abandoned request did later counts), and report what the
-        scripted model could not answer as scripted."""
+        (so work a background or abandoned request did later counts), report what the
+        scripted model could not answer as scripted, and explain a failed step whose MCP
+        listing failed (`mcp_failure`)."""
         assert self.fixtures is not None
         observed = await self.fixtures.observed(run.token, run.scenario.fixtures)
         caused = attribute(observed, run.sent)
@@ -465,6 +467,9 @@ class Engine:
             result.findings += upstream_anomalies(result.observed)
             if (expect := run.upstream_expects.get(index)) is not None:
                 result.findings += compare_upstream(expect, result.observed)
+            if result.outcome == "fail" and result.exchange is not None and \
+                    (cause := mcp_failure(result.exchange, result.observed, run.context["mcp"])) is not None:
+                result.findings.insert(0, cause)
 
     async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1) -> list[ScenarioResult]:
         """Run every (scenario, mode) unit, at most `jobs` at a time; results in input order."""
