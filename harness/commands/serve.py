@@ -87,16 +87,17 @@ def _announce(stack: Stack, as_json: bool) -> None:
     allowance = GuardAllowance(tuple(found["outbound_allow"]["ranges"]), tuple(found["outbound_allow"]["ports"]))
     width = max(len(name) for name in found["mcp"])
     lines = [
-        f"scripted upstream on {found['upstream']}; point your gateway at it:",
-        f"  model base URL    {found['model_base_url']}   (Responses, Chat Completions or Anthropic Messages; "
-        f"any model name and API key)",
-        "MCP fixtures (each scenario sends its own URL on these ports, in the request's MCP tools):",
+        f"scripted upstream (the model) on {found['upstream']}",
+        f"  model base URL: {found['model_base_url']}   (Responses, Chat Completions or Anthropic Messages; "
+        "any model name, any API key)",
+        "MCP fixtures (each scenario names one in its request's MCP tools, at a URL of its own on these ports):",
         *(f"  {name:<{width}}  {urls['url']}   (SSE: {urls['sse_url']})" for name, urls in found["mcp"].items()),
         f"outbound guard: if your gateway has one, allow {', '.join(allowance.ranges)} ({allowance.ports_text()})",
         "reference gateway settings (parity serve reference --config FILE):",
         f"  upstream: {{url: \"{found['model_base_url']}\"}}",
         f"  {allowance.reference_setting()}",
-        f"then, with your gateway running: {found['run']}   (Ctrl-C here to stop)",
+        f"with your gateway running on these settings: {found['run']}",
+        "serving until Ctrl-C",
     ]
     for line in lines:
         say(line)
