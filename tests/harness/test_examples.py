@@ -33,7 +33,7 @@ EXPECTED = {
 @pytest.mark.parametrize("example", sorted(EXPECTED))
 def test_an_example_drives_the_reference_gateway_through_its_sdk(example: str, tmp_path: Path) -> None:
     if example == "openai_agents":
-        pytest.importorskip("agents", reason="the openai-agents SDK comes with the test extra: pip install -e '.[test]'")
+        pytest.importorskip("agents", reason="the openai-agents SDK comes with the test extra: .[test]")
     with running(tmp_path) as start:
         serve = start([str(PARITY), "serve", "--port", "0", "--json", "--script",
                        str(EXAMPLES / f"{example}.script.yaml")], "serve")
@@ -44,7 +44,8 @@ def test_an_example_drives_the_reference_gateway_through_its_sdk(example: str, t
         (tmp_path / "gateway.yaml").write_text(yaml.safe_dump(config))
         gateway = start([str(PARITY), "serve", "reference", "--port", "0", "--config", str(tmp_path / "gateway.yaml")],
                         "gateway").wait_for(LISTENING)["url"]
-        env = {"PATH": "/usr/bin:/bin", "GATEWAY_BASE_URL": f"{gateway}/v1", "MCP_CALC_URL": served["mcp"]["calc"]["url"]}
+        env = {"PATH": "/usr/bin:/bin", "GATEWAY_BASE_URL": f"{gateway}/v1",
+               "MCP_CALC_URL": served["mcp"]["calc"]["url"]}
         ran = subprocess.run([sys.executable, str(EXAMPLES / f"{example}.py")], capture_output=True, text=True,
                              env=env, timeout=120, check=False)
     assert ran.returncode == 0, ran.stderr
