@@ -326,7 +326,7 @@ class Engine:
         finally:
             if self.scripted:
                 assert self.fixtures is not None
-                await self.fixtures.forget(token)
+                await self.fixtures.forget(token, scenario.fixtures)
         result.duration_s = time.monotonic() - started
         return result
 

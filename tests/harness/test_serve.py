@@ -14,11 +14,13 @@ import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import RunScenario
 from parity_process import PARITY, ParityProcess, running
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.harness.cli import main
 from responses_parity.harness.session import TargetOptions, open_session
+from responses_parity.harness.stack import Stack
 from responses_parity.reference_impl import GatewayConfig
 
 LISTENING = r"reference gateway listening on (?P<url>http://\S+)"
@@ -132,3 +134,27 @@ def test_a_run_with_nothing_at_its_upstream_serves_the_fixtures_where_parity_ser
         assert session.stack.upstream_url == f"http://127.0.0.1:{port}"
         assert {name: fixture.base_url for name, fixture in session.stack.mcp.items()} == {
             "calc": f"http://127.0.0.1:{port + 1}", "strings": f"http://127.0.0.1:{port + 3}"}
+
+
+def test_the_fixtures_keep_nothing_of_a_finished_run(run_scenario: RunScenario, stack: Stack) -> None:
+    """`parity serve` outlives many runs: each run's logs go when it ends."""
+    result = run_scenario("""
+        id: one-mcp-call
+        title: one MCP call
+        evidence: {recordings: [stream-text__openllmetry__1]}
+        mcp: [calc]
+        steps:
+          - id: ask
+            request:
+              model: "{{model}}"
+              input: "2+3?"
+              tools: [{type: mcp, server_label: calc, server_url: "{{mcp.calc.url}}", require_approval: never}]
+            model: [{call: {tool: add, arguments: {a: 2, b: 3}}}, {text: "5"}]
+            expect: {status: completed}
+        """)
+    step = result.steps[0]
+    assert result.outcome == "pass" and step.observed is not None and step.observed.mcp_calls
+    assert step.exchange is not None
+    run = step.exchange.request_body["tools"][0]["server_url"].split("/r/")[1].split("/")[0]
+    assert httpx.get(f"{stack.mcp['calc'].base_url}/__parity/runs/{run}/calls").json() == {"calls": []}
+    assert httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").status_code == 404
