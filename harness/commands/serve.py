@@ -60,17 +60,15 @@ def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> 
                    lambda stack: _announce(stack, as_json), Stack.close)
 
 
-def settings(stack: Stack) -> dict[str, Any]:
+def _settings(stack: Stack, allowance: GuardAllowance) -> dict[str, Any]:
     """What a gateway needs to use the served fixtures, and how `parity run` finds them."""
     assert stack.upstream_url is not None
-    fixtures = {name: fixture.for_run("") for name, fixture in stack.mcp.items()}
-    allowance = GuardAllowance.for_urls(fixture.base_url for fixture in fixtures.values())
     upstream_option = "" if stack.upstream_url == DEFAULT_UPSTREAM_URL else f" --upstream {stack.upstream_url}"
     return {
         "upstream": stack.upstream_url,
         "model_base_url": f"{stack.upstream_url}/v1",
         "mcp": {name: {"url": f"{fixture.base_url}/mcp", "sse_url": f"{fixture.base_url}/sse"}
-                for name, fixture in fixtures.items()},
+                for name, fixture in stack.mcp.items()},
         "outbound_allow": {"ranges": list(allowance.ranges), "ports": list(allowance.ports)},
         "reference_config": {"upstream": {"url": f"{stack.upstream_url}/v1"},
                              "outbound": {"allow": list(allowance.ranges)}},
@@ -79,12 +77,12 @@ def settings(stack: Stack) -> dict[str, Any]:
 
 
 def _announce(stack: Stack, as_json: bool) -> None:
-    found = settings(stack)
+    allowance = GuardAllowance.for_urls(fixture.base_url for fixture in stack.mcp.values())
+    found = _settings(stack, allowance)
     if as_json:
         print(json.dumps(found), flush=True)
         err.print("serving (Ctrl-C to stop)")
         return
-    allowance = GuardAllowance(tuple(found["outbound_allow"]["ranges"]), tuple(found["outbound_allow"]["ports"]))
     width = max(len(name) for name in found["mcp"])
     lines = [
         f"scripted upstream (the model) on {found['upstream']}",
