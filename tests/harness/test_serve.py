@@ -19,6 +19,7 @@ from parity_process import PARITY, ParityProcess, running
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.harness.cli import main
+from responses_parity.harness.loader import builtin_scenarios_dir
 from responses_parity.harness.session import TargetOptions, open_session
 from responses_parity.harness.stack import Stack
 from responses_parity.reference_impl import GatewayConfig
@@ -138,20 +139,7 @@ def test_a_run_with_nothing_at_its_upstream_serves_the_fixtures_where_parity_ser
 
 def test_the_fixtures_keep_nothing_of_a_finished_run(run_scenario: RunScenario, stack: Stack) -> None:
     """`parity serve` outlives many runs: each run's logs go when it ends."""
-    result = run_scenario("""
-        id: one-mcp-call
-        title: one MCP call
-        evidence: {recordings: [stream-text__openllmetry__1]}
-        mcp: [calc]
-        steps:
-          - id: ask
-            request:
-              model: "{{model}}"
-              input: "2+3?"
-              tools: [{type: mcp, server_label: calc, server_url: "{{mcp.calc.url}}", require_approval: never}]
-            model: [{call: {tool: add, arguments: {a: 2, b: 3}}}, {text: "5"}]
-            expect: {status: completed}
-        """)
+    result = run_scenario((builtin_scenarios_dir() / "mcp-call.yaml").read_text())
     step = result.steps[0]
     assert result.outcome == "pass" and step.observed is not None and step.observed.mcp_calls
     assert step.exchange is not None
