@@ -4,7 +4,7 @@ and read back what the gateway sent to it and to the MCP fixture servers."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,9 +102,13 @@ class FixtureClient:
         if response.status_code != 204:
             raise HarnessError(f"the scripted upstream refused the script: {response.text}")
 
-    async def forget(self, run: str) -> None:
-        with contextlib.suppress(httpx.HTTPError):  # the upstream keeps a little more memory; nothing depends on it
-            await self._http.delete(f"{self._upstream}/__parity/runs/{run}")
+    async def forget(self, run: str, mcp_names: Iterable[str] = ()) -> None:
+        """Drop what the upstream and the named MCP fixtures logged for the run."""
+        urls = [f"{self._upstream}/__parity/runs/{run}",
+                *(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls" for name in mcp_names)]
+        for url in urls:
+            with contextlib.suppress(httpx.HTTPError):  # a server keeps a little more memory; nothing depends on it
+                await self._http.delete(url)
 
     async def route_default_mcp(self, run: str, mcp_names: list[str]) -> None:
         """Log calls to the fixtures' default endpoints (`/mcp`, `/sse`) as `run`'s, for a gateway

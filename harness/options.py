@@ -99,7 +99,8 @@ MAX_ANSWER_MB = Option("max-answer-mb", type=float, default=DEFAULT_MAX_ANSWER_B
                        minimum_open=True,
                        help="How much of one answer is read; a larger one is cut there (a finding).")
 UPSTREAM = Option("upstream", default=DEFAULT_UPSTREAM_URL,
-                  help="The scripted upstream a URL target talks to (started there if nothing answers).")
+                  help="The scripted upstream a URL target talks to, with the MCP fixtures `parity serve` serves "
+                       "beside it (both started there if nothing answers).")
 PUBLIC_MCP = Option("public-mcp", multiple=True, metavar="NAME=URL",
                     help="Live runs: where `parity serve mcp NAME` is reachable from the internet (repeatable).")
 RETRIES = Option("retries", type=int, minimum=0, maximum=10,
@@ -152,7 +153,9 @@ class TargetOptions:
     timeout_s: float = TIMEOUT.default
     max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
     upstream: str = UPSTREAM.default
-    """The scripted upstream a URL target talks to; started here when nothing answers there."""
+    """The scripted upstream a URL target talks to, and the MCP fixtures it announces (those
+    `parity serve` serves beside it); when nothing answers there, both are started here, on its
+    port and the ones after it, as `parity serve` would."""
     public_mcp: tuple[tuple[str, str], ...] = ()
     """MCP fixture name -> a public base URL where `parity serve mcp <name>` is reachable (live runs)."""
     retries: int | None = None

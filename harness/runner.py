@@ -31,6 +31,7 @@ from .exchange import Exchange
 from .findings import Finding, HarnessError, Kind, Severity
 from .fixture_client import FixtureClient, McpFixture, Observed
 from .loader import LoadedScenario
+from .mcp_failure import mcp_failure
 from .placeholders import OutputView, render
 from .scenario import Expect, GatewaySetup, Mode, Scenario, Step, UpstreamExpect, Wait
 from .targets import Target, send
@@ -324,7 +325,7 @@ class Engine:
         finally:
             if self.scripted:
                 assert self.fixtures is not None
-                await self.fixtures.forget(token)
+                await self.fixtures.forget(token, scenario.fixtures)
         result.duration_s = time.monotonic() - started
         return result
 
@@ -451,8 +452,9 @@ class Engine:
 
     async def _judge_upstream(self, run: _Run) -> None:
         """Judge every step's `expect.upstream` on what its request caused, once the run is over
-        (so work a background or abandoned request did later counts), and report what the
-        scripted model could not answer as scripted."""
+        (so work a background or abandoned request did later counts), report what the
+        scripted model could not answer as scripted, and explain a failed step whose MCP
+        listing failed (`mcp_failure`)."""
         assert self.fixtures is not None
         observed = await self.fixtures.observed(run.token, run.scenario.fixtures)
         caused = attribute(observed, run.sent)
@@ -464,6 +466,9 @@ class Engine:
             result.findings += upstream_anomalies(result.observed)
             if (expect := run.upstream_expects.get(index)) is not None:
                 result.findings += compare_upstream(expect, result.observed)
+            if result.outcome == "fail" and result.exchange is not None and \
+                    (cause := mcp_failure(result.exchange, result.observed, run.context["mcp"])) is not None:
+                result.findings.insert(0, cause)
 
     async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
                       stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:

@@ -22,7 +22,7 @@ from .profile import Profile, ProfileError, find_profile, profile_paths
 from .redaction import Redactor
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
-from .stack import Stack, upstream_is_running
+from .stack import Stack, fixture_ports, running_upstream
 from .targets import Target, unreachable
 
 OPENAI = "openai"
@@ -85,13 +85,15 @@ class Session:
 def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:
     if options.target == REFERENCE:
         return Stack(mcp_names=mcp_names, with_reference=True)
-    if upstream_is_running(options.upstream):
-        return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=options.upstream)
-    parts = urlsplit(options.upstream)
+    upstream = options.upstream.rstrip("/").removesuffix("/v1")  # its model base URL names it too
+    if (announced := running_upstream(upstream)) is not None:
+        return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced)
+    parts = urlsplit(upstream)
     if parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
-        raise HarnessError(f"no scripted upstream answers at {options.upstream}, and one can only be started "
+        raise HarnessError(f"no scripted upstream answers at {upstream}, and one can only be started "
                            f"on a loopback address with a port")
-    return Stack(mcp_names=mcp_names, with_reference=False, upstream_port=parts.port)
+    return Stack(mcp_names=mcp_names, with_reference=False, upstream_port=parts.port,
+                 mcp_ports=fixture_ports(parts.port))
 
 
 def _openai_session(options: TargetOptions) -> Session:

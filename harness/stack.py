@@ -3,6 +3,12 @@ upstream, the MCP fixtures, and (for the `reference` target) the reference gatew
 
 Every server binds its socket before it starts, so a port given as 0 is free and known at
 once. Stopping a stack stops exactly the servers it started.
+
+The scripted upstream announces the MCP fixtures served beside it (`GET /__parity/health`), so
+a run against a gateway finds the fixtures `parity serve` started with the upstream it finds
+running, instead of starting others: the settings `parity serve` printed are the ones the run
+uses. Served together, the fixtures listen on the ports right after the upstream's
+(`fixture_ports`).
 """
 
 from __future__ import annotations
@@ -24,7 +30,8 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from ..fixtures.mcp import FIXTURE_SERVERS
-from ..fixtures.upstream import SERVICE_NAME, build_upstream_app
+from ..fixtures.upstream import SERVICE_NAME, UpstreamState, build_upstream_app
+from ..fixtures.upstream.script import AdHocScript
 from ..reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
 from .defaults import LOOPBACK
 from .findings import HarnessError
@@ -97,13 +104,24 @@ class ServerThread:
         self._socket.close()
 
 
-def upstream_is_running(url: str) -> bool:
-    """Whether a scripted upstream already answers at `url`."""
+def fixture_ports(upstream_port: int) -> dict[str, int]:
+    """Where the MCP fixtures listen when served with an upstream on `upstream_port`: the
+    ports right after it, one per fixture in order of name."""
+    return {name: upstream_port + offset for offset, name in enumerate(sorted(FIXTURE_SERVERS), 1)}
+
+
+def running_upstream(url: str) -> dict[str, str] | None:
+    """The MCP fixtures (name -> base URL) a scripted upstream answering at `url` announces
+    (empty when it serves none), or None when no scripted upstream answers there."""
     try:
         response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=2)
-        return response.status_code == 200 and response.json().get("service") == SERVICE_NAME
+        health = response.json()
     except (httpx.HTTPError, ValueError):
-        return False
+        return None
+    if response.status_code != 200 or not isinstance(health, dict) or health.get("service") != SERVICE_NAME:
+        return None
+    announced = health.get("mcp")
+    return {str(name): str(base) for name, base in announced.items()} if isinstance(announced, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -147,12 +165,17 @@ class ReferenceGateways:
 @dataclass
 class Stack(AbstractContextManager["Stack"]):
     """Servers for one run. With `upstream_url` set, that upstream is used and none started;
-    otherwise one starts on `upstream_port` (0: any free port)."""
+    otherwise one starts on `upstream_port` (0: any free port), answering requests without a
+    run marker from `adhoc_script`. An MCP fixture named in `mcp_running` is used where it
+    runs; the others start on their port in `mcp_ports` (default: any free port)."""
 
     mcp_names: Iterable[str] = ()
     with_reference: bool = True
     upstream_url: str | None = None
     upstream_port: int = 0
+    mcp_running: Mapping[str, str] = field(default_factory=dict)
+    mcp_ports: Mapping[str, int] = field(default_factory=dict)
+    adhoc_script: AdHocScript | None = None
     gateway_config: dict[str, Any] = field(default_factory=dict)
     admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
     """The reference gateways' admin key, new for each stack; never in a report."""
@@ -170,10 +193,14 @@ class Stack(AbstractContextManager["Stack"]):
         # entry) are what scenarios provoke on purpose; findings report what matters.
         logging.getLogger(GATEWAY_LOGGER).setLevel(logging.ERROR)
         try:
-            if self.upstream_url is None:
-                self.upstream_url = self._start(build_upstream_app(), self.upstream_port).url
             for name in sorted(set(self.mcp_names)):
-                self.mcp[name] = McpFixture(name, self._start(FIXTURE_SERVERS[name]()).url)
+                base_url = self.mcp_running.get(name) or \
+                    self._start(FIXTURE_SERVERS[name](), self.mcp_ports.get(name, 0)).url
+                self.mcp[name] = McpFixture(name, base_url)
+            if self.upstream_url is None:
+                app = build_upstream_app(UpstreamState(adhoc=self.adhoc_script),
+                                         mcp_fixtures={name: fixture.base_url for name, fixture in self.mcp.items()})
+                self.upstream_url = self._start(app, self.upstream_port).url
             if self.with_reference:
                 settings = {"admin_key": self.admin_key} | self.gateway_config
                 self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url,

@@ -1,50 +1,134 @@
-"""`parity serve`: one part alone on loopback (the scripted upstream, an MCP fixture, the
-reference gateway), to point your own gateway at."""
+"""`parity serve`: the scripted upstream and the MCP fixtures together on loopback, with the
+settings a gateway needs to use them; or one part alone (the scripted upstream, an MCP
+fixture, the reference gateway)."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from ...fixtures.mcp import FIXTURE_SERVERS
-from ...fixtures.upstream import build_upstream_app
+from ...fixtures.upstream import UpstreamState, build_upstream_app
+from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc_script
 from ...reference_impl import ConfigError, GatewayConfig, build_gateway_app
-from ..defaults import DEFAULT_UPSTREAM_PORT
+from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
 from ..findings import HarnessError
-from ..stack import ServerThread
-from .console import EXIT_USAGE, error, out
+from ..fixture_access import GuardAllowance
+from ..stack import ServerThread, Stack, fixture_ports
+from .console import EXIT_USAGE, err, error, out, say
+
+SCRIPT_HELP = ("A YAML file of model turns answering requests that carry no run marker, in order of arrival "
+               "(see the README: drive the scripted upstream by hand).")
+_SERVE_ALL_OPTIONS = {"port": "--port", "script": "--script", "as_json": "--json"}
+Served = TypeVar("Served")
 
 
-@click.group("serve")
-def serve() -> None:
-    """Serve one part alone on loopback, to point your own gateway at the fixtures."""
-
-
-def _serve_forever(app: Any, port: int, what: str) -> None:
-    """Serve until Ctrl-C; a port that cannot be listened on is a one-line error and exit 2."""
+def _script(path: Path | None) -> AdHocScript | None:
     try:
-        bound = ServerThread(app, port)
+        return None if path is None else load_adhoc_script(path)
+    except ScriptFileError as problem:
+        raise click.BadParameter(str(problem), param_hint="--script") from problem
+
+
+@click.group("serve", invoke_without_command=True)
+@click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True,
+              help="The scripted upstream's port; the MCP fixtures listen on the ports after it (0: any free ports).")
+@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
+@click.option("--json", "as_json", is_flag=True,
+              help="Print the settings as one JSON object on standard output (the rest goes to standard error).")
+@click.pass_context
+def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> None:
+    """Serve the scripted upstream and the MCP fixtures on loopback, and print the settings your
+    gateway needs (model base URL, MCP fixture URLs, what an outbound guard must allow); or one
+    part alone: `upstream`, `mcp NAME`, `reference`. `parity run --target URL` then uses them."""
+    if ctx.invoked_subcommand is not None:
+        if given := [flag for name, flag in _SERVE_ALL_OPTIONS.items()
+                     if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]:
+            raise click.UsageError(f"{', '.join(given)} before {ctx.invoked_subcommand!r} applies to `parity serve` "
+                                   f"alone; give the part's own options after its name")
+        return
+    adhoc = _script(script)
+    _serve_forever(Stack(mcp_names=FIXTURE_SERVERS, with_reference=False, upstream_port=port,
+                         mcp_ports=fixture_ports(port) if port else {}, adhoc_script=adhoc).__enter__,
+                   lambda stack: _announce(stack, as_json), Stack.close)
+
+
+def _settings(stack: Stack, allowance: GuardAllowance) -> dict[str, Any]:
+    """What a gateway needs to use the served fixtures, and how `parity run` finds them."""
+    assert stack.upstream_url is not None
+    upstream_option = "" if stack.upstream_url == DEFAULT_UPSTREAM_URL else f" --upstream {stack.upstream_url}"
+    return {
+        "upstream": stack.upstream_url,
+        "model_base_url": f"{stack.upstream_url}/v1",
+        "mcp": {name: {"url": f"{fixture.base_url}/mcp", "sse_url": f"{fixture.base_url}/sse"}
+                for name, fixture in stack.mcp.items()},
+        "outbound_allow": {"ranges": list(allowance.ranges), "ports": list(allowance.ports)},
+        "reference_config": {"upstream": {"url": f"{stack.upstream_url}/v1"},
+                             "outbound": {"allow": list(allowance.ranges)}},
+        "run": f"parity run --target GATEWAY_URL{upstream_option}",
+    }
+
+
+def _announce(stack: Stack, as_json: bool) -> None:
+    allowance = GuardAllowance.for_urls(fixture.base_url for fixture in stack.mcp.values())
+    found = _settings(stack, allowance)
+    if as_json:
+        print(json.dumps(found), flush=True)
+        err.print("serving (Ctrl-C to stop)")
+        return
+    width = max(len(name) for name in found["mcp"])
+    lines = [
+        f"scripted upstream (the model) on {found['upstream']}",
+        f"  model base URL: {found['model_base_url']}   (Responses, Chat Completions or Anthropic Messages; "
+        "any model name, any API key)",
+        "MCP fixtures (each scenario names one in its request's MCP tools, at a URL of its own on these ports):",
+        *(f"  {name:<{width}}  {urls['url']}   (SSE: {urls['sse_url']})" for name, urls in found["mcp"].items()),
+        f"outbound guard: if your gateway has one, allow {', '.join(allowance.ranges)} ({allowance.ports_text()})",
+        "reference gateway settings (parity serve reference --config FILE):",
+        f"  upstream: {{url: \"{found['model_base_url']}\"}}",
+        f"  {allowance.reference_setting()}",
+        f"with your gateway running on these settings: {found['run']}",
+        "serving until Ctrl-C",
+    ]
+    for line in lines:
+        say(line)
+
+
+def _serve_forever(start: Callable[[], Served], announce: Callable[[Served], None],
+                   stop: Callable[[Served], None]) -> None:
+    """Start what `start` starts, announce it, and serve until Ctrl-C, then `stop` it; a port
+    that cannot be listened on is a one-line error and exit 2."""
+    try:
+        started = start()
     except HarnessError as problem:
         error(f"{problem}; choose another with --port")
         sys.exit(EXIT_USAGE)
-    server = bound.start()
-    out.print(f"{what} listening on {server.url} (Ctrl-C to stop)")
+    announce(started)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
-        server.stop()
+        stop(started)
+
+
+def _serve_app(app: Any, port: int, what: str) -> None:
+    _serve_forever(lambda: ServerThread(app, port).start(),
+                   lambda server: out.print(f"{what} listening on {server.url} (Ctrl-C to stop)"), ServerThread.stop)
 
 
 @serve.command("upstream")
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True)
-def serve_upstream(port: int) -> None:
-    """The scripted upstream model (point your gateway's OpenAI base URL at .../v1)."""
-    _serve_forever(build_upstream_app(), port, "scripted upstream")
+@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
+def serve_upstream(port: int, script: Path | None) -> None:
+    """The scripted upstream model alone (point your gateway's OpenAI base URL at .../v1)."""
+    _serve_app(build_upstream_app(UpstreamState(adhoc=_script(script))), port, "scripted upstream")
 
 
 @serve.command("mcp")
@@ -52,7 +136,7 @@ def serve_upstream(port: int) -> None:
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT + 1, show_default=True)
 def serve_mcp(name: str, port: int) -> None:
     """An MCP fixture server (streamable HTTP at /mcp, SSE at /sse)."""
-    _serve_forever(FIXTURE_SERVERS[name](), port, f"MCP fixture {name!r}")
+    _serve_app(FIXTURE_SERVERS[name](), port, f"MCP fixture {name!r}")
 
 
 @serve.command("reference")
@@ -79,7 +163,7 @@ def serve_reference(port: int, config_file: Path | None, upstream: str | None, s
     except ConfigError as problem:
         raise click.UsageError(str(problem)) from problem
     try:
-        _serve_forever(build_gateway_app(config), port, "reference gateway")
+        _serve_app(build_gateway_app(config), port, "reference gateway")
     finally:
         if extra is not None:
             extra.stop()

@@ -1,0 +1,69 @@
+"""`parity` commands run as a user runs them: child processes, each in a process group of its
+own, their output in a log file the test reads until the command says what it waits for, and
+stopped by PID (their own process group) at the end."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+
+from responses_parity.harness.gateway_process import stop_process_group
+
+PARITY = Path(sys.executable).with_name("parity")
+"""The `parity` console script of the environment the tests run in."""
+DEADLINE_S = 60.0
+"""How long a command may take to say it is ready (a loaded 2-core machine imports slowly)."""
+STOP_GRACE_S = 10.0
+
+
+def command_line(line: str) -> list[str]:
+    """A shell line as its arguments, `parity` the one of this environment (no shell runs it)."""
+    words = shlex.split(line, comments=True)
+    return [str(PARITY), *words[1:]] if words and words[0] == "parity" else words
+
+
+class ParityProcess:
+    """One command running in the background, its standard output and error in `log`."""
+
+    def __init__(self, args: Sequence[str], log: Path, cwd: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.log = log
+        with log.open("wb") as sink:
+            self.process = subprocess.Popen(list(args), stdout=sink, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def wait_for(self, pattern: str) -> re.Match[str]:
+        """The first match of `pattern` in the output, once the command printed it; fails when
+        the command exits or `DEADLINE_S` passes first."""
+        deadline = time.monotonic() + DEADLINE_S
+        while (found := re.search(pattern, self.output(), re.MULTILINE)) is None:
+            assert self.process.poll() is None, f"{self.process.args} exited:\n{self.output()}"
+            assert time.monotonic() < deadline, f"{self.process.args} did not print {pattern!r}:\n{self.output()}"
+            time.sleep(0.05)  # poll interval while waiting for the command to say it is ready
+        return found
+
+    def stop(self) -> None:
+        stop_process_group(self.process, STOP_GRACE_S)
+
+
+@contextmanager
+def running(folder: Path) -> Iterator[Callable[..., ParityProcess]]:
+    """`start(args, name, ...)` starts a command logging to `folder/<name>.log`; every command
+    started is stopped when the block ends."""
+    with ExitStack() as stops:
+        def start(args: Sequence[str], name: str, cwd: Path | None = None,
+                  env: Mapping[str, str] | None = None) -> ParityProcess:
+            started = ParityProcess(args, folder / f"{name}.log", cwd, env)
+            stops.callback(started.stop)
+            return started
+
+        yield start

@@ -1,0 +1,148 @@
+"""`parity serve`: the scripted upstream and the MCP fixtures together, the settings it prints,
+and `parity run --target URL` using exactly those fixtures (its console saying why an MCP
+listing failed when the gateway cannot reach them)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from click.testing import CliRunner
+from conftest import RunScenario
+from parity_process import PARITY, ParityProcess, running
+
+from responses_parity.fixtures.mcp import FIXTURE_SERVERS
+from responses_parity.harness.cli import main
+from responses_parity.harness.loader import builtin_scenarios_dir
+from responses_parity.harness.session import TargetOptions, open_session
+from responses_parity.harness.stack import Stack
+from responses_parity.reference_impl import GatewayConfig
+
+LISTENING = r"reference gateway listening on (?P<url>http://\S+)"
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """`parity serve --port 0 --json` running as a child process: the settings it printed."""
+    with running(tmp_path_factory.mktemp("serve")) as start:
+        process = start([str(PARITY), "serve", "--port", "0", "--json"], "serve")
+        yield json.loads(process.wait_for(r"^\{.*\}$").group(0))
+
+
+def start_reference(start: Any, upstream: str, config: dict[str, Any] | None, folder: Path) -> str:
+    """A reference gateway as a child process, with its default settings plus `config`."""
+    if config is None:
+        args = ["--upstream", f"{upstream}/v1", "--store", ":memory:"]
+    else:
+        (folder / "gateway.yaml").write_text(yaml.safe_dump(config))
+        args = ["--config", str(folder / "gateway.yaml")]
+    gateway: ParityProcess = start([str(PARITY), "serve", "reference", "--port", "0", *args],
+                                   "gateway-allowing" if config else "gateway")
+    return gateway.wait_for(LISTENING)["url"]
+
+
+def test_serve_prints_the_settings_of_the_upstream_and_fixtures_it_serves(served: dict[str, Any]) -> None:
+    upstream = served["upstream"]
+    assert served["model_base_url"] == f"{upstream}/v1"
+    health = httpx.get(f"{upstream}/__parity/health").json()
+    assert health["mcp"] == {name: urls["url"].removesuffix("/mcp") for name, urls in served["mcp"].items()}
+    assert sorted(served["mcp"]) == sorted(FIXTURE_SERVERS)
+    for urls in served["mcp"].values():
+        assert httpx.get(urls["url"].replace("/mcp", "/__parity/runs/x/calls")).json() == {"calls": []}
+    ports = sorted(int(urls["url"].rsplit(":", 1)[1].split("/")[0]) for urls in served["mcp"].values())
+    assert served["outbound_allow"] == {"ranges": ["127.0.0.1/32"], "ports": ports}
+    config = GatewayConfig.from_mapping(served["reference_config"])
+    assert (config.upstream_url, config.outbound_allow) == (served["model_base_url"], ("127.0.0.1/32",))
+    assert served["run"] == f"parity run --target GATEWAY_URL --upstream {upstream}"
+
+
+def test_a_run_uses_the_served_fixtures_and_says_why_a_gateway_could_not_reach_them(
+        served: dict[str, Any], tmp_path: Path) -> None:
+    calc = served["mcp"]["calc"]["url"].removesuffix("/mcp")
+    with running(tmp_path) as start:
+        blocking = start_reference(start, served["upstream"], None, tmp_path)
+        allowing = start_reference(start, served["upstream"], served["reference_config"], tmp_path)
+        code, output = invoke("run", "--target", blocking, "--upstream", served["upstream"], "-s", "mcp-call",
+                              "--mode", "nonstream", "--report-dir", str(tmp_path / "blocked"))
+        assert code == 1, output
+        cause = output.splitlines()[2].strip()
+        assert cause.startswith("ask: the gateway answered HTTP 424 (external_connector_error) \"The gateway did "
+                                "not connect to the MCP server: 127.0.0.1 resolves to 127.0.0.1, which the "
+                                "gateway's outbound policy blocks"), output
+        assert f"no listing or call reached the MCP fixture(s) calc at {calc}/r/" in cause
+        port = calc.rsplit(":", 1)[1]
+        assert cause.endswith(f"if it has an outbound guard, allow 127.0.0.1/32 (port {port}); for the reference "
+                              "gateway that is `outbound: {allow: [127.0.0.1/32]}`")
+        assert "`mcp.failure`): the gateway answered HTTP 424" in (tmp_path / "blocked" / "report.md").read_text()
+
+        code, output = invoke("run", "--target", allowing, "--upstream", served["model_base_url"], "-s", "mcp-call",
+                              "-s", "mcp-call-sse", "--report-dir", str(tmp_path / "allowed"))
+        assert code == 0, output
+        assert "4 passed, 0 failed" in output
+
+
+def test_serve_options_go_after_the_part_they_belong_to() -> None:
+    code, output = invoke("serve", "--port", "9", "--json", "upstream")
+    assert code == 2
+    assert "--port, --json before 'upstream' applies to `parity serve` alone" in output
+
+
+def test_a_script_file_that_cannot_be_used_is_a_usage_error_naming_it(tmp_path: Path) -> None:
+    script = tmp_path / "script.yaml"
+    script.write_text("turns: [{txt: hi}]")
+    for command in (("serve",), ("serve", "upstream")):
+        code, output = invoke(*command, "--script", str(script))
+        assert code == 2
+        assert f"Invalid value for --script: {script}: turns[0].txt: Extra inputs are not permitted" in output
+
+
+def free_port_run(length: int) -> int:
+    """The first of `length` consecutive loopback ports that are free now."""
+    for _ in range(50):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            first = probe.getsockname()[1]
+        if first + length < 65536 and all(_free(port) for port in range(first, first + length)):
+            return first
+    raise AssertionError(f"found no {length} consecutive free ports")
+
+
+def _free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def test_a_run_with_nothing_at_its_upstream_serves_the_fixtures_where_parity_serve_would() -> None:
+    port = free_port_run(1 + len(FIXTURE_SERVERS))
+    options = TargetOptions(target="http://127.0.0.1:9", upstream=f"http://127.0.0.1:{port}")
+    with open_session(options, ["calc", "strings"]) as session:
+        assert session.stack is not None
+        assert session.stack.upstream_url == f"http://127.0.0.1:{port}"
+        assert {name: fixture.base_url for name, fixture in session.stack.mcp.items()} == {
+            "calc": f"http://127.0.0.1:{port + 1}", "strings": f"http://127.0.0.1:{port + 3}"}
+
+
+def test_the_fixtures_keep_nothing_of_a_finished_run(run_scenario: RunScenario, stack: Stack) -> None:
+    """`parity serve` outlives many runs: each run's logs go when it ends."""
+    result = run_scenario((builtin_scenarios_dir() / "mcp-call.yaml").read_text())
+    step = result.steps[0]
+    assert result.outcome == "pass" and step.observed is not None and step.observed.mcp_calls
+    assert step.exchange is not None
+    run = step.exchange.request_body["tools"][0]["server_url"].split("/r/")[1].split("/")[0]
+    assert httpx.get(f"{stack.mcp['calc'].base_url}/__parity/runs/{run}/calls").json() == {"calls": []}
+    assert httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").status_code == 404
