@@ -31,6 +31,7 @@ COMMANDS = {
     "schema": "catalogue:schema",
     "serve": "serve:serve",
     "validate": "catalogue:validate",
+    "wait": "wait:wait_command",
 }
 """Command name -> `module:attribute` in `responses_parity.harness.commands`."""
 
