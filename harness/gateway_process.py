@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
 from .findings import HarnessError
 from .fixture_client import McpFixture
 from .profile import Profile, ProfileError, render

@@ -28,9 +28,9 @@ def poll_until_ready(method: str, url: str, *, timeout_s: float, ready: Callable
                      body: Any = None, headers: dict[str, str] | None = None,
                      check: Callable[[], None] = lambda: None) -> str | None:
     """Send `method url` until an answer's status is `ready`, for at most `timeout_s` (at least
-    once): None once one is, else what the last attempt got (`HTTP 503: <start of the body>`, or the connection
-    error). `check` runs before each attempt and may raise to stop waiting early (the process
-    that was to answer has exited)."""
+    once): None once one is, else what the last attempt got (`HTTP 503: <start of the body>`,
+    or the connection error). `check` runs before each attempt and may raise to stop waiting
+    early (the process that was to answer has exited)."""
     deadline = time.monotonic() + timeout_s
     while True:
         check()

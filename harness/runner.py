@@ -260,8 +260,7 @@ class Engine:
         mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
         return {"model": self.target.model, "responses_path": self.target.responses_path,
                 "chat_path": self.target.chat_path, "conversations_path": self.target.conversations_path,
-                "run": self._run_context(run),
-                "mcp": mcp}
+                "run": self._run_context(run), "mcp": mcp}
 
     def _run_context(self, run: str) -> dict[str, str]:
         """`run.token`, and `run.admin_key` when the engine starts the gateways itself."""
