@@ -30,7 +30,7 @@ def required_capabilities(scenario: Scenario) -> set[Capability]:
         needs.add("chat_completions")
     for step in scenario.steps:
         body = step.request or {}
-        if "/conversations" in (step.path or "") or "conversation" in body:
+        if "conversations" in (step.path or "") or "conversation" in body:
             needs.add("conversations")
         if body.get("background") is True:
             needs.add("background")

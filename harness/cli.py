@@ -32,6 +32,7 @@ COMMANDS = {
     "schema": "catalogue:schema",
     "serve": "serve:serve",
     "validate": "catalogue:validate",
+    "wait": "wait:wait_command",
 }
 """Command name -> `module:attribute` in `responses_parity.harness.commands`."""
 

@@ -22,17 +22,15 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from .findings import HarnessError
 from .fixture_client import McpFixture
 from .profile import Profile, ProfileError, render
+from .readiness import poll_until_ready
 from .redaction import redact_text
 from .defaults import LOOPBACK, cache_dir
 
@@ -234,19 +232,14 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
 def _wait_ready(gateway: RunningGateway, method: str, path: str, body: Any, headers: dict[str, str]) -> None:
     ready = gateway.profile.start.ready
     url = gateway.base_url.rstrip("/") + path
-    deadline = time.monotonic() + ready.timeout_s
-    last = "no answer yet"
-    while time.monotonic() < deadline:
+
+    def still_running() -> None:
         if (code := gateway.process.poll()) is not None:
             raise HarnessError(f"{gateway.profile.name} exited (code {code}) before it was ready; the end of "
                                f"{gateway.log}:\n{log_tail(gateway.log)}")
-        try:
-            answer = httpx.request(method, url, json=body, headers=headers, timeout=10)
-            if answer.status_code in ready.status:
-                return
-            last = f"HTTP {answer.status_code}: {redact_text(answer.text[:200])}"
-        except httpx.HTTPError as error:
-            last = f"{type(error).__name__}"
-        time.sleep(0.25)
-    raise HarnessError(f"{gateway.profile.name} was not ready within {ready.timeout_s:g}s ({method} {url}: {last}); "
-                       f"the end of {gateway.log}:\n{log_tail(gateway.log)}")
+
+    last = poll_until_ready(method, url, timeout_s=ready.timeout_s, ready=lambda status: status in ready.status,
+                            body=body, headers=headers, check=still_running)
+    if last is not None:
+        raise HarnessError(f"{gateway.profile.name} was not ready within {ready.timeout_s:g}s ({method} {url}: "
+                           f"{last}); the end of {gateway.log}:\n{log_tail(gateway.log)}")

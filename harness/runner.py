@@ -250,14 +250,17 @@ class Engine:
 
     @property
     def scripted(self) -> bool:
-        """Whether the target's model is the scripted upstream, whose logs the harness reads."""
-        return self.fixtures is not None and self.target.scripted
+        """Whether the harness scripts the model behind the target and reads the fixtures' logs:
+        always with `fixtures`. A target that is not `scripted` itself (a live model) is run
+        live (its `live:` sections steer, retry and mark what the model decides) whether or not
+        the harness scripts what stands behind it."""
+        return self.fixtures is not None
 
     def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
         mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
         return {"model": self.target.model, "responses_path": self.target.responses_path,
-                "chat_path": self.target.chat_path, "run": self._run_context(run),
-                "mcp": mcp}
+                "chat_path": self.target.chat_path, "conversations_path": self.target.conversations_path,
+                "run": self._run_context(run), "mcp": mcp}
 
     def _run_context(self, run: str) -> dict[str, str]:
         """`run.token`, and `run.admin_key` when the engine starts the gateways itself."""
@@ -265,25 +268,12 @@ class Engine:
 
     def _unsupported(self, scenario: Scenario) -> str | None:
         """Why this target cannot run the scenario at all, or None."""
-        if not self.target.scripted and not scenario.openai_counterpart:
-            return "a gateway-policy scenario: OpenAI has no such behaviour to run live"
+        if not self.target.scripted and (why := scenario.why_not_live(self.mcp)) is not None:
+            return why
         if scenario.gateway is not None and self.gateways is None:
             return ("the scenario configures the gateway (its `gateway:` section); the harness can do that only "
                     f"for gateways it starts itself, not for {self.target.name}")
-        if reason := missing_capability(scenario, self.target.lacks):
-            return reason
-        if self.target.scripted:
-            return None
-        if scenario.live is None:
-            return "the scenario scripts the model and has no `live:` section saying how to steer a live one"
-        if scenario.live.skip:
-            return scenario.live.skip
-        if any(isinstance(step.wait, Wait) or (step.disconnect and step.disconnect.when) for step in scenario.steps):
-            return "the scenario waits for what reaches the scripted model and the MCP fixtures, which a live run lacks"
-        if missing := [name for name in scenario.fixtures if name not in self.mcp]:
-            return (f"MCP fixture {', '.join(missing)} has no public URL a live model can reach "
-                    f"(--public-mcp {missing[0]}=URL)")
-        return None
+        return missing_capability(scenario, self.target.lacks)
 
     async def run(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
         """One unit; against a live model a failed run is tried again up to `live.retries` times

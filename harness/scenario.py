@@ -9,6 +9,7 @@ JSON Schema shipped for editors (`scenarios/scenario.schema.json`) is generated 
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -388,6 +389,24 @@ class Scenario(_Strict):
         """Every MCP fixture the scenario needs: named in requests or in the gateway setup."""
         configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
         return sorted({*self.mcp, *configured})
+
+    def why_not_live(self, reachable_mcp: Collection[str]) -> str | None:
+        """Why the scenario cannot run against a live model (OpenAI itself), or None when it can
+        with the MCP fixtures in `reachable_mcp` served where that model reaches them."""
+        if not self.openai_counterpart:
+            return "a gateway-policy scenario: OpenAI has no such behaviour to run live"
+        if self.gateway is not None:
+            return "the scenario configures the gateway (its `gateway:` section), which a live model has none of"
+        if self.live is None:
+            return "the scenario scripts the model and has no `live:` section saying how to steer a live one"
+        if self.live.skip:
+            return self.live.skip
+        if any(isinstance(step.wait, Wait) or (step.disconnect and step.disconnect.when) for step in self.steps):
+            return "the scenario waits for what reaches the scripted model and the MCP fixtures, which a live run lacks"
+        if missing := [name for name in self.fixtures if name not in reachable_mcp]:
+            return (f"MCP fixture {', '.join(missing)} has no public URL a live model can reach "
+                    f"(--public-mcp {missing[0]}=URL)")
+        return None
 
 
 def scenario_json_schema() -> dict[str, Any]:

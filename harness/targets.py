@@ -51,6 +51,12 @@ class Target:
     rewrites: Rewrites = field(default_factory=Rewrites)
     """How requests are rewritten for this gateway (from its profile)."""
 
+    @property
+    def conversations_path(self) -> str:
+        """Where the Conversations API is: beside the Responses endpoint, as on OpenAI
+        (`/v1/responses` -> `/v1/conversations`, `/responses` -> `/conversations`)."""
+        return self.responses_path.rsplit("/", 1)[0] + "/conversations"
+
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")
 

@@ -5,6 +5,7 @@ no API key in anything recorded."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -118,11 +119,23 @@ def test_steering_is_merged_into_the_live_request(respx_mock: respx.MockRouter) 
 
 
 def test_what_cannot_run_live_is_unsupported_with_its_reason() -> None:
-    results = {r.scenario.id: r for r in run_live(["tool-choice", "mcp-call", "chat-mcp-loop"])}
+    results = {r.scenario.id: r for r in run_live(["upstream-failure", "client-disconnect", "mcp-call",
+                                                   "chat-mcp-loop"])}
     assert all(r.outcome == "unsupported" for r in results.values())
-    assert "no `live:` section" in results["tool-choice"].unsupported
-    assert "--public-mcp calc=URL" in results["mcp-call"].unsupported
-    assert "gateway-policy" in results["chat-mcp-loop"].unsupported
+    assert results["upstream-failure"].unsupported == "a live model cannot be made to fail on request"
+    assert "which only the scripted model shows" in (results["client-disconnect"].unsupported or "")
+    assert "--public-mcp calc=URL" in (results["mcp-call"].unsupported or "")
+    assert "gateway-policy" in (results["chat-mcp-loop"].unsupported or "")
+
+
+def test_a_scenario_without_a_live_section_is_unsupported_live(tmp_path: Path) -> None:
+    text = (builtin_scenarios_dir() / "text-basic.yaml").read_text()
+    (tmp_path / "text-basic.yaml").write_text(re.sub(r"^live:\n(?:  .*\n)*", "", text, flags=re.MULTILINE))
+    [loaded] = load([tmp_path]).scenarios
+    with open_session(TargetOptions(target="openai"), ()) as session:
+        [result] = session.run([(loaded, "nonstream")])
+    assert result.scenario.live is None
+    assert "no `live:` section" in (result.unsupported or "")
 
 
 @respx.mock(assert_all_mocked=True)

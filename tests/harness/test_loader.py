@@ -47,7 +47,7 @@ def test_a_placeholder_must_name_an_earlier_step(tmp_path: Path) -> None:
     write_scenario(tmp_path, GOOD.replace('input: "Hi"', 'input: "{{later.response.id}}"'))
     assert catalogue_messages(tmp_path) == [
         "scenario 'good': steps[0].request.input: '{{later.response.id}}': 'later' is neither an earlier step nor a "
-        "built-in name (known: chat_path, mcp, model, responses_path, run)"]
+        "built-in name (known: chat_path, conversations_path, mcp, model, responses_path, run)"]
 
 
 MCP = """
