@@ -3,8 +3,8 @@ only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
-`GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`);
-`POST /v1/chat/completions` (`chat/routes.py`); and `GET /admin/audit/{run_id}`, the audit
+`GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`); the Files
+API (`files.py`); `POST /v1/chat/completions` (`chat/routes.py`); and `GET /admin/audit/{run_id}`, the audit
 records of one loop run (a response id, or a chat completion id), for the holder of the admin
 key (`Authorization: Bearer <key>`, else a 401). Without an admin key in the settings the admin
 route does not exist (404, like any unknown route).
@@ -28,6 +28,7 @@ from .config import GatewayConfig
 from .conversations import conversation_routes
 from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unauthorized
 from .event_log import sse_frame
+from .files import file_routes
 from .json_body import read_json
 from .outbound import Resolver, system_resolver
 from .pagination import list_query, page
@@ -176,6 +177,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", input_items, methods=["GET"]),
             *conversation_routes(store),
+            *file_routes(store),
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],

@@ -1,6 +1,7 @@
-"""Cursor pagination as OpenAI's list endpoints do it (input items, conversation items):
-`order` asc|desc (default desc), `limit` 1..100 (default 20), `after` / `before` item ids;
-the page is `{object: list, data, first_id, last_id, has_more}`."""
+"""Cursor pagination as OpenAI's list endpoints do it (input items, conversation items, files):
+`order` asc|desc (default desc), `limit` 1..100 (default 20; the Files API's 1..10,000,
+default 10,000), `after` / `before` item ids; the page is `{object: list, data, first_id,
+last_id, has_more}`."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from .request_schema import invalid_type, invalid_value
 ORDERS = ("asc", "desc")
 
 
-def list_query(query: Mapping[str, str]) -> tuple[str, int, str | None, str | None]:
+def list_query(query: Mapping[str, str], *, default_limit: int = 20, max_limit: int = 100
+               ) -> tuple[str, int, str | None, str | None]:
     """(order, limit, after, before) from a query string, or OpenAI's 400."""
     order = query.get("order", "desc")
     if order not in ORDERS:
         raise invalid_value("order", order, ORDERS)
-    raw_limit = query.get("limit", "20")
+    raw_limit = query.get("limit", str(default_limit))
     try:
         limit = int(raw_limit)
     except ValueError as error:
@@ -26,8 +28,8 @@ def list_query(query: Mapping[str, str]) -> tuple[str, int, str | None, str | No
     if limit < 1:
         raise InvalidRequest(f"Invalid 'limit': integer below minimum value. Expected a value >= 1, but got {limit} "
                              "instead.", param="limit", code="integer_below_min_value")
-    if limit > 100:
-        raise InvalidRequest(f"Invalid 'limit': integer above maximum value. Expected a value <= 100, but got "
+    if limit > max_limit:
+        raise InvalidRequest(f"Invalid 'limit': integer above maximum value. Expected a value <= {max_limit}, but got "
                              f"{limit} instead.", param="limit", code="integer_above_max_value")
     return order, limit, query.get("after"), query.get("before")
 

@@ -6,8 +6,9 @@ evicted with everything kept for it: its input items and chain (in its row), its
 and its audit trail. It is then unknown, as if it had never existed: a 404, and a 400
 `previous_response_not_found` for a continuation. The audit trails of runs that stored no
 response (`store: false`, chat completions) follow the same age and count, and expired
-tool-cache entries go as well. Conversations and their items are never evicted: OpenAI keeps
-them outside the responses' TTL. Responses still `queued` or `in_progress` are never evicted.
+tool-cache entries and uploaded files past their `expires_at` go as well. Conversations and
+their items are never evicted: OpenAI keeps them outside the responses' TTL. Responses still
+`queued` or `in_progress` are never evicted.
 
 A sweep runs inside the transaction of every `sweep_every`-th run's end (no commit, no sync of
 its own) and when a store opens. Sweeping every tenth of `max_count` (at most every 100 ends)
@@ -85,6 +86,7 @@ def sweep(db: sqlite3.Connection, retention: Retention, now: float) -> int:
                    "(SELECT run_id FROM audit_trails ORDER BY created_at, rowid LIMIT ?)",
                    (max(0, trails - retention.max_count),))
     db.execute("DELETE FROM tool_cache WHERE expires_at <= ?", (now,))
+    db.execute("DELETE FROM files WHERE expires_at <= ?", (now,))
     return len(expired) + len(surplus)
 
 

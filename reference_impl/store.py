@@ -3,6 +3,8 @@
 - `ResponseStore`: each response's Response object, the input items it was created from (with
   ids), the `Chain` a continuation needs, and (for background responses) its stream events.
 - `ConversationStore`: conversations and their items, in order.
+- `FileStore`: uploaded files (the Files API), their bytes kept in the database; a file's text
+  is what a vector store will chunk and index (SQLite FTS5, in tables keyed by file id).
 - the audit trail of each loop run, and the signed tool-result cache (`tool_cache.py`).
 
 What is kept, and for how long, is `Retention`'s (`retention.py`): old and surplus responses
@@ -69,6 +71,24 @@ class Conversation:
         return {"id": self.id, "object": "conversation", "created_at": self.created_at, "metadata": self.metadata}
 
 
+@dataclass(frozen=True)
+class StoredFile:
+    """An uploaded file's metadata (its bytes are read with `FileStore.file_content`)."""
+
+    id: str
+    filename: str
+    purpose: str
+    bytes: int
+    created_at: int
+    expires_at: int | None
+
+    def resource(self) -> dict[str, Any]:
+        """OpenAI's `file` object (the `openai` SDK's `FileObject`)."""
+        return {"id": self.id, "object": "file", "bytes": self.bytes, "created_at": self.created_at,
+                "expires_at": self.expires_at, "filename": self.filename, "purpose": self.purpose,
+                "status": "processed", "status_details": None}
+
+
 class ResponseStore(Protocol):
     async def save(self, record: StoredResponse) -> None: ...
     async def get(self, response_id: str) -> StoredResponse | None: ...
@@ -89,6 +109,16 @@ class ConversationStore(Protocol):
     async def add_items(self, conversation_id: str, items: list[dict[str, Any]]) -> None: ...
     async def items(self, conversation_id: str) -> list[dict[str, Any]]: ...
     async def delete_item(self, conversation_id: str, item_id: str) -> bool: ...
+
+
+class FileStore(Protocol):
+    """Uploaded files; one past its `expires_at` is not found (and is swept with the rest)."""
+
+    async def save_file(self, file: StoredFile, content: bytes) -> None: ...
+    async def get_file(self, file_id: str) -> StoredFile | None: ...
+    async def files(self, purpose: str | None) -> list[StoredFile]: ...
+    async def file_content(self, file_id: str) -> bytes | None: ...
+    async def delete_file(self, file_id: str) -> bool: ...
 
 
 _SCHEMA = """
@@ -135,7 +165,19 @@ CREATE TABLE IF NOT EXISTS conversation_items (
     item TEXT NOT NULL,
     PRIMARY KEY (conversation_id, position)
 );
+CREATE TABLE IF NOT EXISTS files (
+    id TEXT PRIMARY KEY,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    filename TEXT NOT NULL,
+    purpose TEXT NOT NULL,
+    bytes INTEGER NOT NULL,
+    content BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS files_by_age ON files (created_at);
 """
+_FILE_COLUMNS = "id, filename, purpose, bytes, created_at, expires_at"
+_FILE_KEPT_SQL = "(expires_at IS NULL OR expires_at > ?)"
 
 
 class SqliteStore:
@@ -276,6 +318,34 @@ class SqliteStore:
         await self._run("DELETE FROM conversation_items WHERE conversation_id = ? AND item_id = ?",
                         (conversation_id, item_id))
         return bool(found)
+
+    # -- files -------------------------------------------------------------------------------
+
+    async def save_file(self, file: StoredFile, content: bytes) -> None:
+        await self._many([(f"INSERT INTO files ({_FILE_COLUMNS}, content) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                           (file.id, file.filename, file.purpose, file.bytes, file.created_at, file.expires_at,
+                            content))])
+
+    async def get_file(self, file_id: str) -> StoredFile | None:
+        rows = await self._run(f"SELECT {_FILE_COLUMNS} FROM files WHERE id = ? AND {_FILE_KEPT_SQL}",
+                               (file_id, self._clock()))
+        return StoredFile(*rows[0]) if rows else None
+
+    async def files(self, purpose: str | None) -> list[StoredFile]:
+        """The files kept (of `purpose`, if given), oldest first."""
+        rows = await self._run(f"SELECT {_FILE_COLUMNS} FROM files WHERE {_FILE_KEPT_SQL} "
+                               "AND (? IS NULL OR purpose = ?) ORDER BY created_at, rowid",
+                               (self._clock(), purpose, purpose))
+        return [StoredFile(*row) for row in rows]
+
+    async def file_content(self, file_id: str) -> bytes | None:
+        rows = await self._run(f"SELECT content FROM files WHERE id = ? AND {_FILE_KEPT_SQL}", (file_id, self._clock()))
+        return bytes(rows[0][0]) if rows else None
+
+    async def delete_file(self, file_id: str) -> bool:
+        found = await self.get_file(file_id)
+        await self._run("DELETE FROM files WHERE id = ?", (file_id,))
+        return found is not None
 
     # -- audit and tool cache ----------------------------------------------------------------
 
