@@ -12,6 +12,7 @@ from openai import NotFoundError, OpenAI
 from openai.types import FileObject
 
 from responses_parity.harness.stack import Stack
+from responses_parity.reference_impl import files as files_api
 from responses_parity.reference_impl.files import MAX_LIST_LIMIT
 
 
@@ -110,3 +111,15 @@ def test_a_bad_list_query_is_a_400(http: httpx.Client) -> None:
     assert answer.status_code == 400
     assert answer.json()["error"]["param"] == "limit"
     assert http.get("/files", params={"after": "file-unknown"}).json()["error"]["param"] == "after"
+
+
+def test_a_file_over_the_gateways_limit_is_a_413_and_not_kept(http: httpx.Client,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(files_api, "MAX_FILE_BYTES", 1024)  # the gateway runs in this process
+    answer = http.post("/files", data={"purpose": "assistants"}, files={"file": ("big.bin", b"x" * 1025)})
+    assert answer.status_code == 413
+    assert answer.json()["error"]["code"] == "request_too_large"
+    assert "big.bin" not in [file["filename"] for file in http.get("/files").json()["data"]]
+    fits = http.post("/files", data={"purpose": "assistants"}, files={"file": ("fits.bin", b"x" * 1024)})
+    assert fits.status_code == 200 and fits.json()["bytes"] == 1024
+    http.delete(f"/files/{fits.json()['id']}").raise_for_status()

@@ -1,9 +1,11 @@
 """Retention: the store keeps stored responses for an age and up to a count, and evicts the rest
-with everything kept for them; conversations keep their items. The clock is injected."""
+with everything kept for them; conversations keep their items; an uploaded file goes once past
+its `expires_at`. The clock is injected."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,7 +19,7 @@ from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from responses_parity.reference_impl.chain import Chain
 from responses_parity.reference_impl.retention import Retention
-from responses_parity.reference_impl.store import Conversation, SqliteStore, StoredResponse
+from responses_parity.reference_impl.store import Conversation, SqliteStore, StoredFile, StoredResponse
 
 T = TypeVar("T")
 AUDIT = [{"kind": "model_round", "round": 1, "status": "ok"}]
@@ -122,6 +124,33 @@ def test_a_response_past_its_age_is_unknown_at_once_and_its_rows_go_at_the_next_
         assert not await store.delete("resp_old")
 
     run(work, Retention(max_age_s=60, max_count=10), clock)
+
+
+def test_a_file_past_its_expiry_is_unknown_at_once_and_its_row_goes_at_the_next_sweep(tmp_path: Path) -> None:
+    clock, path = Clock(), tmp_path / "files.sqlite3"
+    now = int(clock.now)
+
+    async def work(store: SqliteStore) -> None:
+        await store.save_file(StoredFile("file-expiring", "a.txt", "batch", 3, now, now + 60), b"abc")
+        await store.save_file(StoredFile("file-kept", "b.txt", "assistants", 3, now, None), b"xyz")
+        clock.now += 59
+        assert await store.file_content("file-expiring") == b"abc"  # gone at `expires_at`, not before
+        clock.now += 1
+        assert await store.get_file("file-expiring") is None and await store.file_content("file-expiring") is None
+        assert [file.id for file in await store.files(None)] == ["file-kept"]
+        assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM files").fetchone() == (2,)  # not swept yet
+        await end(store, "resp_sweeps", clock.now)
+        assert sqlite3.connect(path).execute("SELECT id FROM files").fetchall() == [("file-kept",)]
+        assert not await store.delete_file("file-expiring")
+        assert (await store.get_file("file-kept")) == StoredFile("file-kept", "b.txt", "assistants", 3, now, None)
+
+    async def go() -> None:
+        store = SqliteStore(str(path), Retention(max_age_s=None, max_count=1), clock)
+        try:
+            await work(store)
+        finally:
+            store.close()
+    asyncio.run(go())
 
 
 @pytest.mark.parametrize(("max_age_s", "kept_audits"), [(60, [False, False, False, False, True]),
