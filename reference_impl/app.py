@@ -4,10 +4,11 @@ only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
 `GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`); the Files
-API (`files.py`); `POST /v1/chat/completions` (`chat/routes.py`); and `GET /admin/audit/{run_id}`, the audit
-records of one loop run (a response id, or a chat completion id), for the holder of the admin
-key (`Authorization: Bearer <key>`, else a 401). Without an admin key in the settings the admin
-route does not exist (404, like any unknown route).
+API (`files.py`); `POST /v1/chat/completions` (`chat/routes.py`); and
+`GET /admin/audit/{run_id}`, the audit records of one loop run (a response id, or a chat
+completion id), for the holder of the admin key (`Authorization: Bearer <key>`, else a 401).
+Without an admin key in the settings the admin route does not exist (404, like any unknown
+route).
 """
 
 from __future__ import annotations

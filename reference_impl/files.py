@@ -12,8 +12,9 @@ The gateway keeps files in its SQLite store and accepts at most `MAX_FILE_BYTES`
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import get_args
 
+from openai.types import FilePurpose
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -25,8 +26,8 @@ from .pagination import list_query, page
 from .request_schema import invalid_type, invalid_value, missing
 from .store import FileStore, StoredFile
 
-PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
-"""What an upload may say it is for (OpenAI's `CreateFileRequest`)."""
+PURPOSES: tuple[str, ...] = get_args(FilePurpose)
+"""What an upload may say it is for (the `openai` SDK's `FilePurpose`)."""
 MAX_FILE_BYTES = 64 * 2**20
 """The gateway keeps a file's bytes in its database; OpenAI accepts up to 512 MB."""
 MAX_LIST_LIMIT = 10_000
@@ -101,7 +102,7 @@ def file_routes(store: FileStore) -> list[Route]:
     async def list_files(request: Request) -> Response:
         query = request.query_params
         order, limit, after, before = list_query(query, default_limit=MAX_LIST_LIMIT, max_limit=MAX_LIST_LIMIT)
-        files: list[dict[str, Any]] = [file.resource() for file in await store.files(query.get("purpose"))]
+        files = [file.resource() for file in await store.files(query.get("purpose"))]
         return JSONResponse(page(files, order, limit, after, before))
 
     async def read(request: Request) -> Response:

@@ -31,10 +31,11 @@ def unique_text() -> bytes:
     return f"Parity notes {secrets.token_hex(8)}: the gateway keeps uploads byte for byte.\n".encode()
 
 
-def test_an_upload_is_listed_read_downloaded_and_deleted(client: OpenAI) -> None:
+def test_an_upload_is_listed_read_downloaded_and_deleted(client: OpenAI, http: httpx.Client) -> None:
     text = unique_text()
     created = client.files.create(file=("notes.txt", text, "text/plain"), purpose="assistants")
-    assert isinstance(created, FileObject)
+    raw = http.get(f"/files/{created.id}").json()
+    assert FileObject.model_validate(raw, strict=True).model_dump() == raw  # the SDK casts without validating
     assert created.id.startswith("file-") and len(created.id) == len("file-") + 22
     assert (created.object, created.filename, created.purpose, created.bytes) == ("file", "notes.txt", "assistants",
                                                                                    len(text))
