@@ -19,9 +19,11 @@ from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Message
 
 from .errors import GatewayError, InvalidRequest, RequestTooLarge
 from .ids import new_file_id
+from .json_body import read_bytes
 from .pagination import list_query, page
 from .request_schema import invalid_type, invalid_value, missing
 from .store import FileStore, StoredFile
@@ -30,6 +32,8 @@ PURPOSES: tuple[str, ...] = get_args(FilePurpose)
 """What an upload may say it is for (the `openai` SDK's `FilePurpose`)."""
 MAX_FILE_BYTES = 64 * 2**20
 """The gateway keeps a file's bytes in its database; OpenAI accepts up to 512 MB."""
+_FORM_OVERHEAD_BYTES = 2**20
+"""Room for the multipart framing and the other fields around a file of `MAX_FILE_BYTES`."""
 MAX_LIST_LIMIT = 10_000
 BATCH_EXPIRY_S = 30 * 86_400
 EXPIRY_RANGE_S = (3_600, 2_592_000)
@@ -62,10 +66,13 @@ def _expires_at(form: FormData, purpose: str, created_at: int) -> int | None:
 
 async def _upload(request: Request) -> tuple[StoredFile, bytes]:
     """The file an upload request describes, and its bytes, or OpenAI's 400 (413 when too large)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_FILE_BYTES + 2**20:
-        raise RequestTooLarge(int(declared), MAX_FILE_BYTES)
-    async with request.form(max_files=1, max_fields=8) as form:
+    body = await read_bytes(request, MAX_FILE_BYTES + _FORM_OVERHEAD_BYTES)
+
+    async def buffered() -> Message:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    # The form is parsed from the bounded body: Starlette spools a file part of any size to disk.
+    async with Request(request.scope, buffered).form(max_files=1, max_fields=8) as form:
         upload = form.get("file")
         if upload is None:
             raise missing("file")

@@ -36,16 +36,17 @@ def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-async def read_bytes(request: Request) -> bytes:
-    """The body, or a 413 as soon as it is larger than `MAX_BODY_BYTES`."""
+async def read_bytes(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, or a 413 as soon as it is declared or read larger than `limit` (a chunked body
+    is counted as it arrives)."""
     declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise RequestTooLarge(int(declared), MAX_BODY_BYTES)
+    if declared.isdigit() and int(declared) > limit:
+        raise RequestTooLarge(int(declared), limit)
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
-        if len(raw) > MAX_BODY_BYTES:
-            raise RequestTooLarge(len(raw), MAX_BODY_BYTES, at_least=True)
+        if len(raw) > limit:
+            raise RequestTooLarge(len(raw), limit, at_least=True)
     return bytes(raw)
 
 

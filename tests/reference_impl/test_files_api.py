@@ -5,6 +5,7 @@ answer parses as the SDK's `FileObject` and each error is in OpenAI's envelope."
 from __future__ import annotations
 
 import secrets
+from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -124,3 +125,21 @@ def test_a_file_over_the_gateways_limit_is_a_413_and_not_kept(http: httpx.Client
     fits = http.post("/files", data={"purpose": "assistants"}, files={"file": ("fits.bin", b"x" * 1024)})
     assert fits.status_code == 200 and fits.json()["bytes"] == 1024
     http.delete(f"/files/{fits.json()['id']}").raise_for_status()
+
+
+def test_a_chunked_upload_is_cut_at_the_limit_as_it_arrives(http: httpx.Client,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """No content-length to refuse up front: the gateway counts the body as it reads it, so a
+    hostile upload cannot fill its disk before the size check."""
+    monkeypatch.setattr(files_api, "MAX_FILE_BYTES", 1024)
+    def multipart_in_chunks() -> Iterator[bytes]:
+        yield (b'--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nassistants\r\n'
+               b'--b\r\nContent-Disposition: form-data; name="file"; filename="huge.bin"\r\n\r\n')
+        for _ in range(64):  # 64 MiB, far beyond the limit and its room for the form
+            yield b"x" * 2**20
+
+    answer = http.post("/files", content=multipart_in_chunks(),
+                       headers={"content-type": "multipart/form-data; boundary=b"})
+    assert answer.status_code == 413
+    assert "more than" in answer.json()["error"]["message"]
+    assert "huge.bin" not in [file["filename"] for file in http.get("/files").json()["data"]]
