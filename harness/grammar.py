@@ -267,8 +267,9 @@ def delta_conformance(events: list[SseEvent], resumed_after: int | None = None) 
                 which = f"item {payload['item_id']!r}" if "item_id" in payload else \
                     f"the item at output_index {payload.get('output_index')}"
                 findings.append(_finding(Severity.ERROR, "deltas", key=f"{delta_kind} events do not add up to {kind}",
-                                         message=f"the {delta_kind} events of {which} concatenate to {streamed[key][:60]!r}, but "
-                                         f"{kind} says {str(payload.get(value_field))[:60]!r}"))
+                                         message=f"the {delta_kind} events of {which} concatenate to "
+                                         f"{streamed[key][:60]!r}, but {kind} says "
+                                         f"{str(payload.get(value_field))[:60]!r}"))
     return findings
 
 
@@ -285,8 +286,8 @@ def _follow(item: Any, path: tuple[Any, ...], index: Any) -> Any:
     """The value at `path` in `item` (`_SUB` standing for `index`), or `_ABSENT`."""
     for step in path:
         step = index if step is _SUB else step
-        if isinstance(step, str) and isinstance(item, dict) and step in item:
-            item = item[step]
+        if isinstance(step, str) and isinstance(item, dict):
+            item = item.get(step, _ABSENT)
         elif isinstance(step, int) and isinstance(item, list) and 0 <= step < len(item):
             item = item[step]
         else:
@@ -306,8 +307,8 @@ def done_value_conformance(events: list[SseEvent], resumed_after: int | None = N
     done_items = _done_items(payloads)
     findings = []
     for payload in payloads:
-        kind = payload.get("type")
-        item = done_items.get(payload.get("output_index"))  # type: ignore[arg-type]
+        kind, output_index = payload.get("type"), payload.get("output_index")
+        item = done_items.get(output_index) if isinstance(output_index, int) else None
         if kind not in _DONE_TO_DELTA or item is None:
             continue
         streamed = _DELTAS[_DONE_TO_DELTA[kind]]
@@ -316,7 +317,7 @@ def done_value_conformance(events: list[SseEvent], resumed_after: int | None = N
         if carried != payload.get(streamed.field):
             shown = "nothing" if carried is _ABSENT else repr(str(carried)[:60])
             findings.append(_finding(Severity.ERROR, "done_value", key=f"{kind} differs from its item's {where}",
-                                     message=f"{kind} at output_index {payload['output_index']} says "
+                                     message=f"{kind} at output_index {output_index} says "
                                      f"{str(payload.get(streamed.field))[:60]!r}, but the {item.get('type')} "
                                      f"output_item.done closes carries {shown} at {where}"))
     return findings
@@ -343,15 +344,15 @@ def annotation_conformance(events: list[SseEvent], resumed_after: int | None = N
                                      expected=len(so_far), actual=payload.get("annotation_index")))
         so_far.append(payload.get("annotation"))
     done_items = _done_items(payloads)
-    for (output_index, content_index), annotations in added.items():
+    for (output_index, content_index), part_annotations in added.items():
         item = done_items.get(output_index)
         carried = _follow(item, ("content", _SUB, "annotations"), content_index) if item else _ABSENT
-        if item is not None and carried != annotations:
+        if item is not None and carried != part_annotations:
             count = "none" if carried is _ABSENT else len(carried)
             findings.append(_finding(Severity.ERROR, "annotations", key="annotations added differ from the part's",
-                                     message=f"output_index {output_index}, content_index {content_index}: "
-                                     f"{len(annotations)} annotation(s) added, but output_item.done's part "
-                                     f"carries {count} other or differently ordered"))
+                                     message=f"output_index {output_index}, content_index {content_index}: the "
+                                     f"{len(part_annotations)} annotation(s) added differ from the {count} its part "
+                                     "carries when output_item.done closes the item"))
     return findings
 
 
