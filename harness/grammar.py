@@ -4,7 +4,11 @@ Each rule is a function `<aspect>_conformance(events, resumed_after) -> findings
 resumed with `starting_after=N` numbers its events from N + 1 and may name items added before
 it began. The rules: framing (JSON objects with a `type`); `sequence_number` from 0 by 1; the
 lifecycle (response.created first, one terminal event, last); every `.added` closed by its
-`.done`, with consistent indices and ids; deltas adding up to their `.done`; the terminal
+`.done`, with consistent indices and ids; deltas adding up to their `.done` (text, arguments,
+a code_interpreter_call's code, a custom tool call's input, an apply_patch diff, a shell command,
+which names no `item_id`) and each `.done` value the one its item carries when done; annotations
+added 0, 1, 2 ... and carried by their part; a hosted tool's phase events (`in_progress` first,
+one `completed` or `failed` last, partial images 0, 1, 2 ...) on an item of its type; the terminal
 output equal to the items done; the Response's `id`, `created_at` and `model` the same in
 every lifecycle event; an `mcp_call`'s status agreeing with its `.completed` / `.failed`
 event; and no `data: [DONE]` (a warning: clients skip it, OpenAI never sends it).
@@ -23,27 +27,50 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .exchange import TERMINAL_EVENTS
 from .findings import Finding, Kind, Severity
 from .sse import SseEvent
 
-_DELTAS: dict[str, tuple[str, str, str]] = {
-    # delta event -> (done event, field in done, key that separates streams within an item); an
-    # event that names no item (shell commands) belongs to the item at its output_index
-    "response.output_text.delta": ("response.output_text.done", "text", "content_index"),
-    "response.refusal.delta": ("response.refusal.done", "refusal", "content_index"),
-    "response.reasoning_text.delta": ("response.reasoning_text.done", "text", "content_index"),
-    "response.reasoning_summary_text.delta": ("response.reasoning_summary_text.done", "text", "summary_index"),
-    "response.function_call_arguments.delta": ("response.function_call_arguments.done", "arguments", ""),
-    "response.mcp_call_arguments.delta": ("response.mcp_call_arguments.done", "arguments", ""),
-    "response.custom_tool_call_input.delta": ("response.custom_tool_call_input.done", "input", ""),
-    "response.code_interpreter_call_code.delta": ("response.code_interpreter_call_code.done", "code", ""),
-    "response.apply_patch_call_operation_diff.delta": ("response.apply_patch_call_operation_diff.done", "diff", ""),
-    "response.shell_call_command.delta": ("response.shell_call_command.done", "command", "command_index"),
+_SUB = object()
+"""In a path into an item: the index the `.done` event names by its separating key."""
+
+
+class _Streamed(NamedTuple):
+    """How one streamed value travels: its `.done` event, the field there that holds the whole
+    value, the key that separates streams within an item ("" for one stream per item), and the
+    path to the value in the item `output_item.done` carries."""
+    done: str
+    field: str
+    separator: str
+    path: tuple[Any, ...]
+
+
+_DELTAS: dict[str, _Streamed] = {
+    # an event that names no item (shell commands) belongs to the item at its output_index
+    "response.output_text.delta": _Streamed("response.output_text.done", "text", "content_index",
+                                            ("content", _SUB, "text")),
+    "response.refusal.delta": _Streamed("response.refusal.done", "refusal", "content_index",
+                                        ("content", _SUB, "refusal")),
+    "response.reasoning_text.delta": _Streamed("response.reasoning_text.done", "text", "content_index",
+                                               ("content", _SUB, "text")),
+    "response.reasoning_summary_text.delta": _Streamed("response.reasoning_summary_text.done", "text",
+                                                       "summary_index", ("summary", _SUB, "text")),
+    "response.function_call_arguments.delta": _Streamed("response.function_call_arguments.done", "arguments", "",
+                                                        ("arguments",)),
+    "response.mcp_call_arguments.delta": _Streamed("response.mcp_call_arguments.done", "arguments", "",
+                                                   ("arguments",)),
+    "response.custom_tool_call_input.delta": _Streamed("response.custom_tool_call_input.done", "input", "",
+                                                       ("input",)),
+    "response.code_interpreter_call_code.delta": _Streamed("response.code_interpreter_call_code.done", "code", "",
+                                                           ("code",)),
+    "response.apply_patch_call_operation_diff.delta": _Streamed("response.apply_patch_call_operation_diff.done",
+                                                                "diff", "", ("operation", "diff")),
+    "response.shell_call_command.delta": _Streamed("response.shell_call_command.done", "command", "command_index",
+                                                   ("action", "commands", _SUB)),
 }
-_DONE_TO_DELTA = {done: delta for delta, (done, _, _) in _DELTAS.items()}
+_DONE_TO_DELTA = {streamed.done: delta for delta, streamed in _DELTAS.items()}
 
 
 def _finding(severity: Severity, rule: str, message: str, **extra: Any) -> Finding:
@@ -229,18 +256,147 @@ def delta_conformance(events: list[SseEvent], resumed_after: int | None = None) 
     for payload in _payloads(events):
         kind = payload.get("type")
         if kind in _DELTAS:
-            _, _, sub = _DELTAS[kind]
+            sub = _DELTAS[kind].separator
             key = (kind, payload.get("item_id", payload.get("output_index")), payload.get(sub) if sub else None)
             streamed[key] = streamed.get(key, "") + str(payload.get("delta", ""))
         elif kind in _DONE_TO_DELTA:
             delta_kind = _DONE_TO_DELTA[kind]
-            _, value_field, sub = _DELTAS[delta_kind]
+            value_field, sub = _DELTAS[delta_kind].field, _DELTAS[delta_kind].separator
             key = (delta_kind, payload.get("item_id", payload.get("output_index")), payload.get(sub) if sub else None)
             if key in streamed and streamed[key] != payload.get(value_field) and resumed_after is None:
+                which = f"item {payload['item_id']!r}" if "item_id" in payload else \
+                    f"the item at output_index {payload.get('output_index')}"
                 findings.append(_finding(Severity.ERROR, "deltas", key=f"{delta_kind} events do not add up to {kind}",
-                                         message=f"the {delta_kind} events of item "
-                                         f"{payload.get('item_id')!r} concatenate to {streamed[key][:60]!r}, but "
-                                         f"{kind} says {str(payload.get(value_field))[:60]!r}"))
+                                         message=f"the {delta_kind} events of {which} concatenate to "
+                                         f"{streamed[key][:60]!r}, but {kind} says "
+                                         f"{str(payload.get(value_field))[:60]!r}"))
+    return findings
+
+
+def _done_items(payloads: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """The item each `output_item.done` closes, by output_index."""
+    return {p["output_index"]: p["item"] for p in payloads if p.get("type") == "response.output_item.done"
+            and isinstance(p.get("output_index"), int) and isinstance(p.get("item"), dict)}
+
+
+_ABSENT = object()
+
+
+def _follow(item: Any, path: tuple[Any, ...], index: Any) -> Any:
+    """The value at `path` in `item` (`_SUB` standing for `index`), or `_ABSENT`."""
+    for step in path:
+        step = index if step is _SUB else step
+        if isinstance(step, str) and isinstance(item, dict):
+            item = item.get(step, _ABSENT)
+        elif isinstance(step, int) and isinstance(item, list) and 0 <= step < len(item):
+            item = item[step]
+        else:
+            return _ABSENT
+    return item
+
+
+def _dotted(path: tuple[Any, ...], index: Any) -> str:
+    return "".join(f"[{index}]" if step is _SUB else f".{step}" for step in path).lstrip(".")
+
+
+def done_value_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """A `.done` event's whole value is the one its item carries when `output_item.done` closes
+    it: the text of a content part, a call's arguments, the code a code_interpreter_call runs, a
+    custom tool call's input, an apply_patch_call's diff, a shell_call's command."""
+    payloads = _payloads(events)
+    done_items = _done_items(payloads)
+    findings = []
+    for payload in payloads:
+        kind, output_index = payload.get("type"), payload.get("output_index")
+        item = done_items.get(output_index) if isinstance(output_index, int) else None
+        if kind not in _DONE_TO_DELTA or item is None:
+            continue
+        streamed = _DELTAS[_DONE_TO_DELTA[kind]]
+        index = payload.get(streamed.separator, 0) if streamed.separator else None
+        carried, where = _follow(item, streamed.path, index), _dotted(streamed.path, index)
+        if carried != payload.get(streamed.field):
+            shown = "nothing" if carried is _ABSENT else repr(str(carried)[:60])
+            findings.append(_finding(Severity.ERROR, "done_value", key=f"{kind} differs from its item's {where}",
+                                     message=f"{kind} at output_index {output_index} says "
+                                     f"{str(payload.get(streamed.field))[:60]!r}, but the {item.get('type')} "
+                                     f"output_item.done closes carries {shown} at {where}"))
+    return findings
+
+
+def annotation_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """`response.output_text.annotation.added` events number a content part's annotations 0, 1,
+    2 ... and together are the annotations that part carries when its item is done."""
+    if resumed_after is not None:
+        return []
+    payloads = _payloads(events)
+    added: dict[tuple[Any, Any], list[Any]] = {}
+    findings = []
+    for payload in payloads:
+        if payload.get("type") != "response.output_text.annotation.added":
+            continue
+        part = (payload.get("output_index"), payload.get("content_index"))
+        so_far = added.setdefault(part, [])
+        if payload.get("annotation_index") != len(so_far):
+            findings.append(_finding(Severity.ERROR, "annotations", key="annotation indices do not go 0, 1, 2 ...",
+                                     message=f"output_text.annotation.added at output_index {part[0]}, "
+                                     f"content_index {part[1]} has annotation_index "
+                                     f"{payload.get('annotation_index')!r}, expected {len(so_far)}",
+                                     expected=len(so_far), actual=payload.get("annotation_index")))
+        so_far.append(payload.get("annotation"))
+    done_items = _done_items(payloads)
+    for (output_index, content_index), part_annotations in added.items():
+        item = done_items.get(output_index)
+        carried = _follow(item, ("content", _SUB, "annotations"), content_index) if item else _ABSENT
+        if item is not None and carried != part_annotations:
+            count = "none" if carried is _ABSENT else len(carried)
+            findings.append(_finding(Severity.ERROR, "annotations", key="annotations added differ from the part's",
+                                     message=f"output_index {output_index}, content_index {content_index}: the "
+                                     f"{len(part_annotations)} annotation(s) added differ from the {count} its part "
+                                     "carries when output_item.done closes the item"))
+    return findings
+
+
+CALL_PHASE_FAMILIES = frozenset({"web_search_call", "file_search_call", "code_interpreter_call",
+                                 "image_generation_call", "mcp_call", "mcp_list_tools"})
+"""Items whose progress is streamed as `response.<item type>.<phase>` events."""
+_FINAL_PHASES = frozenset({"completed", "failed"})
+
+
+def call_phase_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """A hosted tool's phase events (`response.web_search_call.searching`, ...) belong to an item
+    of that type; its phases open with `in_progress`, end with one `completed` or `failed`, and
+    its partial images number 0, 1, 2 ..."""
+    findings = []
+    item_types: dict[int, Any] = {}
+    phases: dict[int, list[str]] = {}
+    for payload in _payloads(events):
+        kind, index = str(payload.get("type")), payload.get("output_index")
+        if kind == "response.output_item.added" and isinstance(index, int):
+            item_types[index] = (payload.get("item") or {}).get("type")
+        family, _, phase = kind.removeprefix("response.").rpartition(".")
+        if family not in CALL_PHASE_FAMILIES or not isinstance(index, int) or index not in item_types:
+            continue
+        if item_types[index] != family:
+            findings.append(_finding(Severity.ERROR, "call_phases", key=f"{kind} for an item of another type",
+                                     message=f"{kind} for output_index {index}, which is a "
+                                     f"{item_types[index]}"))
+            continue
+        seen = phases.setdefault(index, [])
+        if not seen and phase != "in_progress" and resumed_after is None:
+            findings.append(_finding(Severity.ERROR, "call_phases", key=f"{family} phases do not open with in_progress",
+                                     message=f"{kind} is the first phase of the {family} at output_index "
+                                     f"{index}; its phases open with response.{family}.in_progress"))
+        elif _FINAL_PHASES & set(seen):
+            findings.append(_finding(Severity.ERROR, "call_phases", key=f"{family} phase after its final one",
+                                     message=f"{kind} for the {family} at output_index {index} after its "
+                                     f"{next(p for p in seen if p in _FINAL_PHASES)} phase"))
+        if phase == "partial_image" and resumed_after is None and \
+                payload.get("partial_image_index") != seen.count("partial_image"):
+            findings.append(_finding(Severity.ERROR, "call_phases", key="partial image indices do not go 0, 1, 2 ...",
+                                     message=f"{kind} at output_index {index} has partial_image_index "
+                                     f"{payload.get('partial_image_index')!r}, expected {seen.count('partial_image')}",
+                                     expected=seen.count("partial_image"), actual=payload.get("partial_image_index")))
+        seen.append(phase)
     return findings
 
 
@@ -331,7 +487,8 @@ def mcp_call_outcome_conformance(events: list[SseEvent], resumed_after: int | No
 
 RULES: tuple[Callable[[list[SseEvent], int | None], list[Finding]], ...] = (
     framing_conformance, sequence_conformance, lifecycle_conformance, item_lifecycle_conformance,
-    delta_conformance, terminal_output_conformance, done_sentinel_conformance, response_identity_conformance,
+    delta_conformance, done_value_conformance, annotation_conformance, call_phase_conformance,
+    terminal_output_conformance, done_sentinel_conformance, response_identity_conformance,
     mcp_call_outcome_conformance,
 )
 

@@ -51,3 +51,16 @@ def numbered_events(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def sse_text(events: list[dict[str, Any]]) -> str:
     return "".join(f"event: {e.get('type', 'unknown')}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+def one_item_events(added: dict[str, Any], middle: list[dict[str, Any]], done: dict[str, Any]) -> list[dict[str, Any]]:
+    """A numbered stream of one output item: created, in_progress, its output_item.added, the
+    `middle` events, its output_item.done, then response.completed listing it."""
+    return numbered_events([
+        {"type": "response.created", "response": response("in_progress")},
+        {"type": "response.in_progress", "response": response("in_progress")},
+        {"type": "response.output_item.added", "output_index": 0, "item": added},
+        *middle,
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
+        {"type": "response.completed", "response": response("completed", [done])},
+    ])
