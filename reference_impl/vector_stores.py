@@ -5,7 +5,9 @@ A vector store is created (with `name`, `metadata`, `file_ids`, `chunking_strate
 `attributes`, `chunking_strategy`), listed (by `filter` status), read and detached. Attaching
 indexes the file at once, so a file is `completed` (or `failed`, with `last_error`, when its
 bytes are not UTF-8 text) as soon as the request returns, and a store is never `in_progress`;
-file batches are not served yet. Expiry is echoed (`expires_after`, `expires_at`) but not enforced.
+file batches are not served yet. Expiry is echoed (`expires_after`, `expires_at`) but not enforced;
+`description` is accepted and not kept (the SDK's `VectorStore` has no field for it); a search
+with `rewrite_query: true` is refused (400), as this gateway does not rewrite queries.
 
 Chunking approximates a token by a word (a run of non-space characters): a chunk is at most
 `max_chunk_size_tokens` words, consecutive chunks share `chunk_overlap_tokens` words, and `auto`
@@ -364,6 +366,9 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
             raise InvalidRequest(f"Invalid 'ranking_options.score_threshold': expected a number between 0 and 1, but "
                                  f"got {threshold!r} instead.", param="ranking_options.score_threshold",
                                  code="invalid_value")
+        if body.get("rewrite_query", False) is not False:
+            raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
+                                 param="rewrite_query", code="invalid_value")
         filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
         match = fts_match(queries)
         found = await store.search_chunks(vector_store.id, match) if match else []

@@ -168,6 +168,8 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
          "Missing required parameter: 'filters.key'.", "filters.key"),
         ("POST", f"{base}/search", {"query": "x", "ranking_options": {"score_threshold": 2}}, 400,
          "between 0 and 1", "ranking_options.score_threshold"),
+        ("POST", f"{base}/search", {"query": "x", "rewrite_query": True}, 400, "does not rewrite queries",
+         "rewrite_query"),
     ]
     for method, path, body, status, message, param in cases:
         answer = http.request(method, path, json=body)
