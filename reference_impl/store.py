@@ -25,6 +25,7 @@ its events as they come, so they can be resumed).
 A store file belongs to one gateway process at a time: opening it fails the responses a process
 that died left `queued` or `in_progress` (with `RESTARTED`), their stored events ending as a
 failed stream does, so polling sees a final state and a resumed stream ends.
+A second backend implements the same two protocols.
 """
 
 from __future__ import annotations

@@ -133,23 +133,27 @@ def test_chunks_overlap_as_asked_and_cover_every_word() -> None:
     assert chunks(" \n ", 100, 0) == []
 
 
-@pytest.mark.parametrize(("method", "path", "body", "status", "message"), [
-    ("GET", "/vector_stores/vs_missing", None, 404, "No vector store found with id 'vs_missing'."),
-    ("DELETE", "/vector_stores/vs_missing", None, 404, "No vector store found with id 'vs_missing'."),
-    ("POST", "/vector_stores/vs_missing/search", {"query": "x"}, 404, "No vector store found with id 'vs_missing'."),
-    ("POST", "/vector_stores", {"file_ids": ["file-missing"]}, 404, "No such File object: file-missing"),
-    ("POST", "/vector_stores", {"chunking_strategy": {"type": "static", "static": {
-        "max_chunk_size_tokens": 100, "chunk_overlap_tokens": 60}}}, 400,
-     "chunking_strategy.static.chunk_overlap_tokens"),
-    ("POST", "/vector_stores", {"chunking_strategy": {"type": "fixed"}}, 400, "Invalid value: 'fixed'"),
-    ("POST", "/vector_stores", {"nmae": "x"}, 400, "Unknown parameter: 'nmae'. Did you mean 'name'?"),
+UNKNOWN_STORE = "No vector store found with id 'vs_missing'."
+
+
+@pytest.mark.parametrize(("sent", "expected"), [
+    (("GET", "/vector_stores/vs_missing", None), (404, UNKNOWN_STORE)),
+    (("DELETE", "/vector_stores/vs_missing", None), (404, UNKNOWN_STORE)),
+    (("POST", "/vector_stores/vs_missing/search", {"query": "x"}), (404, UNKNOWN_STORE)),
+    (("POST", "/vector_stores", {"file_ids": ["file-missing"]}), (404, "No such File object: file-missing")),
+    (("POST", "/vector_stores", {"chunking_strategy": {"type": "static", "static": {
+        "max_chunk_size_tokens": 100, "chunk_overlap_tokens": 60}}}),
+     (400, "chunking_strategy.static.chunk_overlap_tokens")),
+    (("POST", "/vector_stores", {"chunking_strategy": {"type": "fixed"}}), (400, "Invalid value: 'fixed'")),
+    (("POST", "/vector_stores", {"nmae": "x"}), (400, "Unknown parameter: 'nmae'. Did you mean 'name'?")),
 ])
-def test_errors_are_openai_shaped(http: httpx.Client, method: str, path: str, body: dict | None, status: int,
-                                  message: str) -> None:
+def test_errors_are_openai_shaped(http: httpx.Client, sent: tuple[str, str, dict | None],
+                                  expected: tuple[int, str]) -> None:
+    method, path, body = sent
     answer = http.request(method, path, json=body)
-    assert answer.status_code == status
+    assert answer.status_code == expected[0]
     error = answer.json()["error"]
-    assert message in error["message"] and error["type"] == "invalid_request_error"
+    assert expected[1] in error["message"] and error["type"] == "invalid_request_error"
 
 
 def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) -> None:
