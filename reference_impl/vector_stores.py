@@ -67,10 +67,16 @@ class VectorStoreFileNotFound(NotFound):
         super().__init__(f"No file found with id '{file_id}' in vector store '{store_id}'.")
 
 
-def _known_keys(body: dict[str, Any], known: tuple[str, ...]) -> None:
+async def _body(request: Request, known: tuple[str, ...], *required: str) -> dict[str, Any]:
+    """The request's JSON object, or OpenAI's 400 for a key not `known` or a `required` one missing."""
+    body = await read_json_object(request)
     for key in body:
         if key not in known:
             raise unknown(key, key, known)
+    for key in required:
+        if key not in body:
+            raise missing(key)
+    return body
 
 
 def _integer(value: Any, param: str, low: int, high: int) -> int:
@@ -278,8 +284,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return attached
 
     async def create(request: Request) -> Response:
-        body = await read_json_object(request)
-        _known_keys(body, _CREATE_KEYS)
+        body = await _body(request, _CREATE_KEYS)
         file_ids = body.get("file_ids") or []
         if not isinstance(file_ids, list):
             raise invalid_type("file_ids", "an array", file_ids)
@@ -315,10 +320,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def add_file(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await read_json_object(request)
-        _known_keys(body, _ATTACH_KEYS)
-        if "file_id" not in body:
-            raise missing("file_id")
+        body = await _body(request, _ATTACH_KEYS, "file_id")
         attached = await attach(vector_store.id, body["file_id"], body.get("attributes"),
                                 body.get("chunking_strategy"))
         return JSONResponse(_file_resource(attached))
@@ -352,10 +354,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def search(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await read_json_object(request)
-        _known_keys(body, _SEARCH_KEYS)
-        if "query" not in body:
-            raise missing("query")
+        body = await _body(request, _SEARCH_KEYS, "query")
         queries = _queries(body["query"])
         limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
         ranking = _object(body.get("ranking_options") or {}, "ranking_options")
