@@ -19,10 +19,9 @@ from starlette.routing import Route
 from .client import with_ids
 from .errors import NotFound
 from .ids import new_id
-from .json_body import read_json_object
 from .pagination import list_query, page
 from .store import Conversation, ConversationStore
-from .request_schema import conversation_schemas, missing
+from .request_schema import conversation_schemas, missing, read_json_object
 from .validation import input_items
 
 MAX_ITEMS = 20

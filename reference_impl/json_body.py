@@ -18,7 +18,6 @@ from typing import Any, TypeVar
 from starlette.requests import Request
 
 from .errors import InvalidRequest, RequestTooLarge
-from .request_schema import invalid_type
 
 T = TypeVar("T")
 MAX_BODY_BYTES = 16 * 2**20
@@ -81,16 +80,6 @@ async def read_json(request: Request) -> JsonBody:
     if nesting_depth(value) > MAX_DEPTH:
         raise _too_deep()
     return JsonBody(value, len(raw))
-
-
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value."""
-    body = (await read_json(request)).value
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise invalid_type("body", "an object", body)
-    return body
 
 
 def _too_deep() -> InvalidRequest:

@@ -36,9 +36,8 @@ from starlette.routing import Route
 from .errors import InvalidRequest, NotFound
 from .files import FileNotFound
 from .ids import new_id
-from .json_body import read_json_object
 from .pagination import list_query, page
-from .request_schema import invalid_type, invalid_value, missing, unknown
+from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown
 from .store import FileStore, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
 
 AUTO_CHUNKING = {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}
