@@ -25,6 +25,7 @@ an unknown store or file is a 404 in OpenAI's envelope.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from typing import Any
@@ -125,6 +126,14 @@ def chunks(text: str, max_chunk_size_tokens: int, chunk_overlap_tokens: int) -> 
         if start + max_chunk_size_tokens >= len(words):
             break
     return cut
+
+
+def _file_chunks(content: bytes, sizes: dict[str, int]) -> tuple[list[str], dict[str, str] | None]:
+    """A file's chunks, or none and the `last_error` of a file whose bytes are not UTF-8 text."""
+    try:
+        return chunks(content.decode("utf-8"), **sizes), None
+    except UnicodeDecodeError:
+        return [], {"code": "unsupported_file", "message": "The file is not UTF-8 text."}
 
 
 def _attributes(value: Any) -> dict[str, str | float | bool] | None:
@@ -271,14 +280,10 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         content = await files.file_content(file_id)
         if content is None:
             raise FileNotFound(file_id)
-        sizes = chunking(chunking_strategy)
-        try:
-            cut = chunks(content.decode("utf-8"), **sizes)
-            last_error = None
-        except UnicodeDecodeError:
-            cut, last_error = [], {"code": "unsupported_file", "message": "The file is not UTF-8 text."}
+        checked_attributes, sizes = _attributes(attributes), chunking(chunking_strategy)
+        cut, last_error = await asyncio.to_thread(_file_chunks, content, sizes)  # a large file takes a while
         attached = StoredVectorStoreFile(store_id, file_id, int(time.time()), sum(len(c.encode()) for c in cut),
-                                         _attributes(attributes), sizes, last_error)
+                                         checked_attributes, sizes, last_error)
         await store.save_vector_store_file(attached, cut)
         return attached
 

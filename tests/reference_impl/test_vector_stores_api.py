@@ -158,12 +158,15 @@ def test_errors_are_openai_shaped(http: httpx.Client, sent: tuple[str, str, dict
 
 def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) -> None:
     vector_store = client.vector_stores.create(name="errors")
+    file = upload(client, "Some text.")
     base = f"/vector_stores/{vector_store.id}"
     cases = [
         ("GET", f"{base}/files/file-missing", None, 404,
          f"No file found with id 'file-missing' in vector store '{vector_store.id}'.", None),
         ("POST", f"{base}/files", {"file_id": "file-missing"}, 404, "No such File object: file-missing", "id"),
         ("POST", f"{base}/files", {}, 400, "Missing required parameter: 'file_id'.", "file_id"),
+        ("POST", f"{base}/files", {"file_id": file.id, "attributes": {"tags": ["a"]}}, 400,
+         "Invalid type for 'attributes.tags'", "attributes.tags"),
         ("POST", f"{base}/search", {}, 400, "Missing required parameter: 'query'.", "query"),
         ("POST", f"{base}/search", {"query": "x", "max_num_results": 51}, 400, "between 1 and 50", "max_num_results"),
         ("POST", f"{base}/search", {"query": "x", "filters": {"type": "like", "key": "k", "value": 1}}, 400,
@@ -180,5 +183,6 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
         assert answer.status_code == status, (path, body, answer.text)
         error = answer.json()["error"]
         assert message in error["message"] and error["param"] == param, (path, body, error)
+    assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 0  # nothing refused was attached
     with pytest.raises(BadRequestError):
         client.vector_stores.search(vector_store.id, query="x", max_num_results=0)
