@@ -37,6 +37,7 @@ from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
 from .store import StoredResponse
 from .until_done import run_until_done_or_gone
+from .vector_stores import vector_store_routes
 
 
 def error_response(error: GatewayError) -> JSONResponse:
@@ -179,6 +180,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             Route("/v1/responses/{response_id}/input_items", input_items, methods=["GET"]),
             *conversation_routes(store),
             *file_routes(store),
+            *vector_store_routes(store, store),
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],

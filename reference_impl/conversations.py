@@ -19,22 +19,12 @@ from starlette.routing import Route
 from .client import with_ids
 from .errors import NotFound
 from .ids import new_id
-from .json_body import read_json
 from .pagination import list_query, page
 from .store import Conversation, ConversationStore
-from .request_schema import conversation_schemas, invalid_type, missing
+from .request_schema import conversation_schemas, missing, read_json_object
 from .validation import input_items
 
 MAX_ITEMS = 20
-
-
-async def _json_object(request: Request) -> dict[str, Any]:
-    body = (await read_json(request)).value
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise invalid_type("body", "an object", body)
-    return body
 
 
 def _checked(body: dict[str, Any], kind: str, *required: str) -> dict[str, Any]:
@@ -59,7 +49,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         return conversation
 
     async def create(request: Request) -> Response:
-        body = _checked(await _json_object(request), "create")
+        body = _checked(await read_json_object(request), "create")
         items = _items(body.get("items") or [])
         conversation = Conversation(new_id("conv"), int(time.time()), body.get("metadata") or {})
         await store.create_conversation(conversation, items)
@@ -71,7 +61,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def update(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        body = _checked(await _json_object(request), "update", "metadata")
+        body = _checked(await read_json_object(request), "update", "metadata")
         updated = await store.update_conversation(conversation_id, body["metadata"])
         assert updated is not None
         return JSONResponse(updated.resource())
@@ -90,7 +80,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def add_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        body = _checked(await _json_object(request), "add_items", "items")
+        body = _checked(await read_json_object(request), "add_items", "items")
         items = _items(body["items"])
         await store.add_items(conversation_id, items)
         return JSONResponse(page(items, "asc", MAX_ITEMS))

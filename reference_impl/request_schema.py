@@ -25,8 +25,10 @@ from openai.types.chat import completion_create_params
 from openai.types.conversations import conversation_create_params, conversation_update_params, item_create_params
 from openai.types.responses import response_create_params
 from pydantic import TypeAdapter
+from starlette.requests import Request
 
 from .errors import InvalidRequest
+from .json_body import read_json
 
 Schema = dict[str, Any]
 
@@ -95,6 +97,16 @@ def invalid_value(param: str, value: Any, supported: Iterable[Any], *,
     listing = " and ".join(quoted) if len(quoted) <= 2 else ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
     return InvalidRequest(f"Invalid value: '{value}'. Supported values are: {listing}.", param=reported_at or param,
                           code="invalid_value")
+
+
+async def read_json_object(request: Request) -> dict[str, Any]:
+    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value."""
+    body = (await read_json(request)).value
+    if body is None:
+        return {}
+    if not isinstance(body, dict):
+        raise invalid_type("body", "an object", body)
+    return body
 
 
 def unknown(param: str, key: str, known: Iterable[str]) -> InvalidRequest:

@@ -3,8 +3,9 @@
 - `ResponseStore`: each response's Response object, the input items it was created from (with
   ids), the `Chain` a continuation needs, and (for background responses) its stream events.
 - `ConversationStore`: conversations and their items, in order.
-- `FileStore`: uploaded files (the Files API), their bytes kept in the database; a file's text
-  is what a vector store will chunk and index (SQLite FTS5, in tables keyed by file id).
+- `FileStore`: uploaded files (the Files API), their bytes kept in the database.
+- `VectorStoreStore`: vector stores, the files attached to them and those files' text chunks,
+  indexed by SQLite FTS5 (ranked by BM25).
 - the audit trail of each loop run, and the signed tool-result cache (`tool_cache.py`).
 
 What is kept, and for how long, is `Retention`'s (`retention.py`): old and surplus responses
@@ -89,6 +90,40 @@ class StoredFile:
                 "status": "processed", "status_details": None}
 
 
+@dataclass(frozen=True)
+class StoredVectorStore:
+    id: str
+    name: str
+    created_at: int
+    metadata: dict[str, str]
+    expires_after: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class StoredVectorStoreFile:
+    """A file attached to a vector store; `last_error` is set when its text could not be read."""
+
+    vector_store_id: str
+    file_id: str
+    created_at: int
+    usage_bytes: int
+    attributes: dict[str, str | float | bool] | None
+    chunking: dict[str, int]
+    """`max_chunk_size_tokens` and `chunk_overlap_tokens`."""
+    last_error: dict[str, str] | None
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A search hit: one chunk of an attached file, its BM25 rank (lower is better) and its file's attributes."""
+
+    file_id: str
+    filename: str
+    text: str
+    rank: float
+    attributes: dict[str, str | float | bool] | None
+
+
 class ResponseStore(Protocol):
     async def save(self, record: StoredResponse) -> None: ...
     async def get(self, response_id: str) -> StoredResponse | None: ...
@@ -119,6 +154,20 @@ class FileStore(Protocol):
     async def files(self, purpose: str | None) -> list[StoredFile]: ...
     async def file_content(self, file_id: str) -> bytes | None: ...
     async def delete_file(self, file_id: str) -> bool: ...
+
+
+class VectorStoreStore(Protocol):
+    """Vector stores and their files; deleting a store or a file drops its chunks from the index."""
+
+    async def save_vector_store(self, store: StoredVectorStore) -> None: ...
+    async def get_vector_store(self, store_id: str) -> StoredVectorStore | None: ...
+    async def vector_stores(self) -> list[StoredVectorStore]: ...
+    async def delete_vector_store(self, store_id: str) -> bool: ...
+    async def save_vector_store_file(self, file: StoredVectorStoreFile, chunks: list[str]) -> None: ...
+    async def get_vector_store_file(self, store_id: str, file_id: str) -> StoredVectorStoreFile | None: ...
+    async def vector_store_files(self, store_id: str) -> list[StoredVectorStoreFile]: ...
+    async def delete_vector_store_file(self, store_id: str, file_id: str) -> bool: ...
+    async def search_chunks(self, store_id: str, match: str) -> list[Chunk]: ...
 
 
 _SCHEMA = """
@@ -175,9 +224,31 @@ CREATE TABLE IF NOT EXISTS files (
     content BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS files_by_age ON files (created_at);
+CREATE TABLE IF NOT EXISTS vector_stores (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    metadata TEXT NOT NULL,
+    expires_after TEXT
+);
+CREATE TABLE IF NOT EXISTS vector_store_files (
+    vector_store_id TEXT NOT NULL,
+    file_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    usage_bytes INTEGER NOT NULL,
+    attributes TEXT,
+    chunking TEXT NOT NULL,
+    last_error TEXT,
+    PRIMARY KEY (vector_store_id, file_id)
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS vector_store_chunks USING fts5(
+    text, vector_store_id UNINDEXED, file_id UNINDEXED
+);
 """
 _FILE_COLUMNS = "id, filename, purpose, bytes, created_at, expires_at"
 _FILE_KEPT_SQL = "(expires_at IS NULL OR expires_at > ?)"
+_VECTOR_STORE_COLUMNS = "id, name, created_at, metadata, expires_after"
+_VECTOR_STORE_FILE_COLUMNS = "vector_store_id, file_id, created_at, usage_bytes, attributes, chunking, last_error"
 
 
 class SqliteStore:
@@ -347,6 +418,70 @@ class SqliteStore:
         await self._run("DELETE FROM files WHERE id = ?", (file_id,))
         return found is not None
 
+    # -- vector stores ---------------------------------------------------------------------
+
+    async def save_vector_store(self, store: StoredVectorStore) -> None:
+        await self._run(f"INSERT OR REPLACE INTO vector_stores ({_VECTOR_STORE_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+                        (store.id, store.name, store.created_at, json.dumps(store.metadata),
+                         _json_or_null(store.expires_after)))
+
+    async def get_vector_store(self, store_id: str) -> StoredVectorStore | None:
+        rows = await self._run(f"SELECT {_VECTOR_STORE_COLUMNS} FROM vector_stores WHERE id = ?", (store_id,))
+        return _vector_store(rows[0]) if rows else None
+
+    async def vector_stores(self) -> list[StoredVectorStore]:
+        """Every vector store, oldest first."""
+        rows = await self._run(f"SELECT {_VECTOR_STORE_COLUMNS} FROM vector_stores ORDER BY created_at, rowid")
+        return [_vector_store(row) for row in rows]
+
+    async def delete_vector_store(self, store_id: str) -> bool:
+        found = await self.get_vector_store(store_id)
+        await self._many([(f"DELETE FROM {table} WHERE vector_store_id = ?", (store_id,))
+                          for table in ("vector_store_chunks", "vector_store_files")]
+                         + [("DELETE FROM vector_stores WHERE id = ?", (store_id,))])
+        return found is not None
+
+    async def save_vector_store_file(self, file: StoredVectorStoreFile, chunks: list[str]) -> None:
+        """Attach `file` with `chunks` as its indexed text (replacing what it had, if attached)."""
+        key = (file.vector_store_id, file.file_id)
+        await self._many([
+            ("DELETE FROM vector_store_chunks WHERE vector_store_id = ? AND file_id = ?", key),
+            (f"INSERT OR REPLACE INTO vector_store_files ({_VECTOR_STORE_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+             (*key, file.created_at, file.usage_bytes, _json_or_null(file.attributes), json.dumps(file.chunking),
+              _json_or_null(file.last_error))),
+            *[("INSERT INTO vector_store_chunks (text, vector_store_id, file_id) VALUES (?, ?, ?)", (chunk, *key))
+              for chunk in chunks],
+        ])
+
+    async def get_vector_store_file(self, store_id: str, file_id: str) -> StoredVectorStoreFile | None:
+        rows = await self._run(f"SELECT {_VECTOR_STORE_FILE_COLUMNS} FROM vector_store_files "
+                               "WHERE vector_store_id = ? AND file_id = ?", (store_id, file_id))
+        return _vector_store_file(rows[0]) if rows else None
+
+    async def vector_store_files(self, store_id: str) -> list[StoredVectorStoreFile]:
+        """The store's files, in the order they were attached."""
+        rows = await self._run(f"SELECT {_VECTOR_STORE_FILE_COLUMNS} FROM vector_store_files "
+                               "WHERE vector_store_id = ? ORDER BY created_at, rowid", (store_id,))
+        return [_vector_store_file(row) for row in rows]
+
+    async def delete_vector_store_file(self, store_id: str, file_id: str) -> bool:
+        found = await self.get_vector_store_file(store_id, file_id)
+        await self._many([(f"DELETE FROM {table} WHERE vector_store_id = ? AND file_id = ?", (store_id, file_id))
+                          for table in ("vector_store_chunks", "vector_store_files")])
+        return found is not None
+
+    async def search_chunks(self, store_id: str, match: str) -> list[Chunk]:
+        """The store's chunks that FTS5 `match` finds, best BM25 rank first (ties in index order),
+        with their file's name (empty once the file is deleted) and attributes."""
+        rows = await self._run(
+            "SELECT c.file_id, COALESCE(f.filename, ''), c.text, c.rank, v.attributes FROM vector_store_chunks c "
+            "JOIN vector_store_files v ON v.vector_store_id = c.vector_store_id AND v.file_id = c.file_id "
+            "LEFT JOIN files f ON f.id = c.file_id "
+            "WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? ORDER BY c.rank, c.rowid",
+            (match, store_id))
+        return [Chunk(file_id, filename, text, rank, _json_or_none(attributes))
+                for file_id, filename, text, rank, attributes in rows]
+
     # -- audit and tool cache ----------------------------------------------------------------
 
     async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
@@ -381,6 +516,25 @@ class SqliteStore:
 
 
 Statements = list[tuple[str, tuple[Any, ...]]]
+
+
+def _json_or_null(value: Any) -> str | None:
+    return None if value is None else json.dumps(value)
+
+
+def _json_or_none(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+def _vector_store(row: tuple[Any, ...]) -> StoredVectorStore:
+    store_id, name, created_at, metadata, expires_after = row
+    return StoredVectorStore(store_id, name, created_at, json.loads(metadata), _json_or_none(expires_after))
+
+
+def _vector_store_file(row: tuple[Any, ...]) -> StoredVectorStoreFile:
+    store_id, file_id, created_at, usage_bytes, attributes, chunking, last_error = row
+    return StoredVectorStoreFile(store_id, file_id, created_at, usage_bytes,
+                                 _json_or_none(attributes), json.loads(chunking), _json_or_none(last_error))
 
 
 def _response_upsert(record: StoredResponse) -> tuple[str, tuple[Any, ...]]:

@@ -1,0 +1,395 @@
+"""The Vector Stores API: `/v1/vector_stores`, their files and their search, over SQLite FTS5.
+
+A vector store is created (with `name`, `metadata`, `file_ids`, `chunking_strategy`,
+`expires_after`), listed, read and deleted; files are attached one at a time (`file_id`,
+`attributes`, `chunking_strategy`), listed (by `filter` status), read and detached. Attaching
+indexes the file at once, so a file is `completed` (or `failed`, with `last_error`, when its
+bytes are not UTF-8 text) as soon as the request returns, and a store is never `in_progress`;
+file batches are not served yet. Expiry is echoed (`expires_after`, `expires_at`) but not enforced;
+`description` is accepted and not kept (the SDK's `VectorStore` has no field for it); a search
+with `rewrite_query: true` is refused (400), as this gateway does not rewrite queries.
+
+Chunking approximates a token by a word (a run of non-space characters): a chunk is at most
+`max_chunk_size_tokens` words, consecutive chunks share `chunk_overlap_tokens` words, and `auto`
+is OpenAI's 800 and 400. A chunk's text is the file's text from its first word to its last.
+
+`POST /v1/vector_stores/{id}/search` matches any of the query's words (FTS5, BM25), keeps the
+chunks whose file's attributes pass `filters` (comparison and compound filters, as the SDK
+types them) and whose score reaches `ranking_options.score_threshold`, best first, at most
+`max_num_results` (1..50, default 10). The score maps BM25's rank into [0, 1): `r / (1 + r)`
+with `r = -bm25` (FTS5's bm25 is negative, more negative is better).
+
+Objects are the `openai` SDK's `VectorStore`, `VectorStoreFile` and `VectorStoreSearchResponse`;
+an unknown store or file is a 404 in OpenAI's envelope.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from .errors import InvalidRequest, NotFound
+from .files import FileNotFound
+from .ids import new_id
+from .pagination import list_query, page
+from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown
+from .store import FileStore, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
+
+AUTO_CHUNKING = {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}
+CHUNK_SIZE_RANGE = (100, 4096)
+MAX_RESULTS_RANGE = (1, 50)
+DEFAULT_MAX_RESULTS = 10
+MAX_ATTRIBUTES = 16
+RANKERS = ("none", "auto", "default-2024-11-15")
+FILE_STATUSES = ("in_progress", "completed", "failed", "cancelled")
+COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
+COMPOUNDS = ("and", "or")
+_CREATE_KEYS = ("name", "description", "metadata", "file_ids", "chunking_strategy", "expires_after")
+_ATTACH_KEYS = ("file_id", "attributes", "chunking_strategy")
+_SEARCH_KEYS = ("query", "max_num_results", "ranking_options", "filters", "rewrite_query")
+_WORD = re.compile(r"\S+")
+_QUERY_TERM = re.compile(r"\w+")
+
+
+class VectorStoreNotFound(NotFound):
+    def __init__(self, store_id: str) -> None:
+        super().__init__(f"No vector store found with id '{store_id}'.")
+
+
+class VectorStoreFileNotFound(NotFound):
+    def __init__(self, store_id: str, file_id: str) -> None:
+        super().__init__(f"No file found with id '{file_id}' in vector store '{store_id}'.")
+
+
+async def _body(request: Request, known: tuple[str, ...], *required: str) -> dict[str, Any]:
+    """The request's JSON object, or OpenAI's 400 for a key not `known` or a `required` one missing."""
+    body = await read_json_object(request)
+    for key in body:
+        if key not in known:
+            raise unknown(key, key, known)
+    for key in required:
+        if key not in body:
+            raise missing(key)
+    return body
+
+
+def _integer(value: Any, param: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise invalid_type(param, "an integer", value)
+    if not low <= value <= high:
+        raise InvalidRequest(f"Invalid '{param}': expected a value between {low} and {high}, but got {value} "
+                             "instead.", param=param, code="invalid_value")
+    return value
+
+
+def _object(value: Any, param: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise invalid_type(param, "an object", value)
+    return value
+
+
+def chunking(value: Any) -> dict[str, int]:
+    """The chunk size and overlap a `chunking_strategy` asks for (None is `auto`), or OpenAI's 400."""
+    if value is None:
+        return dict(AUTO_CHUNKING)
+    strategy = _object(value, "chunking_strategy")
+    kind = strategy.get("type")
+    if kind == "auto":
+        return dict(AUTO_CHUNKING)
+    if kind != "static":
+        raise invalid_value("chunking_strategy.type", kind, ("auto", "static"))
+    static = _object(strategy.get("static"), "chunking_strategy.static")
+    for key in ("max_chunk_size_tokens", "chunk_overlap_tokens"):
+        if key not in static:
+            raise missing(f"chunking_strategy.static.{key}")
+    size = _integer(static["max_chunk_size_tokens"], "chunking_strategy.static.max_chunk_size_tokens",
+                    *CHUNK_SIZE_RANGE)
+    overlap = _integer(static["chunk_overlap_tokens"], "chunking_strategy.static.chunk_overlap_tokens", 0, size // 2)
+    return {"max_chunk_size_tokens": size, "chunk_overlap_tokens": overlap}
+
+
+def chunks(text: str, max_chunk_size_tokens: int, chunk_overlap_tokens: int) -> list[str]:
+    """`text` cut into chunks of at most `max_chunk_size_tokens` words, each sharing
+    `chunk_overlap_tokens` words with the one before it (a word stands for a token)."""
+    words = [match.span() for match in _WORD.finditer(text)]
+    step = max_chunk_size_tokens - chunk_overlap_tokens
+    cut = []
+    for start in range(0, len(words), step):
+        window = words[start:start + max_chunk_size_tokens]
+        cut.append(text[window[0][0]:window[-1][1]])
+        if start + max_chunk_size_tokens >= len(words):
+            break
+    return cut
+
+
+def _file_chunks(content: bytes, sizes: dict[str, int]) -> tuple[list[str], dict[str, str] | None]:
+    """A file's chunks, or none and the `last_error` of a file whose bytes are not UTF-8 text."""
+    try:
+        return chunks(content.decode("utf-8"), **sizes), None
+    except UnicodeDecodeError:
+        return [], {"code": "unsupported_file", "message": "The file is not UTF-8 text."}
+
+
+def _attributes(value: Any) -> dict[str, str | float | bool] | None:
+    """`attributes` as OpenAI bounds them (up to 16 keys of up to 64 characters; values strings
+    of up to 512 characters, numbers or booleans), or OpenAI's 400."""
+    if value is None:
+        return None
+    attributes = _object(value, "attributes")
+    if len(attributes) > MAX_ATTRIBUTES:
+        raise InvalidRequest(f"Invalid 'attributes': too many properties. Expected an object with at most "
+                             f"{MAX_ATTRIBUTES} properties, but got {len(attributes)} instead.", param="attributes",
+                             code="object_above_max_properties")
+    for key, item in attributes.items():
+        if len(key) > 64:
+            raise InvalidRequest(f"Invalid 'attributes': key '{key[:64]}...' is longer than 64 characters.",
+                                 param="attributes", code="invalid_value")
+        if not isinstance(item, (str, int, float, bool)):
+            raise invalid_type(f"attributes.{key}", "a string, number or boolean", item)
+        if isinstance(item, str) and len(item) > 512:
+            raise InvalidRequest(f"Invalid 'attributes.{key}': string too long. Expected a string with maximum length "
+                                 f"512, but got a string with length {len(item)} instead.",
+                                 param=f"attributes.{key}", code="string_above_max_length")
+    return attributes
+
+
+def _metadata(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    metadata = _object(value, "metadata")
+    for key, item in metadata.items():
+        if not isinstance(item, str):
+            raise invalid_type(f"metadata.{key}", "a string", item)
+    return metadata
+
+
+def checked_filter(value: Any, param: str = "filters") -> dict[str, Any]:
+    """A comparison or compound filter, or OpenAI's 400 naming the part that is wrong."""
+    filter_ = _object(value, param)
+    kind = filter_.get("type")
+    if kind in COMPOUNDS:
+        parts = filter_.get("filters")
+        if not isinstance(parts, list):
+            raise invalid_type(f"{param}.filters", "an array", parts)
+        for index, part in enumerate(parts):
+            checked_filter(part, f"{param}.filters[{index}]")
+        return filter_
+    if kind not in COMPARISONS:
+        raise invalid_value(f"{param}.type", kind, COMPARISONS + COMPOUNDS)
+    for key in ("key", "value"):
+        if key not in filter_:
+            raise missing(f"{param}.{key}")
+    if not isinstance(filter_["key"], str):
+        raise invalid_type(f"{param}.key", "a string", filter_["key"])
+    if kind in ("in", "nin") and not isinstance(filter_["value"], list):
+        raise invalid_type(f"{param}.value", "an array", filter_["value"])
+    return filter_
+
+
+def passes(filter_: dict[str, Any], attributes: dict[str, Any]) -> bool:
+    """Whether a file's attributes pass a checked filter; a comparison on an attribute the file
+    lacks, or between a number and a string, does not pass."""
+    kind = filter_["type"]
+    if kind in COMPOUNDS:
+        combine = all if kind == "and" else any
+        return combine(passes(part, attributes) for part in filter_["filters"])
+    if filter_["key"] not in attributes:
+        return False
+    actual, expected = attributes[filter_["key"]], filter_["value"]
+    if kind in ("in", "nin"):
+        return (actual in expected) == (kind == "in")
+    if kind in ("eq", "ne"):
+        return (actual == expected) == (kind == "eq")
+    if isinstance(actual, str) != isinstance(expected, str):
+        return False
+    return {"gt": actual > expected, "gte": actual >= expected, "lt": actual < expected,
+            "lte": actual <= expected}[kind]
+
+
+def _queries(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
+        return value
+    raise invalid_type("query", "a string or an array of strings", value)
+
+
+def fts_match(queries: list[str]) -> str | None:
+    """An FTS5 query matching any word of `queries` (each quoted, so no word is an operator);
+    None when they hold no word."""
+    terms = dict.fromkeys(term.lower() for query in queries for term in _QUERY_TERM.findall(query))
+    return " OR ".join(f'"{term}"' for term in terms) or None
+
+
+def score(rank: float) -> float:
+    """BM25's rank (FTS5: negative, lower is better) as a score in [0, 1), higher is better."""
+    relevance = max(-rank, 0.0)
+    return relevance / (1 + relevance)
+
+
+def _file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
+    """OpenAI's `vector_store.file` (the SDK's `VectorStoreFile`)."""
+    return {"id": file.file_id, "object": "vector_store.file", "created_at": file.created_at,
+            "vector_store_id": file.vector_store_id, "usage_bytes": file.usage_bytes,
+            "status": "failed" if file.last_error else "completed", "last_error": file.last_error,
+            "attributes": file.attributes, "chunking_strategy": {"type": "static", "static": file.chunking}}
+
+
+def _store_resource(store: StoredVectorStore, files: list[StoredVectorStoreFile]) -> dict[str, Any]:
+    """OpenAI's `vector_store` (the SDK's `VectorStore`)."""
+    failed = sum(1 for file in files if file.last_error)
+    expires_after = store.expires_after
+    return {"id": store.id, "object": "vector_store", "created_at": store.created_at, "name": store.name,
+            "usage_bytes": sum(file.usage_bytes for file in files),
+            "file_counts": {"in_progress": 0, "completed": len(files) - failed, "failed": failed, "cancelled": 0,
+                            "total": len(files)},
+            "status": "completed", "expires_after": expires_after,
+            "expires_at": store.created_at + expires_after["days"] * 86_400 if expires_after else None,
+            "last_active_at": store.created_at, "metadata": store.metadata}
+
+
+def _expires_after(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    expires_after = _object(value, "expires_after")
+    if expires_after.get("anchor") != "last_active_at":
+        raise invalid_value("expires_after.anchor", expires_after.get("anchor"), ("last_active_at",))
+    return {"anchor": "last_active_at", "days": _integer(expires_after.get("days"), "expires_after.days", 1, 365)}
+
+
+def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
+    async def existing(store_id: str) -> StoredVectorStore:
+        found = await store.get_vector_store(store_id)
+        if found is None:
+            raise VectorStoreNotFound(store_id)
+        return found
+
+    async def resource(vector_store: StoredVectorStore) -> dict[str, Any]:
+        return _store_resource(vector_store, await store.vector_store_files(vector_store.id))
+
+    async def attach(store_id: str, file_id: Any, attributes: Any, chunking_strategy: Any) -> StoredVectorStoreFile:
+        """Index the file into the store at once; a file whose bytes are not UTF-8 text fails."""
+        if not isinstance(file_id, str):
+            raise invalid_type("file_id", "a string", file_id)
+        content = await files.file_content(file_id)
+        if content is None:
+            raise FileNotFound(file_id)
+        checked_attributes, sizes = _attributes(attributes), chunking(chunking_strategy)
+        cut, last_error = await asyncio.to_thread(_file_chunks, content, sizes)  # a large file takes a while
+        attached = StoredVectorStoreFile(store_id, file_id, int(time.time()), sum(len(c.encode()) for c in cut),
+                                         checked_attributes, sizes, last_error)
+        await store.save_vector_store_file(attached, cut)
+        return attached
+
+    async def create(request: Request) -> Response:
+        body = await _body(request, _CREATE_KEYS)
+        file_ids = body.get("file_ids") or []
+        if not isinstance(file_ids, list):
+            raise invalid_type("file_ids", "an array", file_ids)
+        name = body.get("name") or ""
+        if not isinstance(name, str):
+            raise invalid_type("name", "a string", name)
+        chunking(body.get("chunking_strategy"))
+        for file_id in file_ids:
+            if not isinstance(file_id, str):
+                raise invalid_type("file_ids", "an array of strings", file_id)
+            if await files.get_file(file_id) is None:
+                raise FileNotFound(file_id)
+        created = StoredVectorStore(new_id("vs"), name, int(time.time()), _metadata(body.get("metadata")),
+                                    _expires_after(body.get("expires_after")))
+        await store.save_vector_store(created)
+        for file_id in file_ids:
+            await attach(created.id, file_id, None, body.get("chunking_strategy"))
+        return JSONResponse(await resource(created))
+
+    async def list_stores(request: Request) -> Response:
+        order, limit, after, before = list_query(request.query_params)
+        listed = [await resource(vector_store) for vector_store in await store.vector_stores()]
+        return JSONResponse(page(listed, order, limit, after, before))
+
+    async def read(request: Request) -> Response:
+        return JSONResponse(await resource(await existing(request.path_params["vector_store_id"])))
+
+    async def delete(request: Request) -> Response:
+        store_id = request.path_params["vector_store_id"]
+        if not await store.delete_vector_store(store_id):
+            raise VectorStoreNotFound(store_id)
+        return JSONResponse({"id": store_id, "object": "vector_store.deleted", "deleted": True})
+
+    async def add_file(request: Request) -> Response:
+        vector_store = await existing(request.path_params["vector_store_id"])
+        body = await _body(request, _ATTACH_KEYS, "file_id")
+        attached = await attach(vector_store.id, body["file_id"], body.get("attributes"),
+                                body.get("chunking_strategy"))
+        return JSONResponse(_file_resource(attached))
+
+    async def list_files(request: Request) -> Response:
+        vector_store = await existing(request.path_params["vector_store_id"])
+        query = request.query_params
+        order, limit, after, before = list_query(query)
+        status = query.get("filter")
+        if status is not None and status not in FILE_STATUSES:
+            raise invalid_value("filter", status, FILE_STATUSES)
+        listed = [resource_ for resource_ in map(_file_resource, await store.vector_store_files(vector_store.id))
+                  if status is None or resource_["status"] == status]
+        return JSONResponse(page(listed, order, limit, after, before))
+
+    async def existing_file(request: Request) -> StoredVectorStoreFile:
+        vector_store = await existing(request.path_params["vector_store_id"])
+        file_id = request.path_params["file_id"]
+        found = await store.get_vector_store_file(vector_store.id, file_id)
+        if found is None:
+            raise VectorStoreFileNotFound(vector_store.id, file_id)
+        return found
+
+    async def read_file(request: Request) -> Response:
+        return JSONResponse(_file_resource(await existing_file(request)))
+
+    async def delete_file(request: Request) -> Response:
+        found = await existing_file(request)
+        await store.delete_vector_store_file(found.vector_store_id, found.file_id)
+        return JSONResponse({"id": found.file_id, "object": "vector_store.file.deleted", "deleted": True})
+
+    async def search(request: Request) -> Response:
+        vector_store = await existing(request.path_params["vector_store_id"])
+        body = await _body(request, _SEARCH_KEYS, "query")
+        queries = _queries(body["query"])
+        limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
+        ranking = _object(body.get("ranking_options") or {}, "ranking_options")
+        if ranking.get("ranker", "auto") not in RANKERS:
+            raise invalid_value("ranking_options.ranker", ranking["ranker"], RANKERS)
+        threshold = ranking.get("score_threshold", 0.0)
+        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+            raise InvalidRequest(f"Invalid 'ranking_options.score_threshold': expected a number between 0 and 1, but "
+                                 f"got {threshold!r} instead.", param="ranking_options.score_threshold",
+                                 code="invalid_value")
+        if body.get("rewrite_query", False) is not False:
+            raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
+                                 param="rewrite_query", code="invalid_value")
+        filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
+        match = fts_match(queries)
+        found = await store.search_chunks(vector_store.id, match) if match else []
+        hits = [{"file_id": chunk.file_id, "filename": chunk.filename, "score": score(chunk.rank),
+                 "attributes": chunk.attributes, "content": [{"type": "text", "text": chunk.text}]}
+                for chunk in found
+                if score(chunk.rank) >= threshold and (filter_ is None or passes(filter_, chunk.attributes or {}))]
+        return JSONResponse({"object": "vector_store.search_results.page", "search_query": queries,
+                             "data": hits[:limit], "has_more": False, "next_page": None})
+
+    return [
+        Route("/v1/vector_stores", create, methods=["POST"]),
+        Route("/v1/vector_stores", list_stores, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}", read, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}", delete, methods=["DELETE"]),
+        Route("/v1/vector_stores/{vector_store_id}/files", add_file, methods=["POST"]),
+        Route("/v1/vector_stores/{vector_store_id}/files", list_files, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", read_file, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", delete_file, methods=["DELETE"]),
+        Route("/v1/vector_stores/{vector_store_id}/search", search, methods=["POST"]),
+    ]
