@@ -28,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -233,6 +234,45 @@ def score(rank: float) -> float:
     return relevance / (1 + relevance)
 
 
+def score_threshold(ranking_options: Any, param: str = "ranking_options") -> float:
+    """The `score_threshold` of checked `ranking_options` (None: 0); a bad ranker or threshold is a 400."""
+    ranking = _object(ranking_options or {}, param)
+    if ranking.get("ranker", "auto") not in RANKERS:
+        raise invalid_value(f"{param}.ranker", ranking["ranker"], RANKERS)
+    threshold = ranking.get("score_threshold", 0.0)
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
+        raise InvalidRequest(f"Invalid '{param}.score_threshold': expected a number between 0 and 1, but "
+                             f"got {threshold!r} instead.", param=f"{param}.score_threshold", code="invalid_value")
+    return float(threshold)
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """One chunk a search found, with its store, file and score in [0, 1)."""
+
+    vector_store_id: str
+    file_id: str
+    filename: str
+    score: float
+    attributes: dict[str, str | float | bool] | None
+    text: str
+
+
+async def search_stores(store: VectorStoreStore, store_ids: list[str], queries: list[str], *, max_num_results: int,
+                        score_threshold: float = 0.0, filters: dict[str, Any] | None = None) -> list[SearchHit]:
+    """The best `max_num_results` chunks of the given stores for `queries` (checked values: use
+    `checked_filter`, `score_threshold`), best first; the `/search` endpoint and the
+    `file_search` tool both search through here."""
+    match = fts_match(queries)
+    if match is None:
+        return []
+    hits = [SearchHit(store_id, chunk.file_id, chunk.filename, score(chunk.rank), chunk.attributes, chunk.text)
+            for store_id in store_ids for chunk in await store.search_chunks(store_id, match)]
+    kept = [hit for hit in hits
+            if hit.score >= score_threshold and (filters is None or passes(filters, hit.attributes or {}))]
+    return sorted(kept, key=lambda hit: -hit.score)[:max_num_results]
+
+
 def _file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
     """OpenAI's `vector_store.file` (the SDK's `VectorStoreFile`)."""
     return {"id": file.file_id, "object": "vector_store.file", "created_at": file.created_at,
@@ -361,26 +401,17 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         body = await _body(request, _SEARCH_KEYS, "query")
         queries = _queries(body["query"])
         limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
-        ranking = _object(body.get("ranking_options") or {}, "ranking_options")
-        if ranking.get("ranker", "auto") not in RANKERS:
-            raise invalid_value("ranking_options.ranker", ranking["ranker"], RANKERS)
-        threshold = ranking.get("score_threshold", 0.0)
-        if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 <= threshold <= 1:
-            raise InvalidRequest(f"Invalid 'ranking_options.score_threshold': expected a number between 0 and 1, but "
-                                 f"got {threshold!r} instead.", param="ranking_options.score_threshold",
-                                 code="invalid_value")
+        threshold = score_threshold(body.get("ranking_options"))
         if body.get("rewrite_query", False) is not False:
             raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
                                  param="rewrite_query", code="invalid_value")
         filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
-        match = fts_match(queries)
-        found = await store.search_chunks(vector_store.id, match) if match else []
-        hits = [{"file_id": chunk.file_id, "filename": chunk.filename, "score": score(chunk.rank),
-                 "attributes": chunk.attributes, "content": [{"type": "text", "text": chunk.text}]}
-                for chunk in found
-                if score(chunk.rank) >= threshold and (filter_ is None or passes(filter_, chunk.attributes or {}))]
+        hits = await search_stores(store, [vector_store.id], queries, max_num_results=limit,
+                                   score_threshold=threshold, filters=filter_)
+        data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,
+                 "content": [{"type": "text", "text": hit.text}]} for hit in hits]
         return JSONResponse({"object": "vector_store.search_results.page", "search_query": queries,
-                             "data": hits[:limit], "has_more": False, "next_page": None})
+                             "data": data, "has_more": False, "next_page": None})
 
     return [
         Route("/v1/vector_stores", create, methods=["POST"]),
