@@ -20,6 +20,7 @@ from .tool_cache import ToolResultCache
 from .tool_catalog import ToolCatalog
 from .upstream import UpstreamClient, make_adapter
 from .upstream.adapter import UpstreamAdapter
+from .web_search import WebSearchProvider
 
 RETRY_AFTER_S = 1
 T = TypeVar("T")
@@ -63,6 +64,8 @@ class Runtime:
     connector: McpConnector
     catalog: ToolCatalog
     limiter: RunLimiter
+    web_search: WebSearchProvider | None = None
+    """The `web_search` tool's backend (None: the gateway offers no web search)."""
 
     @classmethod
     def build(cls, config: GatewayConfig, resolver: Resolver = system_resolver) -> Runtime:
