@@ -5,7 +5,9 @@ far, the tools each MCP server listed (so a continuation does not list again), t
 requests still waiting for an answer, and the ids of the items the client has seen.
 `history_from_input` converts client items into that representation; it is the only place
 where `mcp_*` items are interpreted, and none of them becomes a transcript item except an
-executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`).
+executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`). A `web_search_call` or
+`file_search_call` becomes the function call and output the model reads of it
+(`hosted_items.replayed`): never searched again.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any
 
 from .errors import InvalidRequest
+from .hosted_items import ITEM_TYPES as HOSTED_ITEM_TYPES, replayed as replayed_hosted_item
 from .mcp_servers import ListedTool
 from .upstream.items import Message, Reasoning, ToolCall, ToolOutput, TranscriptItem
 
@@ -143,6 +146,8 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> H
             pending[item["id"]] = PendingApproval(item["id"], item["server_label"], call)
         elif kind == "mcp_approval_response":
             answers.append((index, item))
+        elif kind in HOSTED_ITEM_TYPES:
+            transcript += replayed_hosted_item(item, call_id_for(item["id"]))
         else:
             raise InvalidRequest(f"The reference gateway does not accept input items of type '{kind}'.",
                                  param=f"input[{index}].type", code="unsupported_value")

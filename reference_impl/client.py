@@ -98,7 +98,53 @@ class McpTool:
         return echoed
 
 
-Tool = FunctionTool | McpTool
+@dataclass(frozen=True)
+class FileSearchTool:
+    """`type: file_search`: the gateway searches these vector stores (checked: filters,
+    ranking options, result count)."""
+
+    vector_store_ids: tuple[str, ...]
+    max_num_results: int = 20
+    filters: dict[str, Any] | None = None
+    ranking_options: dict[str, Any] = field(default_factory=dict)
+    score_threshold: float = 0.0
+
+    def echo(self) -> dict[str, Any]:
+        """As OpenAI echoes it: `filters`, `max_num_results` (20) and `ranking_options` filled in."""
+        return {"type": "file_search", "filters": self.filters, "max_num_results": self.max_num_results,
+                "ranking_options": {"ranker": "auto", "score_threshold": 0.0} | self.ranking_options,
+                "vector_store_ids": list(self.vector_store_ids)}
+
+
+_DEFAULT_LOCATION = {"type": "approximate", "city": None, "country": "US", "region": None, "timezone": None}
+
+
+@dataclass(frozen=True)
+class WebSearchTool:
+    """`type: web_search` (or `web_search_preview`, dated variants): the gateway's web search
+    provider answers; `allowed_domains` from `filters` (web_search types only)."""
+
+    type: str
+    raw: dict[str, Any] = field(default_factory=dict)
+    allowed_domains: tuple[str, ...] = ()
+
+    @property
+    def max_results(self) -> int:
+        """Pages per search, by `search_context_size` (low 3, medium 5, high 10)."""
+        return {"low": 3, "high": 10}.get(self.raw.get("search_context_size") or "medium", 5)
+
+    def echo(self) -> dict[str, Any]:
+        """As OpenAI echoes it: `search_context_size` medium and a US `user_location` by default,
+        and `filters` (null) on the web_search types."""
+        defaults: dict[str, Any] = {"search_context_size": "medium", "user_location": dict(_DEFAULT_LOCATION)}
+        if not self.type.startswith("web_search_preview"):
+            defaults["filters"] = None
+        given = {key: value for key, value in self.raw.items() if value is not None}
+        return {"type": self.type} | defaults | given
+
+
+HostedTool = FileSearchTool | WebSearchTool
+Tool = FunctionTool | McpTool | FileSearchTool | WebSearchTool
 
 
 @dataclass(frozen=True)
@@ -120,6 +166,7 @@ class CreateRequest:
     previous_response_id: str | None = None
     conversation_id: str | None = None
     metadata: dict[str, str] = field(default_factory=dict)
+    include: frozenset[str] = frozenset()
 
     @property
     def function_tools(self) -> tuple[FunctionTool, ...]:
@@ -128,6 +175,10 @@ class CreateRequest:
     @property
     def mcp_tools(self) -> tuple[McpTool, ...]:
         return tuple(t for t in self.tools if isinstance(t, McpTool))
+
+    @property
+    def hosted_tools(self) -> tuple[HostedTool, ...]:
+        return tuple(t for t in self.tools if isinstance(t, (FileSearchTool, WebSearchTool)))
 
     def sampling(self) -> dict[str, Any]:
         """The request fields that shape the model's answer and go upstream unchanged."""
@@ -154,12 +205,12 @@ def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
                                                        **item}) for item in items]
 
 
-def _no_hosted_tool_use() -> dict[str, Any]:
-    """`tool_usage` of a response that used no hosted tool, as OpenAI reports it."""
+def _hosted_tool_use(web_searches: int) -> dict[str, Any]:
+    """`tool_usage` as OpenAI reports it: no image generation here, and the web searches run."""
     tokens = {"image_tokens": 0, "text_tokens": 0}
     return {"image_gen": {"input_tokens": 0, "input_tokens_details": dict(tokens), "output_tokens": 0,
                           "output_tokens_details": dict(tokens), "total_tokens": 0},
-            "web_search": {"num_requests": 0}}
+            "web_search": {"num_requests": web_searches}}
 
 
 def _reasoning_echo(reasoning: Any) -> dict[str, Any]:
@@ -180,7 +231,8 @@ def text_echo(text: Any) -> dict[str, Any]:
 
 def response_object(request: CreateRequest, *, response_id: str, created_at: int, status: str,
                     output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
-                    error: dict[str, Any] | None = None, incomplete_reason: str | None = None) -> dict[str, Any]:
+                    error: dict[str, Any] | None = None, incomplete_reason: str | None = None,
+                    web_searches: int = 0) -> dict[str, Any]:
     """The Response object as the client sees it, every key present as OpenAI returns it."""
     raw = request.raw
     return {
@@ -214,7 +266,7 @@ def response_object(request: CreateRequest, *, response_id: str, created_at: int
         "temperature": raw.get("temperature", 1.0),
         "text": text_echo(raw.get("text")),
         "tool_choice": request.tool_choice,
-        "tool_usage": _no_hosted_tool_use(),
+        "tool_usage": _hosted_tool_use(web_searches),
         "tools": [tool.echo() for tool in request.tools],
         "top_logprobs": raw.get("top_logprobs", 0),
         "top_p": raw.get("top_p", 1.0),

@@ -8,8 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .citations import Citable, StreamingCitations
 from .client import CreateRequest, response_object
 from .errors import GatewayError, UpstreamError
+from .hosted_items import INCLUDE_FILE_RESULTS, INCLUDE_WEB_SOURCES, HostedKind
+from .hosted_tools import HostedOutcome
 from .ids import new_id
 from .loop.actions import Completed, Exhausted, Failed, Outcome
 from .loop.sink import LoopResult
@@ -19,8 +22,8 @@ class EventLogLike(Protocol):
     def append(self, event_type: str, fields: dict[str, Any]) -> None: ...
 
 
-def _text_part(text: str = "") -> dict[str, Any]:
-    return {"type": "output_text", "annotations": [], "logprobs": [], "text": text}
+def _text_part(text: str = "", annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"type": "output_text", "annotations": list(annotations or []), "logprobs": [], "text": text}
 
 
 @dataclass(frozen=True)
@@ -31,6 +34,14 @@ class Open:
     item_id: str
 
 
+@dataclass(frozen=True)
+class OpenMessage(Open):
+    """A message being streamed: its text goes through the response's citations."""
+
+    citations: StreamingCitations
+    annotations: list[dict[str, Any]]
+
+
 class ResponsesSink:
     def __init__(self, log: EventLogLike, request: CreateRequest, response_id: str, created_at: int) -> None:
         self._log = log
@@ -39,10 +50,13 @@ class ResponsesSink:
         self.created_at = created_at
         self.output: list[dict[str, Any] | None] = []
         """Client-visible items by output index; None while an item is still open."""
+        self.citable = Citable()
+        """What this response's hosted searches found, for the messages that cite it."""
+        self.web_searches = 0
 
     def snapshot(self, status: str, output: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
         return response_object(self.request, response_id=self.response_id, created_at=self.created_at,
-                               status=status, output=output or [], **extra)
+                               status=status, output=output or [], web_searches=self.web_searches, **extra)
 
     def emit(self, event_type: str, **fields: Any) -> None:
         self._log.append(event_type, fields)
@@ -94,26 +108,39 @@ class ResponsesSink:
 
     # -- messages --------------------------------------------------------------------------
 
-    def message_started(self) -> Open:
+    def message_started(self) -> OpenMessage:
         item_id = new_id("msg")
         index = self.added({"id": item_id, "type": "message", "status": "in_progress", "content": [],
                             "role": "assistant"})
         self.emit("response.content_part.added", item_id=item_id, output_index=index, content_index=0,
                   part=_text_part())
-        return Open(index, item_id)
+        return OpenMessage(index, item_id, StreamingCitations(self.citable), [])
 
-    def text_delta(self, handle: Open, delta: str) -> None:
-        self.emit("response.output_text.delta", item_id=handle.item_id, output_index=handle.index,
-                  content_index=0, delta=delta, logprobs=[])
+    def text_delta(self, handle: OpenMessage, delta: str) -> None:
+        self._show(handle, *handle.citations.feed(delta))
 
-    def message_done(self, handle: Open, text: str, incomplete: bool) -> None:
-        item_id, index = handle.item_id, handle.index
+    def _show(self, handle: OpenMessage, text: str, annotations: list[dict[str, Any]]) -> None:
+        """Cleaned text as a delta, then the annotations it completed."""
+        if text:
+            self.emit("response.output_text.delta", item_id=handle.item_id, output_index=handle.index,
+                      content_index=0, delta=text, logprobs=[])
+        for annotation in annotations:
+            self.emit("response.output_text.annotation.added", item_id=handle.item_id, output_index=handle.index,
+                      content_index=0, annotation_index=len(handle.annotations), annotation=annotation)
+            handle.annotations.append(annotation)
+
+    def message_done(self, handle: OpenMessage, text: str, incomplete: bool) -> None:
+        """`text` is the model's whole text: its deltas, if any came, added up to it."""
+        if not handle.citations.fed:
+            self._show(handle, *handle.citations.feed(text))
+        self._show(handle, *handle.citations.finish())
+        item_id, index, text, annotations = handle.item_id, handle.index, handle.citations.shown, handle.annotations
         self.emit("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
                   text=text, logprobs=[])
         self.emit("response.content_part.done", item_id=item_id, output_index=index, content_index=0,
-                  part=_text_part(text))
+                  part=_text_part(text, annotations))
         self.done(index, {"id": item_id, "type": "message", "status": "incomplete" if incomplete else "completed",
-                          "content": [_text_part(text)], "role": "assistant"})
+                          "content": [_text_part(text, annotations)], "role": "assistant"})
 
     # -- reasoning -------------------------------------------------------------------------
 
@@ -151,6 +178,38 @@ class ResponsesSink:
         self.emit("response.function_call_arguments.done", item_id=item["id"], output_index=index,
                   name=name, arguments=arguments)
         self.done(index, item | {"status": "completed", "arguments": arguments})
+
+    def hosted_call_started(self, kind: HostedKind) -> Open:
+        """The call's item added (OpenAI's: a web search's `action` holds only its type until
+        done, a file search's `queries` are empty), then its in_progress and searching phases."""
+        item_id = new_id("ws" if kind == "web_search" else "fs")
+        item: dict[str, Any] = {"id": item_id, "type": f"{kind}_call", "status": "in_progress"}
+        item |= {"action": {"type": "search"}} if kind == "web_search" else {"queries": [], "results": None}
+        index = self.added(item)
+        for phase in ("in_progress", "searching"):
+            self.emit(f"response.{kind}_call.{phase}", item_id=item_id, output_index=index)
+        return Open(index, item_id)
+
+    def hosted_call_done(self, handle: Open, kind: HostedKind, outcome: HostedOutcome) -> None:
+        """A search that failed has status `failed` and no phase after `searching` (OpenAI has
+        no failed event for these calls); what one found becomes citable."""
+        if outcome.error is None:
+            self.emit(f"response.{kind}_call.completed", item_id=handle.item_id, output_index=handle.index)
+        item: dict[str, Any] = {"id": handle.item_id, "type": f"{kind}_call",
+                                "status": "failed" if outcome.error else "completed"}
+        results = list(outcome.results)
+        if kind == "web_search":
+            self.web_searches += 1
+            action: dict[str, Any] = {"type": "search", "query": outcome.queries[0] if outcome.queries else ""}
+            if INCLUDE_WEB_SOURCES in self.request.include:
+                action["sources"] = [{"type": "url", "url": page["url"]} for page in results]
+            item["action"] = action
+            self.citable.pages.update((page["url"], page["title"]) for page in results)
+        else:
+            item |= {"queries": list(outcome.queries),
+                     "results": results if INCLUDE_FILE_RESULTS in self.request.include else None}
+            self.citable.files.update((result["file_id"], result["filename"]) for result in results)
+        self.done(handle.index, item)
 
     def list_tools_started(self, server_label: str) -> Open:
         item_id = new_id("mcpl")

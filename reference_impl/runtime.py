@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from .client import FileSearchTool, HostedTool, Tool, WebSearchTool
 from .config import GatewayConfig
-from .errors import RateLimited
+from .errors import GatewayError, InvalidRequest, RateLimited
+from .hosted_tools import HostedRunner, hosted_runners
 from .loop.state import LoopContext, LoopRequest, ServerBinding
 from .mcp_servers import McpConnector, McpServer
 from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_resolver
@@ -86,6 +88,24 @@ class Runtime:
                                    visible=not configured.hidden)
                 bindings.append(ServerBinding(server, None, approvals and configured.require_approval == "always"))
         return bindings
+
+    async def check_hosted_tools(self, tools: Sequence[Tool]) -> None:
+        """Refuse hosted tools this gateway cannot run: a web search with no provider configured,
+        a file search over a vector store that does not exist (OpenAI's 404, naming the param)."""
+        for index, tool in enumerate(tools):
+            if isinstance(tool, WebSearchTool) and self.web_search is None:
+                raise InvalidRequest(f"This gateway has no web search provider configured, so it cannot run tools "
+                                     f"of type '{tool.type}'.", param=f"tools[{index}]", code="unsupported_value")
+            if isinstance(tool, FileSearchTool):
+                for position, store_id in enumerate(tool.vector_store_ids):
+                    if await self.store.get_vector_store(store_id) is None:
+                        raise GatewayError(404, f"Vector store with id '{store_id}' not found.",
+                                           type="invalid_request_error",
+                                           param=f"tools[{index}].vector_store_ids[{position}]")
+
+    def hosted_runners(self, tools: Sequence[HostedTool], taken: set[str]) -> dict[str, HostedRunner]:
+        """The loop's runners of checked hosted tools (`check_hosted_tools`)."""
+        return hosted_runners(tools, taken, self.store, self.web_search)
 
     def tool_cache(self, api_key: str) -> ToolResultCache | None:
         if self.config.tool_cache_ttl_s <= 0 or not self.config.tool_cache_secret:

@@ -114,10 +114,13 @@ class ResponsesService:
             if decision.approve and decision.pending.server_label not in labels:
                 raise InvalidRequest(f"The approved call is for MCP server '{decision.pending.server_label}', "
                                      "which is not in this request's tools.", param="tools")
+        await self.runtime.check_hosted_tools(request.tools)
         cap = self.runtime.config.tool_call_cap
         ctx = self.runtime.context(loop_request(request), history=history, bindings=bindings,
                                    tool_budget=min(request.max_tool_calls or cap, cap),
-                                   tool_cache=self.runtime.tool_cache(api_key))
+                                   tool_cache=self.runtime.tool_cache(api_key),
+                                   hosted=self.runtime.hosted_runners(request.hosted_tools,
+                                                                      {t.name for t in request.function_tools}))
         return request, ctx, input_items
 
     async def start(self, body: JsonBody, api_key: str) -> Run:

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from .client import ApprovalPolicy, CreateRequest, FunctionTool, McpTool, Tool
+from .client import ApprovalPolicy, CreateRequest, FileSearchTool, FunctionTool, McpTool, Tool, WebSearchTool
 from .errors import InvalidRequest
+from .hosted_items import WEB_SEARCH_TYPES
 from .request_schema import invalid_type, missing, responses_schema, unknown
+from .vector_stores import checked_filter, score_threshold
 
-_SUPPORTED_TOOL_TYPES = {"function", "mcp"}
+_SUPPORTED_TOOL_TYPES = {"function", "mcp", "file_search"} | WEB_SEARCH_TYPES
+_MAX_NUM_RESULTS = (1, 50)
 
 
 def input_items(value: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -63,6 +66,26 @@ def _approval(value: Any) -> ApprovalPolicy:
     return ApprovalPolicy("filter", never=frozenset(never), raw=echoed)
 
 
+def _file_search_tool(param: str, raw: dict[str, Any]) -> FileSearchTool:
+    """A checked file_search tool (its vector stores are looked up later, in `service.py`)."""
+    limit = raw.get("max_num_results")
+    low, high = _MAX_NUM_RESULTS
+    if limit is not None and not low <= limit <= high:
+        raise InvalidRequest(f"Invalid '{param}.max_num_results': expected an integer between {low} and {high}, "
+                             f"but got {limit} instead.", param=f"{param}.max_num_results", code="invalid_value")
+    ranking = raw.get("ranking_options")
+    threshold = score_threshold(ranking, f"{param}.ranking_options")
+    filters = checked_filter(raw["filters"], f"{param}.filters") if raw.get("filters") is not None else None
+    return FileSearchTool(tuple(raw["vector_store_ids"]), 20 if limit is None else limit, filters,
+                          dict(ranking or {}), threshold)
+
+
+def _web_search_tool(raw: dict[str, Any]) -> WebSearchTool:
+    domains = ((raw.get("filters") or {}).get("allowed_domains") or []) if raw["type"] in ("web_search",
+                                                                                            "web_search_2025_08_26") else []
+    return WebSearchTool(raw["type"], {key: value for key, value in raw.items() if key != "type"}, tuple(domains))
+
+
 def _tools(value: list[dict[str, Any]]) -> tuple[Tool, ...]:
     """The tools of a valid `tools`; a 400 for a tool this gateway cannot run."""
     tools: list[Tool] = []
@@ -74,6 +97,12 @@ def _tools(value: list[dict[str, Any]]) -> tuple[Tool, ...]:
                                  param=f"{param}.type", code="unsupported_value")
         if raw["type"] == "function":
             tools.append(FunctionTool(raw["name"], raw.get("description"), raw.get("parameters"), raw.get("strict")))
+            continue
+        if raw["type"] == "file_search":
+            tools.append(_file_search_tool(param, raw))
+            continue
+        if raw["type"] in WEB_SEARCH_TYPES:
+            tools.append(_web_search_tool(raw))
             continue
         tool = _mcp_tool(param, raw)
         if tool.server_label in labels:
@@ -133,4 +162,5 @@ def validate_create(body: Any) -> CreateRequest:
         previous_response_id=body.get("previous_response_id"),
         conversation_id=conversation_id,
         metadata=body.get("metadata") or {},
+        include=frozenset(body.get("include") or ()),
     )

@@ -14,11 +14,11 @@ from ..upstream.items import ToolCall
 
 @dataclass(frozen=True)
 class GatewayCall:
-    """A tool call the gateway runs: the model's call, the server, and (after approval) the
-    approval request it answers."""
+    """A tool call the gateway runs: the model's call, the MCP server (None: one of the
+    gateway's hosted tools), and (after approval) the approval request it answers."""
 
     call: ToolCall
-    server_label: str
+    server_label: str | None
     approval_request_id: str | None = None
 
 
@@ -27,7 +27,7 @@ class CallPlan:
     """What happens to each tool call of a model turn."""
 
     run: tuple[GatewayCall, ...] = ()
-    """Gateway tools to run now, within the `max_tool_calls` budget."""
+    """Gateway tools (MCP and hosted) to run now, within the `max_tool_calls` budget."""
     gated: tuple[GatewayCall, ...] = ()
     """Gateway tools that need approval first; the first one interrupts the response."""
     hand_back: tuple[ToolCall, ...] = ()

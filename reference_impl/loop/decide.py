@@ -37,9 +37,10 @@ def decide_start(history: History, budget: int) -> NextAction:
 
 
 def partition_calls(turn: TurnResult, tools: Mapping[str, GatewayTool], budget: int,
-                    client_tools: Collection[str] = ()) -> CallPlan:
+                    client_tools: Collection[str] = (), hosted: Collection[str] = ()) -> CallPlan:
     """Sort the turn's calls: run, gate, hand back (the client's own functions), refuse, or
-    ignore. Order within each group is the model's order."""
+    ignore. Order within each group is the model's order. Hosted tools (`hosted`, by name) are
+    never gated and share the budget with MCP tools."""
     if not turn.tools_offered:
         return CallPlan(ignored=tuple(turn.calls))
     run: list[GatewayCall] = []
@@ -49,11 +50,11 @@ def partition_calls(turn: TurnResult, tools: Mapping[str, GatewayTool], budget: 
     refused: list[ToolCall] = []
     for call in turn.calls:
         tool = tools.get(call.name)
-        if tool is None:
+        if tool is None and call.name not in hosted:
             (hand_back if call.name in client_tools else refused).append(call)
             continue
-        gateway_call = GatewayCall(call, tool.binding.server.label)
-        if tool.binding.requires_approval(call.name):
+        gateway_call = GatewayCall(call, tool.binding.server.label if tool else None)
+        if tool is not None and tool.binding.requires_approval(call.name):
             gated.append(gateway_call)
         elif len(run) < budget:
             run.append(gateway_call)
@@ -70,7 +71,7 @@ def decide_after_call_llm(ctx: LoopContext, state: LoopState) -> NextAction:
     if turn.incomplete_reason is not None:
         return Finish(Completed(turn.incomplete_reason))
     client_tools = {tool.name for tool in ctx.request.function_tools}
-    plan = partition_calls(turn, state.gateway_tools, remaining_budget(ctx, state), client_tools)
+    plan = partition_calls(turn, state.gateway_tools, remaining_budget(ctx, state), client_tools, ctx.hosted)
     if plan.run or plan.refused:
         return ExecuteTools(plan)
     return decide_after_execute_tools(ctx, state, plan)

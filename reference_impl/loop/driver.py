@@ -18,6 +18,7 @@ from typing import Any
 
 from ..chain import PendingApproval, denial_transcript
 from ..errors import BlockedDestination, ExternalConnectorError, GatewayError, UpstreamError
+from ..hosted_tools import HostedOutcome, HostedRunner
 from ..mcp_servers import CallResult, McpUnavailable, validate_arguments
 from ..upstream.items import (
     ItemDone, ItemStarted, Message, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta,
@@ -108,7 +109,7 @@ async def _list_tools(ctx: LoopContext, state: LoopState, sink: LoopSink) -> Nex
             failure = failure or Finish(Failed(error))
         else:
             state.listed[label] = tools
-    reserved = frozenset(t.name for t in ctx.request.function_tools)
+    reserved = frozenset(t.name for t in ctx.request.function_tools) | frozenset(ctx.hosted)
     state.gateway_tools = expose_tools(ctx.bindings, state.listed, reserved)
     return failure
 
@@ -200,9 +201,14 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
     `asyncio.wait`, never directly: awaiting a task hands the awaiter's cancellation to that
     task, and a call that swallowed it would return a result and let the loop go on."""
     async with asyncio.TaskGroup() as group:
-        tasks = [(gc, group.create_task(_timed(_run_call(ctx, state, gc.call)))) for gc in plan.run]
+        tasks = [(gc, group.create_task(_timed(_run_call(ctx, state, gc.call) if gc.server_label is not None
+                                               else ctx.hosted[gc.call.name].run(gc.call.arguments))))
+                 for gc in plan.run]
         for index, (gateway_call, task) in enumerate(tasks):
             call = gateway_call.call
+            if gateway_call.server_label is None:
+                await _report_hosted(state, sink, ctx.hosted[call.name], call, task, index)
+                continue
             tool = state.gateway_tools[call.name]
             visible = tool.binding.server.visible
             started = sink.mcp_call_started(gateway_call.server_label, call.name, call.arguments,
@@ -225,6 +231,20 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
                             "server": None, "tool": call.name, "status": "unavailable", "latency_ms": 0})
         state.transcript += [call, ToolOutput(call.call_id, f"Tool '{call.name}' is not available in this request.")]
     return None
+
+
+async def _report_hosted(state: LoopState, sink: LoopSink, runner: HostedRunner, call: ToolCall,
+                         task: asyncio.Task[tuple[HostedOutcome, int]], index: int) -> None:
+    """Show a hosted search as it runs (its item added and searching, then done) and give the
+    model its output."""
+    handle = sink.hosted_call_started(runner.kind)
+    await asyncio.wait([task])
+    outcome, latency = task.result()
+    state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": index, "server": None,
+                        "tool": runner.kind, "status": "error" if outcome.error else "ok", "latency_ms": latency})
+    sink.hosted_call_done(handle, runner.kind, outcome)
+    state.transcript += [call, ToolOutput(call.call_id, outcome.model_text)]
+    state.tool_calls_executed += 1
 
 
 async def _timed(work: Any) -> tuple[Any, int]:

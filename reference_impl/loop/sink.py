@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import GatewayError
+from ..hosted_items import HostedKind
+from ..hosted_tools import HostedOutcome
 from .actions import Outcome
 
 
@@ -51,6 +53,14 @@ class LoopSink(Protocol):
                          approval_request_id: str | None) -> Any: ...
 
     def mcp_call_done(self, handle: Any, output: str | None, error: dict[str, Any] | None) -> None: ...
+
+    def hosted_call_started(self, kind: HostedKind) -> Any:
+        """A hosted search (web_search, file_search) starts."""
+        ...
+
+    def hosted_call_done(self, handle: Any, kind: HostedKind, outcome: HostedOutcome) -> None:
+        """It ended; what it found is citable in the messages that follow."""
+        ...
 
     def function_call(self, call_id: str, name: str, arguments: str) -> None: ...
 

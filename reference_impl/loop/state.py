@@ -8,12 +8,14 @@ tools the model may call, the latest model turn, counters. Taking the next actio
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..chain import Chain, History, PendingApproval
 from ..client import FunctionTool, McpTool
 from ..errors import GatewayError
+from ..hosted_tools import HostedRunner
 from ..mcp_servers import ListedTool, McpConnector, McpServer
 from ..tool_cache import ToolResultCache
 from ..tool_catalog import ToolCatalog
@@ -68,6 +70,8 @@ class LoopContext:
     catalog: ToolCatalog
     tool_budget: int
     tool_cache: ToolResultCache | None = None
+    hosted: Mapping[str, HostedRunner] = field(default_factory=dict)
+    """The gateway's hosted tools (web_search, file_search) by the name the model calls them."""
     max_rounds: int | None = None
     """Model calls the loop may make (None: no limit of its own)."""
     deadline: float | None = None

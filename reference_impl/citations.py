@@ -1,0 +1,98 @@
+"""Citations: the model's text, with what it cites of this response's searches, as OpenAI's
+annotated `output_text`.
+
+The hosted tools tell the model how to cite (`hosted_tools.py`): a web page as a markdown link
+`[title](url)`, a file with Llama Stack's marker `<|file-ID|>`. `annotate` reads them back:
+
+- a markdown link whose URL is one of the response's web results stays in the text and becomes
+  `url_citation {start_index, end_index, title, url}` spanning the link (`title` is the result's);
+- a marker naming one of the response's file results is removed and becomes `file_citation
+  {file_id, filename, index}`, `index` being where it stood in the cleaned text (OpenAI: 30 in
+  "The capital of France is Paris.", just before the period). Markers naming other files, and
+  links to pages no search found, are left as the model wrote them.
+
+Annotations are in the order their citation ends in the text. `StreamingCitations` does the
+same delta by delta: it holds back what could still become a marker, so no marker (or part of
+one) reaches a delta, and reports each annotation as soon as its citation is complete.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+_LINK = re.compile(r"\[(?P<text>[^\[\]\n]*)\]\((?P<url>[^()\s]+)\)")
+_MARKER = re.compile(r"<\|(?P<file_id>file-[A-Za-z0-9_-]+)\|>")
+_MARKER_START = re.compile(r"<(?:\|(?:f(?:i(?:l(?:e(?:-[A-Za-z0-9_-]*\|?)?)?)?)?)?)?$")
+"""A text end that may still grow into a marker."""
+
+
+@dataclass
+class Citable:
+    """What this response's searches found: web pages by URL (their titles), files by id (their
+    names)."""
+
+    pages: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.pages or self.files)
+
+
+def annotate(text: str, citable: Citable) -> tuple[str, list[dict[str, Any]]]:
+    """The text without file markers, and its annotations in OpenAI's Responses shapes."""
+    markers = [m for m in _MARKER.finditer(text) if m["file_id"] in citable.files]
+    removed_before = _removal_offsets(markers)
+    found: list[tuple[int, dict[str, Any]]] = []
+    for marker in markers:
+        index = marker.start() - removed_before(marker.start())
+        found.append((marker.end(), {"type": "file_citation", "file_id": marker["file_id"],
+                                     "filename": citable.files[marker["file_id"]], "index": index}))
+    for link in _LINK.finditer(text):
+        if link["url"] in citable.pages:
+            start, end = link.start() - removed_before(link.start()), link.end() - removed_before(link.end())
+            found.append((link.end(), {"type": "url_citation", "end_index": end, "start_index": start,
+                                       "title": citable.pages[link["url"]], "url": link["url"]}))
+    cleaned = text
+    for marker in reversed(markers):
+        cleaned = cleaned[:marker.start()] + cleaned[marker.end():]
+    return cleaned, [annotation for _, annotation in sorted(found, key=lambda pair: pair[0])]
+
+
+def _removal_offsets(markers: list[re.Match[str]]) -> Any:
+    def removed_before(position: int) -> int:
+        return sum(m.end() - m.start() for m in markers if m.end() <= position)
+    return removed_before
+
+
+class StreamingCitations:
+    """`annotate` applied to a text that arrives in deltas: `feed` returns the cleaned text to
+    show now and the annotations completed by this delta; `finish` what was held back. The
+    deltas shown add up to `annotate(text)[0]`, the annotations to its annotations."""
+
+    def __init__(self, citable: Citable) -> None:
+        self._citable = citable
+        self._raw = ""
+        self.shown = ""
+        """The cleaned text shown so far."""
+        self._annotated = 0
+
+    @property
+    def fed(self) -> bool:
+        """Whether any text came."""
+        return bool(self._raw)
+
+    def feed(self, delta: str) -> tuple[str, list[dict[str, Any]]]:
+        self._raw += delta
+        held = _MARKER_START.search(self._raw)
+        return self._advance(self._raw[:held.start()] if held else self._raw)
+
+    def finish(self) -> tuple[str, list[dict[str, Any]]]:
+        return self._advance(self._raw)
+
+    def _advance(self, settled: str) -> tuple[str, list[dict[str, Any]]]:
+        cleaned, annotations = annotate(settled, self._citable)
+        new_text, new_annotations = cleaned[len(self.shown):], annotations[self._annotated:]
+        self.shown, self._annotated = cleaned, len(annotations)
+        return new_text, new_annotations
