@@ -74,7 +74,7 @@ class HostedRunner:
                                    max_num_results=tool.max_num_results, score_threshold=tool.score_threshold,
                                    filters=tool.filters)
         results = [{"attributes": hit.attributes or {}, "file_id": hit.file_id, "filename": hit.filename,
-                    "score": round(hit.score, 4), "text": hit.text, "vector_store_id": hit.vector_store_id}
+                    "score": hit.score, "text": hit.text, "vector_store_id": hit.vector_store_id}
                    for hit in hits]
         return HostedOutcome(tuple(queries), file_results_text(queries, results), tuple(results))
 

@@ -1,0 +1,212 @@
+"""The reference gateway's loop runs `file_search` over its own vector stores: the official
+`openai` SDK uploads a file, builds a vector store and asks with the tool, streamed and not;
+the model (scripted upstream) calls the tool as a function and cites with `<|file-ID|>`, and
+the client gets OpenAI's items, events and `file_citation` annotations."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import httpx
+import pytest
+from openai import OpenAI
+from openai.types.responses import ResponseFileSearchToolCall, ResponseOutputMessage
+
+from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.harness.grammar import check_stream
+from responses_parity.harness.sse import parse_sse
+from responses_parity.harness.stack import Stack
+
+PARIS = b"Paris is the capital of France. It is known for the Eiffel Tower.\n"
+
+
+def scripted(stack: Stack, turns: list[dict[str, Any]]) -> str:
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [turns]})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    return run
+
+
+def upstream_requests(stack: Stack, run: str) -> list[dict[str, Any]]:
+    return httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"]
+
+
+@pytest.fixture
+def client(stack: Stack) -> OpenAI:
+    return OpenAI(base_url=f"{stack.reference_url}/v1", api_key="not-checked", max_retries=0)
+
+
+@pytest.fixture
+def paris_store(client: OpenAI) -> tuple[str, str]:
+    """A vector store holding one uploaded file about Paris: (store id, file id)."""
+    uploaded = client.files.create(file=("paris.txt", io.BytesIO(PARIS)), purpose="assistants")
+    store = client.vector_stores.create(name="geography", file_ids=[uploaded.id])
+    return store.id, uploaded.id
+
+
+def turns(file_id: str) -> list[dict[str, Any]]:
+    return [{"call": {"tool": "file_search", "arguments": {"queries": ["capital of France"]}}},
+            {"text": f"The capital of France is Paris<|{file_id}|>."}]
+
+
+def test_the_sdk_runs_file_search_with_results_and_a_citation(stack: Stack, client: OpenAI,
+                                                               paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = scripted(stack, turns(file_id))
+    response = client.responses.create(
+        model="m", input=f"What is the capital of France? {run_marker(run, 0)}",
+        tools=[{"type": "file_search", "vector_store_ids": [store_id]}], include=["file_search_call.results"])
+    call, message = response.output
+    assert isinstance(call, ResponseFileSearchToolCall) and isinstance(message, ResponseOutputMessage)
+    assert call.status == "completed" and call.queries == ["capital of France"] and call.id.startswith("fs_")
+    assert call.results is not None and len(call.results) == 1
+    hit = call.results[0]
+    assert (hit.file_id, hit.filename, hit.text) == (file_id, "paris.txt", PARIS.decode().strip())
+    assert hit.score is not None and 0 <= hit.score < 1
+    text = message.content[0]
+    assert text.type == "output_text" and text.text == "The capital of France is Paris."
+    assert [a.model_dump() for a in text.annotations] == [
+        {"type": "file_citation", "file_id": file_id, "filename": "paris.txt", "index": 30}]
+    assert response.tools[0].model_dump() == {
+        "type": "file_search", "vector_store_ids": [store_id], "filters": None, "max_num_results": 20,
+        "ranking_options": {"ranker": "auto", "score_threshold": 0.0, "hybrid_search": None}}
+    model_call, answer = upstream_requests(stack, run)
+    assert "file_search" in model_call["offered_tools"]
+    assert f"<|{file_id}|>" in answer["tool_outputs"][0] and "Eiffel Tower" in answer["tool_outputs"][0]
+
+
+def test_the_sdk_streams_file_search_in_openais_order(stack: Stack, client: OpenAI,
+                                                      paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = scripted(stack, turns(file_id))
+    with client.responses.stream(model="m", input=f"Capital of France? {run_marker(run, 0)}",
+                                 tools=[{"type": "file_search", "vector_store_ids": [store_id]}]) as stream:
+        events = list(stream)
+        final = stream.get_final_response()
+    types = [event.type for event in events]
+    call_events = types[types.index("response.output_item.added"):types.index("response.output_item.done") + 1]
+    assert call_events == ["response.output_item.added", "response.file_search_call.in_progress",
+                           "response.file_search_call.searching", "response.file_search_call.completed",
+                           "response.output_item.done"]
+    added = events[types.index("response.output_item.added")]
+    assert added.item.model_dump(exclude={"id"}) == {"type": "file_search_call", "status": "in_progress",
+                                                     "queries": [], "results": None}
+    deltas = "".join(e.delta for e in events if e.type == "response.output_text.delta")
+    assert deltas == "The capital of France is Paris." and "<|" not in deltas
+    annotation_added = [e for e in events if e.type == "response.output_text.annotation.added"]
+    assert [(e.annotation_index, e.annotation.index) for e in annotation_added] == [(0, 30)]
+    assert types.index("response.output_text.annotation.added") < types.index("response.output_text.done")
+    call = final.output[0]
+    assert isinstance(call, ResponseFileSearchToolCall) and call.results is None
+    assert final.output[1].content[0].annotations[0].file_id == file_id
+
+
+def test_the_stream_keeps_the_harness_grammar(stack: Stack, paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = scripted(stack, turns(file_id))
+    body = {"model": "m", "input": f"Capital? {run_marker(run, 0)}", "stream": True,
+            "tools": [{"type": "file_search", "vector_store_ids": [store_id]}]}
+    answer = httpx.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
+    events = parse_sse(answer.text)
+    assert [f.message for f in check_stream(events)] == []
+    assert [e.type for e in events].count("response.output_text.annotation.added") == 1
+
+
+def test_a_file_search_is_not_run_again_through_previous_response_id(stack: Stack, client: OpenAI,
+                                                                     paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [turns(file_id), [{"text": "Still Paris."}]], "chain_of": [0, 0]})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
+    first = client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", tools=tools)
+    client.vector_stores.files.delete(file_id, vector_store_id=store_id)  # a search now would find nothing
+    second = client.responses.create(model="m", input="And again?", previous_response_id=first.id, tools=tools)
+    assert [item.type for item in second.output] == ["message"]
+    replayed = upstream_requests(stack, run)[-1]
+    assert replayed["item_types"].count("function_call") == 1
+    assert "Eiffel Tower" in replayed["tool_outputs"][0]
+
+
+def test_stateless_input_carrying_a_file_search_call_is_replayed_from_its_results(
+        stack: Stack, client: OpenAI, paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = scripted(stack, turns(file_id))
+    first = client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", store=False,
+                                    tools=[{"type": "file_search", "vector_store_ids": [store_id]}],
+                                    include=["file_search_call.results"])
+    again = scripted(stack, [{"text": "Paris, as found."}] * 4)  # the upstream counts the replayed turns too
+    replayed = [item.model_dump(exclude_none=True) for item in first.output]
+    for result in replayed[0]["results"]:  # recorded in OpenAI's output, absent from the SDK's input type
+        del result["vector_store_id"]
+    items = [{"role": "user", "content": f"Capital? {run_marker(again, 0)}"}, *replayed,
+             {"role": "user", "content": "Sure?"}]
+    answer = client.responses.create(model="m", input=items, store=False)
+    assert answer.output[-1].content[0].text == "Paris, as found."
+    seen = upstream_requests(stack, again)[-1]
+    original = upstream_requests(stack, run)[1]["tool_outputs"][0]
+    assert seen["tool_outputs"] == [original]
+
+
+@pytest.mark.parametrize(("tool", "param"), [
+    ({"type": "file_search", "vector_store_ids": ["vs_missing"]}, "tools[0].vector_store_ids[0]"),
+    ({"type": "file_search", "vector_store_ids": [], "filters": {"type": "eq", "key": 3, "value": 1}},
+     "tools[0].filters.key"),
+    ({"type": "file_search", "vector_store_ids": [], "ranking_options": {"score_threshold": 2}},
+     "tools[0].ranking_options.score_threshold"),
+    ({"type": "file_search", "vector_store_ids": [], "max_num_results": 51}, "tools[0].max_num_results"),
+])
+def test_a_file_search_tool_the_gateway_cannot_run_is_refused_naming_the_param(
+        stack: Stack, tool: dict[str, Any], param: str) -> None:
+    answer = httpx.post(f"{stack.reference_url}/v1/responses",
+                        json={"model": "m", "input": "x", "tools": [tool], "stream": True}, timeout=30)
+    assert 400 <= answer.status_code < 500, answer.text
+    assert answer.json()["error"]["param"] == param
+
+
+def test_tool_choice_naming_file_search_forces_its_function_then_relaxes(stack: Stack, client: OpenAI,
+                                                                         paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = scripted(stack, turns(file_id))
+    client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", tool_choice={"type": "file_search"},
+                            tools=[{"type": "file_search", "vector_store_ids": [store_id]}])
+    first, second = upstream_requests(stack, run)
+    assert first["tool_choice"] == {"type": "function", "name": "file_search"}
+    assert second["tool_choice"] == "auto"
+
+
+def test_a_client_function_keeps_the_name_file_search(stack: Stack, client: OpenAI,
+                                                      paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = scripted(stack, [{"call": {"tool": "hosted_file_search", "arguments": {"queries": ["France"]}}},
+                           {"text": "done"}])
+    mine = {"type": "function", "name": "file_search", "parameters": {"type": "object", "properties": {}}}
+    response = client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}",
+                                       tools=[mine, {"type": "file_search", "vector_store_ids": [store_id]}])
+    assert [item.type for item in response.output] == ["file_search_call", "message"]
+    assert upstream_requests(stack, run)[0]["offered_tools"] == ["file_search", "hosted_file_search"]
+
+
+def test_file_search_calls_count_against_max_tool_calls(stack: Stack, client: OpenAI,
+                                                        paris_store: tuple[str, str]) -> None:
+    store_id, _ = paris_store
+    search = {"tool": "file_search", "arguments": {"queries": ["Paris"]}}
+    run = scripted(stack, [{"calls": [search, search]}, {"text": "one search only"}])
+    response = client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", max_tool_calls=1,
+                                       tools=[{"type": "file_search", "vector_store_ids": [store_id]}])
+    assert [item.type for item in response.output] == ["file_search_call", "message"]
+    final_turn = upstream_requests(stack, run)[-1]
+    assert final_turn["offered_tools"] == [] and len(final_turn["tool_outputs"]) == 1
+
+
+def test_invalid_arguments_fail_the_call_and_tell_the_model(stack: Stack, client: OpenAI,
+                                                           paris_store: tuple[str, str]) -> None:
+    store_id, _ = paris_store
+    run = scripted(stack, [{"call": {"tool": "file_search", "arguments": {"queries": "not a list"}}},
+                           {"text": "sorry"}])
+    response = client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}",
+                                       tools=[{"type": "file_search", "vector_store_ids": [store_id]}])
+    assert response.output[0].status == "failed"
+    told = upstream_requests(stack, run)[1]["tool_outputs"][0]
+    assert told.startswith("The file search failed: invalid arguments for tool 'file_search'")
