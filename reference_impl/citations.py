@@ -19,6 +19,7 @@ one) reaches a delta, and reports each annotation as soon as its citation is com
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +37,12 @@ class Citable:
     pages: dict[str, str] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
 
-    def __bool__(self) -> bool:
-        return bool(self.pages or self.files)
+    def learn(self, web: bool, results: Iterable[dict[str, Any]]) -> None:
+        """Add a search's results: web pages (`url`, `title`), or file results (`file_id`, `filename`)."""
+        if web:
+            self.pages.update((page["url"], page["title"]) for page in results)
+        else:
+            self.files.update((result["file_id"], result["filename"]) for result in results)
 
 
 def annotate(text: str, citable: Citable) -> tuple[str, list[dict[str, Any]]]:

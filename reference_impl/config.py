@@ -27,6 +27,9 @@ chat:                                  # /v1/chat/completions with the agent loo
   deadline_s: 120
   stream_mode: final_only              # final_only | disabled
   opt_out_header: x-mcp-opt-out        # a truthy value (true/1/yes) skips the loop
+  hosted_tools:                        # built-in tools every looped chat completion offers, as in a
+    - {type: web_search}               # Responses request (web_search needs a web search provider)
+    - {type: file_search, vector_store_ids: [vs_abc], max_num_results: 5}
 ```
 """
 
@@ -96,6 +99,9 @@ class GatewayConfig:
     chat_deadline_s: float = 120.0
     chat_stream_mode: ChatStreamMode = "final_only"
     chat_opt_out_header: str = "x-mcp-opt-out"
+    chat_hosted_tools: tuple[dict[str, Any], ...] = ()
+    """Built-in tools (web_search, file_search) the chat surface's loop offers the model, as a
+    Responses request writes them (the chat routes check them as a request's, at start)."""
 
     def __post_init__(self) -> None:
         if self.upstream_wire not in ("responses", "chat", "anthropic"):
@@ -135,8 +141,9 @@ class GatewayConfig:
 
     @property
     def loop_on_chat(self) -> bool:
-        """Whether chat completions run through the agent loop (some MCP server is enabled)."""
-        return any(server.enabled for server in self.mcp_servers)
+        """Whether chat completions run through the agent loop (some MCP server is enabled, or
+        some hosted tool is offered)."""
+        return any(server.enabled for server in self.mcp_servers) or bool(self.chat_hosted_tools)
 
     @classmethod
     def from_file(cls, path: str | Path) -> GatewayConfig:
@@ -159,7 +166,7 @@ class GatewayConfig:
             raise ConfigError("upstream.url: required")
         outbound = _section(raw, "outbound", {"block", "allow"})
         cache = _section(raw, "tool_cache", {"ttl_s", "secret_env"})
-        chat = _section(raw, "chat", {"max_rounds", "deadline_s", "stream_mode", "opt_out_header"})
+        chat = _section(raw, "chat", {"max_rounds", "deadline_s", "stream_mode", "opt_out_header", "hosted_tools"})
         servers = []
         server_fields = {f.name for f in fields(McpServerConfig)}
         for index, entry in enumerate(raw.get("mcp_servers") or []):
@@ -190,7 +197,30 @@ class GatewayConfig:
             chat_deadline_s=float(chat.get("deadline_s", 120.0)),
             chat_stream_mode=chat.get("stream_mode", "final_only"),
             chat_opt_out_header=str(chat.get("opt_out_header", "x-mcp-opt-out")),
+            chat_hosted_tools=_hosted_tools(chat.get("hosted_tools") or []),
         )
+
+
+_HOSTED_TOOL_FIELDS = {"file_search": {"type", "vector_store_ids", "max_num_results", "filters", "ranking_options"},
+                       "web_search": {"type", "search_context_size", "user_location", "filters"}}
+
+
+def _hosted_tools(entries: Any) -> tuple[dict[str, Any], ...]:
+    """`chat.hosted_tools`: their shape (types, fields, vector store ids); their values are
+    checked as a request's when the chat routes start."""
+    if not isinstance(entries, list):
+        raise ConfigError("chat.hosted_tools: expected a list of tools")
+    for index, entry in enumerate(entries):
+        where = f"chat.hosted_tools[{index}]"
+        kind = entry.get("type") if isinstance(entry, dict) else None
+        family = "web_search" if isinstance(kind, str) and kind.startswith("web_search") else kind
+        if family not in _HOSTED_TOOL_FIELDS:
+            raise ConfigError(f"{where}.type: expected file_search or a web_search type, got {kind!r}")
+        _known(where, entry, _HOSTED_TOOL_FIELDS[family])
+        stores = entry.get("vector_store_ids")
+        if family == "file_search" and (not isinstance(stores, list) or not all(isinstance(s, str) for s in stores)):
+            raise ConfigError(f"{where}.vector_store_ids: expected a list of vector store ids")
+    return tuple(entries)
 
 
 def _known(where: str, raw: dict[str, Any], known: set[str]) -> None:

@@ -204,11 +204,10 @@ class ResponsesSink:
             if INCLUDE_WEB_SOURCES in self.request.include:
                 action["sources"] = [{"type": "url", "url": page["url"]} for page in results]
             item["action"] = action
-            self.citable.pages.update((page["url"], page["title"]) for page in results)
         else:
             item |= {"queries": list(outcome.queries),
                      "results": results if INCLUDE_FILE_RESULTS in self.request.include else None}
-            self.citable.files.update((result["file_id"], result["filename"]) for result in results)
+        self.citable.learn(kind == "web_search", results)
         self.done(handle.index, item)
 
     def list_tools_started(self, server_label: str) -> Open:

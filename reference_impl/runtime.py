@@ -89,19 +89,20 @@ class Runtime:
                 bindings.append(ServerBinding(server, None, approvals and configured.require_approval == "always"))
         return bindings
 
-    async def check_hosted_tools(self, tools: Sequence[Tool]) -> None:
-        """Refuse hosted tools this gateway cannot run: a web search with no provider configured,
-        a file search over a vector store that does not exist (OpenAI's 404, naming the param)."""
+    async def check_hosted_tools(self, tools: Sequence[Tool], where: str = "tools") -> None:
+        """Refuse hosted tools this gateway cannot run: a web search with no provider configured
+        (400), a file search over a vector store that does not exist (404); the error names the
+        tool as `where[i]`."""
         for index, tool in enumerate(tools):
             if isinstance(tool, WebSearchTool) and self.web_search is None:
                 raise InvalidRequest(f"This gateway has no web search provider configured, so it cannot run tools "
-                                     f"of type '{tool.type}'.", param=f"tools[{index}]", code="unsupported_value")
+                                     f"of type '{tool.type}'.", param=f"{where}[{index}]", code="unsupported_value")
             if isinstance(tool, FileSearchTool):
                 for position, store_id in enumerate(tool.vector_store_ids):
                     if await self.store.get_vector_store(store_id) is None:
                         raise GatewayError(404, f"Vector store with id '{store_id}' not found.",
                                            type="invalid_request_error",
-                                           param=f"tools[{index}].vector_store_ids[{position}]")
+                                           param=f"{where}[{index}].vector_store_ids[{position}]")
 
     def hosted_runners(self, tools: Sequence[HostedTool], taken: set[str]) -> dict[str, HostedRunner]:
         """The loop's runners of checked hosted tools (`check_hosted_tools`)."""

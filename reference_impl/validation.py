@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .client import ApprovalPolicy, CreateRequest, FileSearchTool, FunctionTool, McpTool, Tool, WebSearchTool
+from .client import (
+    ApprovalPolicy, CreateRequest, FileSearchTool, FunctionTool, HostedTool, McpTool, Tool, WebSearchTool,
+)
 from .errors import InvalidRequest
 from .hosted_items import WEB_SEARCH_TYPES
 from .request_schema import invalid_type, missing, responses_schema, unknown
@@ -86,6 +88,16 @@ def _web_search_tool(raw: dict[str, Any]) -> WebSearchTool:
     return WebSearchTool(raw["type"], {key: value for key, value in raw.items() if key != "type"}, tuple(domains))
 
 
+def hosted_tool(param: str, raw: dict[str, Any]) -> HostedTool | None:
+    """The hosted tool a schema-valid tool object describes (None: not a hosted tool); a 400
+    naming `param`'s part that this gateway cannot use."""
+    if raw["type"] == "file_search":
+        return _file_search_tool(param, raw)
+    if raw["type"] in WEB_SEARCH_TYPES:
+        return _web_search_tool(raw)
+    return None
+
+
 def _tools(value: list[dict[str, Any]]) -> tuple[Tool, ...]:
     """The tools of a valid `tools`; a 400 for a tool this gateway cannot run."""
     tools: list[Tool] = []
@@ -98,11 +110,11 @@ def _tools(value: list[dict[str, Any]]) -> tuple[Tool, ...]:
         if raw["type"] == "function":
             tools.append(FunctionTool(raw["name"], raw.get("description"), raw.get("parameters"), raw.get("strict")))
             continue
-        if raw["type"] == "file_search":
-            tools.append(_file_search_tool(param, raw))
-            continue
-        if raw["type"] in WEB_SEARCH_TYPES:
-            tools.append(_web_search_tool(raw))
+        if (hosted := hosted_tool(param, raw)) is not None:
+            if any(isinstance(tool, type(hosted)) for tool in tools):
+                raise InvalidRequest(f"The reference gateway runs one {raw['type'].split('_20')[0]} tool per "
+                                     "request.", param=f"{param}.type", code="unsupported_value")
+            tools.append(hosted)
             continue
         tool = _mcp_tool(param, raw)
         if tool.server_label in labels:

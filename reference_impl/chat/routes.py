@@ -1,7 +1,8 @@
 """`POST /v1/chat/completions`.
 
-With at least one enabled MCP server in the gateway's configuration every chat completion runs
-through the agent loop, unless the request opts out with the configured header (true, 1 or
+With at least one enabled MCP server, or a hosted tool (`chat.hosted_tools`: web_search,
+file_search), in the gateway's configuration every chat completion runs through the agent
+loop, unless the request opts out with the configured header (true, 1 or
 yes, any case). Otherwise it passes through to the upstream unchanged, streams included (an
 Anthropic upstream cannot take a chat request as it is, so there the loop translates it, with
 no gateway tool).
@@ -19,13 +20,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from ..errors import BlockedDestination, Forbidden
+from ..client import HostedTool, WebSearchTool
+from ..config import ConfigError
+from ..errors import BlockedDestination, Forbidden, InvalidRequest
 from ..json_body import JsonBody, read_bytes, read_json
 from ..loop.driver import drive
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState
 from ..runtime import Runtime, key_fingerprint
 from ..until_done import run_until_done_or_gone
+from ..validation import hosted_tool
 from ..upstream.http import HttpUpstream
 from .request import validate_chat
 from .sink import ChatSink, final_only_chunks
@@ -37,8 +41,27 @@ def _forbidden(error: BlockedDestination) -> Forbidden:
     return Forbidden(error.message, code="destination_blocked")
 
 
+def configured_hosted_tools(runtime: Runtime) -> tuple[HostedTool, ...]:
+    """`chat.hosted_tools` checked as a Responses request's tools; a `ConfigError` naming the
+    entry when one cannot be run (a web search needs a provider)."""
+    tools = []
+    for index, entry in enumerate(runtime.config.chat_hosted_tools):
+        where = f"chat.hosted_tools[{index}]"
+        try:
+            tool = hosted_tool(where, entry)
+        except InvalidRequest as error:
+            raise ConfigError(f"{error.param}: {error.message}") from error
+        if tool is None:
+            raise ConfigError(f"{where}.type: {entry['type']!r} is not a hosted tool this gateway runs")
+        if isinstance(tool, WebSearchTool) and runtime.web_search is None:
+            raise ConfigError(f"{where}: a web_search tool needs a web search provider (the web_search section)")
+        tools.append(tool)
+    return tuple(tools)
+
+
 def chat_routes(runtime: Runtime) -> list[Route]:
     config = runtime.config
+    hosted_tools = configured_hosted_tools(runtime)
 
     upstream = HttpUpstream(runtime.http, config.upstream_url.rstrip("/") + "/chat/completions",
                             config.upstream_api_key)
@@ -60,11 +83,15 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         chat = await body.checked(validate_chat)
         api_key = key_fingerprint(request.headers.get("authorization"))
         completion_id = f"chatcmpl-{secrets.token_hex(12)}"
-        ctx = runtime.context(chat.loop_request(), history=chat.history(),
+        loop_request = chat.loop_request()
+        hosted = hosted_tools if with_gateway_tools else ()
+        await runtime.check_hosted_tools(hosted, where="chat.hosted_tools")
+        ctx = runtime.context(loop_request, history=chat.history(),
                               bindings=tuple(runtime.configured_bindings(set(), approvals=False)
                                              if with_gateway_tools else ()),
                               tool_budget=config.tool_call_cap, tool_cache=runtime.tool_cache(api_key),
-                              max_rounds=config.chat_max_rounds, deadline=time.monotonic() + config.chat_deadline_s)
+                              max_rounds=config.chat_max_rounds, deadline=time.monotonic() + config.chat_deadline_s,
+                              hosted=runtime.hosted_runners(hosted, {t.name for t in loop_request.function_tools}))
         state = LoopState.start(ctx.history)
         sink = ChatSink(chat.model, completion_id, int(time.time()))
 

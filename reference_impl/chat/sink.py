@@ -1,7 +1,9 @@
 """The chat surface's sink: a loop run as one chat completion.
 
-Gateway tool activity is invisible on this surface; the client gets the model's last answer,
-the client-executed tool calls it handed back, and a finish_reason: `stop`, `tool_calls`, or
+Gateway tool activity is invisible on this surface; the client gets the model's last answer
+(with the web pages it cites from this completion's searches as `url_citation` annotations,
+and file markers removed: chat has no file citation), the client-executed tool calls it handed
+back, and a finish_reason: `stop`, `tool_calls`, or
 `length` when the model ran out of tokens or the gateway's rounds or time budget ran out (the
 answer is then as far as it got). In `final_only` stream mode the finished completion is sent
 as chunks of at most 64 bytes that never split a UTF-8 character.
@@ -13,10 +15,14 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from ..citations import Citable, annotate
+from ..hosted_items import HostedKind
+from ..hosted_tools import HostedOutcome
 from ..loop.actions import Completed, Exhausted, Failed, Outcome
 from ..loop.sink import LoopResult
 
 CHUNK_BYTES = 64
+_URL_CITATION_KEYS = ("end_index", "start_index", "title", "url")
 
 
 def _usage(usage: dict[str, Any] | None) -> dict[str, int]:
@@ -31,7 +37,9 @@ class ChatSink:
         self.completion_id = completion_id
         self.created = created
         self.text: str | None = None
+        self.annotations: list[dict[str, Any]] = []
         self.tool_calls: list[dict[str, Any]] = []
+        self.citable = Citable()
 
     # Only the model's text and the handed-back calls reach a chat client.
     def started(self) -> None: ...
@@ -49,8 +57,15 @@ class ChatSink:
         ...
     def mcp_call_done(self, handle: Any, output: str | None, error: dict[str, Any] | None) -> None: ...
 
+    def hosted_call_started(self, kind: HostedKind) -> None: ...
+
+    def hosted_call_done(self, handle: Any, kind: HostedKind, outcome: HostedOutcome) -> None:
+        self.citable.learn(kind == "web_search", outcome.results)
+
     def message_done(self, handle: Any, text: str, incomplete: bool) -> None:
-        self.text = text
+        self.text, annotations = annotate(text, self.citable)
+        self.annotations = [{"type": "url_citation", "url_citation": {key: a[key] for key in _URL_CITATION_KEYS}}
+                            for a in annotations if a["type"] == "url_citation"]
 
     def function_call(self, call_id: str, name: str, arguments: str) -> None:
         self.tool_calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
@@ -66,7 +81,8 @@ class ChatSink:
                 finish_reason = "tool_calls" if self.tool_calls else "stop"
             case Completed() | Exhausted():
                 finish_reason = "length"
-        message: dict[str, Any] = {"role": "assistant", "content": self.text, "refusal": None, "annotations": []}
+        message: dict[str, Any] = {"role": "assistant", "content": self.text, "refusal": None,
+                                   "annotations": self.annotations}
         if self.tool_calls:
             message["tool_calls"] = self.tool_calls
         return LoopResult({

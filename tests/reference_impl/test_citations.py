@@ -1,0 +1,51 @@
+"""Citations read back from the model's text: markdown links to this response's web results
+become `url_citation`s spanning the link, `<|file-ID|>` markers of its file results are removed
+and become `file_citation`s at their place in the cleaned text; streamed, no marker leaks into
+a delta however the text is split, and the deltas and annotations add up to the whole."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from responses_parity.reference_impl.citations import Citable, StreamingCitations, annotate
+
+CITABLE = Citable(pages={"https://example.org/a": "Page A"}, files={"file-abc123": "paris.txt"})
+TEXT = "The capital of France is Paris<|file-abc123|>. More in [A](https://example.org/a)."
+
+
+def test_the_recorded_file_citation_index() -> None:
+    cleaned, annotations = annotate("The capital of France is Paris<|file-abc123|>.", CITABLE)
+    assert cleaned == "The capital of France is Paris."
+    assert annotations == [{"type": "file_citation", "file_id": "file-abc123", "filename": "paris.txt", "index": 30}]
+
+
+def test_a_link_to_a_result_spans_the_link_in_the_cleaned_text() -> None:
+    cleaned, annotations = annotate(TEXT, CITABLE)
+    link = "[A](https://example.org/a)"
+    start = cleaned.index(link)
+    assert annotations[1] == {"type": "url_citation", "start_index": start, "end_index": start + len(link),
+                              "title": "Page A", "url": "https://example.org/a"}
+
+
+@pytest.mark.parametrize("text", ["See [B](https://example.org/b).", "Paris<|file-zzz|>.", "a <| b |> c"])
+def test_what_no_search_found_is_left_as_written(text: str) -> None:
+    assert annotate(text, CITABLE) == (text, [])
+
+
+@given(st.lists(st.integers(min_value=1, max_value=len(TEXT)), max_size=12))
+def test_any_split_streams_the_cleaned_text_without_a_marker(cuts: list[int]) -> None:
+    points = sorted(set(cuts))
+    deltas = [TEXT[a:b] for a, b in zip([0, *points], [*points, len(TEXT)], strict=True)]
+    stream = StreamingCitations(CITABLE)
+    shown, annotations = [], []
+    for delta in deltas:
+        text, new = stream.feed(delta)
+        shown.append(text)
+        annotations += new
+    text, new = stream.finish()
+    shown.append(text)
+    annotations += new
+    assert (("".join(shown), annotations)) == annotate(TEXT, CITABLE)
+    assert not any("<|" in piece or "|>" in piece for piece in shown)
