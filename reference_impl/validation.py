@@ -16,7 +16,7 @@ from .client import (
     ApprovalPolicy, CreateRequest, FileSearchTool, FunctionTool, HostedTool, McpTool, Tool, WebSearchTool,
 )
 from .errors import InvalidRequest
-from .hosted_items import WEB_SEARCH_TYPES
+from .hosted_items import HOSTED_CHOICE_TYPES, WEB_SEARCH_TYPES
 from .request_schema import invalid_type, missing, responses_schema, unknown
 from .vector_stores import checked_filter, score_threshold
 
@@ -125,6 +125,16 @@ def _tools(value: list[dict[str, Any]]) -> tuple[Tool, ...]:
     return tuple(tools)
 
 
+def _check_hosted_choice(choice: Any, tools: tuple[Tool, ...]) -> None:
+    """A `tool_choice` naming a built-in tool needs that tool among `tools`."""
+    kind = choice.get("type") if isinstance(choice, dict) else None
+    if kind not in HOSTED_CHOICE_TYPES:
+        return
+    wanted = FileSearchTool if kind == "file_search" else WebSearchTool
+    if not any(isinstance(tool, wanted) for tool in tools):
+        raise InvalidRequest(f"Tool choice '{kind}' not found in 'tools' parameter.", param="tool_choice")
+
+
 def validate_create(body: Any) -> CreateRequest:
     """The validated request, or the `InvalidRequest` OpenAI would answer with."""
     if not isinstance(body, dict):
@@ -158,13 +168,16 @@ def validate_create(body: Any) -> CreateRequest:
     store = body.get("store", True) is not False
     if body.get("background") and not store:
         raise InvalidRequest("Background mode requires 'store' to be true.", param="background")
+    tools = _tools(body.get("tools") or [])
+    tool_choice = body.get("tool_choice") or "auto"
+    _check_hosted_choice(tool_choice, tools)
     return CreateRequest(
         model=body["model"],
         input_items=items,
         raw=body,
-        tools=_tools(body.get("tools") or []),
+        tools=tools,
         instructions=body.get("instructions"),
-        tool_choice=body.get("tool_choice") or "auto",
+        tool_choice=tool_choice,
         parallel_tool_calls=body.get("parallel_tool_calls", True) is not False,
         max_tool_calls=body.get("max_tool_calls"),
         max_output_tokens=body.get("max_output_tokens"),

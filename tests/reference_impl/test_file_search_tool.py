@@ -210,3 +210,27 @@ def test_invalid_arguments_fail_the_call_and_tell_the_model(stack: Stack, client
     assert response.output[0].status == "failed"
     told = upstream_requests(stack, run)[1]["tool_outputs"][0]
     assert told.startswith("The file search failed: invalid arguments for tool 'file_search'")
+
+
+def test_tool_choice_naming_a_built_in_tool_the_request_lacks_is_refused(stack: Stack) -> None:
+    answer = httpx.post(f"{stack.reference_url}/v1/responses", timeout=30,
+                        json={"model": "m", "input": "x", "tool_choice": {"type": "file_search"}})
+    assert answer.status_code == 400 and answer.json()["error"]["param"] == "tool_choice"
+
+
+def test_a_file_search_in_a_conversation_is_replayed_not_run_again(stack: Stack, client: OpenAI,
+                                                                    paris_store: tuple[str, str]) -> None:
+    store_id, file_id = paris_store
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [turns(file_id), [{"text": "Still Paris."}]], "chain_of": [0, 0]})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    conversation = client.conversations.create()
+    tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
+    client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", tools=tools,
+                            conversation=conversation.id, include=["file_search_call.results"])
+    client.vector_stores.files.delete(file_id, vector_store_id=store_id)  # a search now would find nothing
+    second = client.responses.create(model="m", input="Sure?", tools=tools, conversation=conversation.id)
+    assert [item.type for item in second.output] == ["message"]
+    first_answer, replayed = upstream_requests(stack, run)[1:]
+    assert replayed["item_types"].count("function_call") == 1
+    assert replayed["tool_outputs"] == first_answer["tool_outputs"]
