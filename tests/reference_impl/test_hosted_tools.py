@@ -1,7 +1,9 @@
-"""The reference gateway's loop runs `file_search` over its own vector stores: the official
-`openai` SDK uploads a file, builds a vector store and asks with the tool, streamed and not;
-the model (scripted upstream) calls the tool as a function and cites with `<|file-ID|>`, and
-the client gets OpenAI's items, events and `file_citation` annotations."""
+"""The reference gateway's loop runs its hosted tools. `file_search` over its own vector stores:
+the official `openai` SDK uploads a file, builds a vector store and asks with the tool, streamed
+and not; the model (scripted upstream) calls the tool as a function and cites with
+`<|file-ID|>`, and the client gets OpenAI's items, events and `file_citation` annotations.
+Hosted calls share `max_tool_calls` with MCP calls, and replayed hosted items (through
+`previous_response_id`, a conversation, or stateless input) reach the model without a new search."""
 
 from __future__ import annotations
 
@@ -234,3 +236,31 @@ def test_a_file_search_in_a_conversation_is_replayed_not_run_again(stack: Stack,
     first_answer, replayed = upstream_requests(stack, run)[1:]
     assert replayed["item_types"].count("function_call") == 1
     assert replayed["tool_outputs"] == first_answer["tool_outputs"]
+
+
+def test_hosted_and_mcp_calls_share_the_max_tool_calls_budget(stack: Stack, client: OpenAI,
+                                                              paris_store: tuple[str, str]) -> None:
+    store_id, _ = paris_store
+    search = {"tool": "file_search", "arguments": {"queries": ["Paris"]}}
+    run = scripted(stack, [{"calls": [search, {"tool": "add", "arguments": {"a": 2, "b": 3}}, search]},
+                           {"text": "two calls ran"}])
+    calc = {"type": "mcp", "server_label": "calc", "server_url": stack.mcp["calc"].for_run(run).url,
+            "require_approval": "never"}
+    response = client.responses.create(model="m", input=f"Both? {run_marker(run, 0)}", max_tool_calls=2,
+                                       tools=[{"type": "file_search", "vector_store_ids": [store_id]}, calc])
+    assert [item.type for item in response.output] == ["mcp_list_tools", "file_search_call", "mcp_call", "message"]
+    assert len(upstream_requests(stack, run)[-1]["tool_outputs"]) == 2
+
+
+def test_stateless_input_carrying_a_web_search_call_reaches_the_model_as_a_call_and_output(
+        stack: Stack, client: OpenAI) -> None:
+    run = scripted(stack, [{"text": "As found before."}] * 3)  # the upstream counts the replayed turn too
+    searched = {"type": "web_search_call", "id": "ws_0123456789abcdef", "status": "completed",
+                "action": {"type": "search", "query": "weather in Paris",
+                           "sources": [{"type": "url", "url": "https://example.org/weather"}]}}
+    answer = client.responses.create(model="m", store=False, input=[
+        {"role": "user", "content": f"Weather? {run_marker(run, 0)}"}, searched, {"role": "user", "content": "And?"}])
+    assert answer.output[-1].content[0].text == "As found before."
+    seen = upstream_requests(stack, run)[-1]
+    assert "function_call" in seen["item_types"]
+    assert seen["tool_outputs"] == ["The text of these web results was not kept.\n- https://example.org/weather"]
