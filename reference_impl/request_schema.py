@@ -61,6 +61,11 @@ _ALSO_REQUIRED = {"function_call_output": {"call_id", "output"}, "function_call"
 _NOT_REQUIRED = {"function": {"strict", "parameters"}}
 """Keys the SDK makes a body send (as nullable) that OpenAI lets it leave out: a function tool
 without `strict` is echoed strict (recorded)."""
+_ALSO_ALLOWED = {frozenset({"attributes", "file_id", "filename", "score", "text"}):
+                 {"vector_store_id": {"type": ["string", "null"]}}}
+"""Keys OpenAI's own output carries, and so accepts back as input, that the SDK's input types
+lack, by the keys of the object that has them: a `file_search_call` result's `vector_store_id`
+(recorded with `include: ["file_search_call.results"]`)."""
 _NAMED_ARRAYS = {"input": "array of input items"}
 """How OpenAI names an array parameter in `expected one of ...` (contract notes §4.2)."""
 
@@ -298,7 +303,9 @@ def _bounded(schema: Schema, bounds: dict[str, Schema]) -> Schema:
 
 
 def _as_openai_requires(definition: Schema) -> Schema:
-    """`definition` with the keys OpenAI requires, where they differ from the SDK's."""
+    """`definition` with the keys OpenAI requires, and allows, where they differ from the SDK's."""
+    if "properties" in definition:
+        definition["properties"] |= _ALSO_ALLOWED.get(frozenset(definition["properties"]), {})
     for value in _type_values(definition) or []:
         required = set(definition.get("required", [])) | _ALSO_REQUIRED.get(value, set())
         definition["required"] = sorted(required - _NOT_REQUIRED.get(value, set()))
