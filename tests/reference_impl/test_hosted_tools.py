@@ -23,9 +23,10 @@ from responses_parity.harness.stack import Stack
 PARIS = b"Paris is the capital of France. It is known for the Eiffel Tower.\n"
 
 
-def scripted(stack: Stack, turns: list[dict[str, Any]]) -> str:
+def scripted(stack: Stack, *steps: list[dict[str, Any]]) -> str:
+    """A run of these steps' model turns, every step continuing the first one's chain."""
     run = new_run_token()
-    script = RunScript.model_validate({"steps": [turns]})
+    script = RunScript.model_validate({"steps": list(steps), "chain_of": [0] * len(steps)})
     httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     return run
 
@@ -118,9 +119,7 @@ def test_the_stream_keeps_the_harness_grammar(stack: Stack, paris_store: tuple[s
 def test_a_file_search_is_not_run_again_through_previous_response_id(stack: Stack, client: OpenAI,
                                                                      paris_store: tuple[str, str]) -> None:
     store_id, file_id = paris_store
-    run = new_run_token()
-    script = RunScript.model_validate({"steps": [turns(file_id), [{"text": "Still Paris."}]], "chain_of": [0, 0]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    run = scripted(stack, turns(file_id), [{"text": "Still Paris."}])
     tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
     first = client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", tools=tools)
     client.vector_stores.files.delete(file_id, vector_store_id=store_id)  # a search now would find nothing
@@ -222,9 +221,7 @@ def test_tool_choice_naming_a_built_in_tool_the_request_lacks_is_refused(stack: 
 def test_a_file_search_in_a_conversation_is_replayed_not_run_again(stack: Stack, client: OpenAI,
                                                                     paris_store: tuple[str, str]) -> None:
     store_id, file_id = paris_store
-    run = new_run_token()
-    script = RunScript.model_validate({"steps": [turns(file_id), [{"text": "Still Paris."}]], "chain_of": [0, 0]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    run = scripted(stack, turns(file_id), [{"text": "Still Paris."}])
     conversation = client.conversations.create()
     tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
     client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", tools=tools,
