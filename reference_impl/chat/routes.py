@@ -29,8 +29,8 @@ from ..loop.sink import LoopResult
 from ..loop.state import LoopState
 from ..runtime import Runtime, key_fingerprint
 from ..until_done import run_until_done_or_gone
-from ..validation import hosted_tool
 from ..upstream.http import HttpUpstream
+from ..validation import hosted_tool
 from .request import validate_chat
 from .sink import ChatSink, final_only_chunks
 
