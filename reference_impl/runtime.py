@@ -15,6 +15,7 @@ from .errors import RateLimited
 from .loop.state import LoopContext, LoopRequest, ServerBinding
 from .mcp_servers import McpConnector, McpServer
 from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_resolver
+from .search_providers import search_provider
 from .store import SqliteStore
 from .tool_cache import ToolResultCache
 from .tool_catalog import ToolCatalog
@@ -71,10 +72,13 @@ class Runtime:
     def build(cls, config: GatewayConfig, resolver: Resolver = system_resolver) -> Runtime:
         http = UpstreamClient(config.upstream_timeout_s)
         policy = OutboundPolicy.from_settings(config.outbound_block, config.outbound_allow)
-        connector = McpConnector(config.mcp_timeout_s, guarded_client_factory(policy, resolver))
+        clients = guarded_client_factory(policy, resolver)
+        connector = McpConnector(config.mcp_timeout_s, clients)
         store = SqliteStore(config.store_path, config.retention)
+        web_search = None if config.web_search is None else search_provider(config.web_search, clients)
         return cls(config, store, http, make_adapter(config, http), connector,
-                   ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs))
+                   ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs),
+                   web_search)
 
     def configured_bindings(self, taken: set[str], approvals: bool) -> list[ServerBinding]:
         """Bindings for the enabled servers of the configuration whose label is not taken;
