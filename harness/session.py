@@ -65,7 +65,7 @@ class Session:
                 engine = Engine(self.target, http, None, on_event, mcp=self.mcp, judges=judges)
             else:
                 assert self.stack.upstream_url is not None
-                fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
+                fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp, self.stack.search_url)
                 engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
                                 judges=judges)
             return await engine.run_all(units, jobs, stop_after)

@@ -34,8 +34,8 @@ BRAVE_MAX_COUNT = 20
 _MARKUP = re.compile(r"<[^>]+>")
 
 
-async def _fetch_json(clients: ClientFactory, timeout_s: float, backend: str, method: str, url: str,
-                      headers: dict[str, str], api_key: str | None, **request: Any) -> Any:
+async def _fetch_json(backend: str, clients: ClientFactory, method: str, url: str, *, headers: dict[str, str],
+                      api_key: str | None, timeout_s: float, **request: Any) -> Any:
     """The JSON body of a 200 answer; any other outcome raises `SearchFailed` naming `backend`,
     with `api_key` cut out of what the backend said (the headers are never part of a message)."""
     try:
@@ -86,8 +86,9 @@ class HttpSearchProvider:
 
     async def search(self, query: str, *, max_results: int, allowed_domains: tuple[str, ...] = ()) -> list[WebResult]:
         backend = f"the search backend at {self._endpoint}"
-        body = await _fetch_json(self._clients, self._timeout_s, backend, "POST", self._endpoint, self._headers,
-                                 self._api_key, json={"query": query, "max_results": max_results,
+        body = await _fetch_json(backend, self._clients, "POST", self._endpoint, headers=self._headers,
+                                 api_key=self._api_key, timeout_s=self._timeout_s,
+                                 json={"query": query, "max_results": max_results,
                                        "allowed_domains": list(allowed_domains)})
         results = body.get("results") if isinstance(body, dict) else None
         _expect(isinstance(results, list), backend, "no `results` list")
@@ -114,8 +115,8 @@ class BraveSearchProvider:
         backend = "Brave Search"
         sites = " OR ".join(f"site:{domain}" for domain in allowed_domains)
         params = {"q": f"{query} ({sites})" if sites else query, "count": str(min(max_results, BRAVE_MAX_COUNT))}
-        body = await _fetch_json(self._clients, self._timeout_s, backend, "GET", self._url, self._headers,
-                                 self._api_key, params=params)
+        body = await _fetch_json(backend, self._clients, "GET", self._url, headers=self._headers,
+                                 api_key=self._api_key, timeout_s=self._timeout_s, params=params)
         _expect(isinstance(body, dict), backend, "not a JSON object")
         web = body.get("web", {"results": []})  # Brave leaves `web` out when nothing was found
         results = web.get("results") if isinstance(web, dict) else None

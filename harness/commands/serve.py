@@ -39,8 +39,8 @@ def _script(path: Path | None) -> AdHocScript | None:
 
 @click.group("serve", invoke_without_command=True)
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True,
-              help="The scripted upstream's port; the MCP fixtures, then the search fixture, listen on the ports after it "
-                   "(0: any free ports).")
+              help="The scripted upstream's port; the MCP fixtures, then the search fixture, listen on the ports "
+                   "after it (0: any free ports).")
 @click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
 @click.option("--json", "as_json", is_flag=True,
               help="Print the settings as one JSON object on standard output (the rest goes to standard error).")

@@ -107,7 +107,8 @@ def test_brave_results_become_plain_text_pages_and_the_request_says_what_was_ask
     router = respx.MockRouter(assert_all_called=False)
     route = router.get(BRAVE_URL).respond(json={"type": "search", "query": {"original": "q"}, "web": {
         "type": "search", "results": [
-            brave_result("https://docs.example.org/a", "<strong>Parity</strong> &amp; you", "the <strong>best</strong>"),
+            brave_result("https://docs.example.org/a", "<strong>Parity</strong> &amp; you",
+                         "the <strong>best</strong>"),
             brave_result("https://elsewhere.test/b", "B", "off the allowed domains"),
             {"type": "search_result", "title": "no URL"},
             brave_result("https://example.org/c", "C", "third")]}})
@@ -153,7 +154,7 @@ def test_brave_failures_say_what_went_wrong_without_the_key(reply: httpx.Respons
 def test_a_brave_timeout_is_a_search_failure() -> None:
     router = respx.MockRouter(assert_all_called=False)
     router.get(BRAVE_URL).mock(side_effect=httpx.ReadTimeout("slow"))
-    with pytest.raises(SearchFailed, match="did not answer within 0.5s"):
+    with pytest.raises(SearchFailed, match=r"did not answer within 0\.5s"):
         asyncio.run(brave(router, timeout_s=0.5).search("q", max_results=3))
 
 
