@@ -394,8 +394,9 @@ class Scenario(_Strict):
             seen.add(step.id)
         if self.live is not None and (unknown := sorted(set(self.live.steer) - seen)):
             raise ValueError(f"live.steer names step(s) {', '.join(unknown)}, which the scenario does not have")
-        if duplicated := sorted({e.query for e in self.search if [f.query for f in self.search].count(e.query) > 1}):
-            raise ValueError(f"search: the query {duplicated[0]!r} is stated twice")
+        queries = [entry.query for entry in self.search]
+        if (repeated := next((query for query in queries if queries.count(query) > 1), None)) is not None:
+            raise ValueError(f"search: the query {repeated!r} is stated twice")
         configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
         for name in [*self.mcp, *configured]:
             if name not in FIXTURE_SERVERS:

@@ -194,8 +194,8 @@ class Stack(AbstractContextManager["Stack"]):
     otherwise one starts on `upstream_port` (0: any free port), answering requests without a
     run marker from `adhoc_script`. An MCP fixture named in `mcp_running` is used where it
     runs; the others start on their port in `mcp_ports` (default: any free port). The search
-    fixture is the one at `search_running`, else one started on `search_port`, unless the
-    stack uses a running upstream (it then has the search fixture that upstream announced)."""
+    fixture is the one at `search_running` when given; otherwise a stack that starts the
+    upstream starts one on `search_port`, and one on a running upstream has none."""
 
     mcp_names: Iterable[str] = ()
     with_reference: bool = True

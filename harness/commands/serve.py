@@ -1,6 +1,6 @@
 """`parity serve`: the scripted upstream, the MCP fixtures and the search fixture together on
-loopback, with the settings a gateway needs to use them; or one part alone (the scripted upstream, an MCP
-fixture, the reference gateway)."""
+loopback, with the settings a gateway needs to use them; or one part alone (the scripted
+upstream, an MCP fixture, the reference gateway)."""
 
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def _script(path: Path | None) -> AdHocScript | None:
 def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> None:
     """Serve the scripted upstream, the MCP fixtures and the search fixture on loopback, and print
     the settings your gateway needs (model base URL, MCP fixture URLs, the web search backend,
-    what an outbound guard must allow); or one
-    part alone: `upstream`, `mcp NAME`, `reference`. `parity run --target URL` then uses them."""
+    what an outbound guard must allow); or one part alone: `upstream`, `mcp NAME`, `reference`.
+    `parity run --target URL` then uses them."""
     if ctx.invoked_subcommand is not None:
         if given := [flag for name, flag in _SERVE_ALL_OPTIONS.items()
                      if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]:
