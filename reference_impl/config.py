@@ -17,7 +17,7 @@ tool_listing_ttl_s: 600                # how long listings of the servers below 
 mcp_servers:                           # gateway-configured MCP servers
   - {label: calc, url: "http://127.0.0.1:8643/mcp", transport: streamable_http,
      require_approval: never, hidden: false, enabled: true}
-outbound:                              # where the loop may connect (MCP servers): by default
+outbound:                              # where the loop may connect (MCP servers, web search): by default
                                        # only globally routable addresses (see outbound.py)
   block: [93.184.216.0/24]             # blocked as well
   allow: []                            # overrides the rest, e.g. [127.0.0.0/8] (::ffff:127.0.0.1 too)
