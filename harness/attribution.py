@@ -11,6 +11,7 @@ however late (a background response, a loop that went on after its client had go
   it answered): a listing follows the request that needs it, a tool call the model turn that
   asked for it, an approved call the request that approved it. Only two creates of one run in
   flight at once, both using MCP tools, can make this depend on timing.
+- A search (the gateway's web_search backend) belongs to a step the same way as an MCP request.
 """
 
 from __future__ import annotations
@@ -42,13 +43,18 @@ def attribute(observed: Observed, sent: Sequence[Sent]) -> dict[int, Observed]:
         if isinstance(request.get("step"), int):
             by_step.setdefault(request["step"], Observed()).model_requests.append(request)
     for call in observed.mcp_calls:
-        step = _cause_of_mcp_request(call["at"], observed, sent)
+        step = _cause_of_tool_request(call["at"], observed, sent)
         if step is not None:
             by_step.setdefault(step, Observed()).mcp_calls.append(call)
+    for search in observed.searches:
+        step = _cause_of_tool_request(search["at"], observed, sent)
+        if step is not None:
+            by_step.setdefault(step, Observed()).searches.append(search)
     return by_step
 
 
-def _cause_of_mcp_request(at: float, observed: Observed, sent: Sequence[Sent]) -> int | None:
+def _cause_of_tool_request(at: float, observed: Observed, sent: Sequence[Sent]) -> int | None:
+    """The step whose create request caused a tool's request (MCP, search) arriving `at`."""
     candidates = [s for s in sent if s.in_flight(at)] or [s for s in sent if s.at <= at] or list(sent[:1])
     if not candidates:
         return None

@@ -372,6 +372,12 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
             findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.model_paths",
                                       f"the model requests went to {paths}, expected {expect.model_paths}",
                                       expect.model_paths, paths))
+    if expect.searches is not None:
+        queries = [search["query"] for search in observed.searches]
+        if queries != expect.searches:
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.searches",
+                                      f"the gateway searched for {queries}, expected {expect.searches}",
+                                      expect.searches, queries))
     if expect.request is not None:
         for number, request in enumerate(requests, 1):
             if where := subset_mismatch(expect.request, request.get("body")):

@@ -1,5 +1,6 @@
-"""The harness's side of the fixtures: register a run's script with the scripted upstream,
-and read back what the gateway sent to it and to the MCP fixture servers."""
+"""The harness's side of the fixtures: register a run's script with the scripted upstream and
+what its web searches find with the search fixture, and read back what the gateway sent to
+them and to the MCP fixture servers."""
 
 from __future__ import annotations
 
@@ -43,10 +44,12 @@ class McpFixture:
 @dataclass
 class Observed:
     """What reached the fixtures: the model requests the scripted upstream logged (in order of
-    arrival) and the MCP tool listings and calls the fixture servers logged."""
+    arrival), the MCP tool listings and calls the fixture servers logged, and the searches the
+    search fixture logged."""
 
     model_requests: list[dict[str, Any]] = field(default_factory=list)
     mcp_calls: list[dict[str, Any]] = field(default_factory=list)
+    searches: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def anomalies(self) -> list[str]:
@@ -71,19 +74,24 @@ class Observed:
     @property
     def progress(self) -> tuple[int, int, int, int]:
         """Changes whenever anything new reaches the fixtures or a request to them ends."""
-        return (len(self.model_requests), len(self.mcp_calls),
+        return (len(self.model_requests), len(self.mcp_calls), len(self.searches),
                 sum(bool(request.get("finished")) for request in self.model_requests),
                 sum(call.get("ended_at") is not None for call in self.mcp_calls))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"model_requests": self.model_requests, "anomalies": self.anomalies, "mcp_calls": self.mcp_calls}
+        return {"model_requests": self.model_requests, "anomalies": self.anomalies, "mcp_calls": self.mcp_calls,
+                "searches": self.searches}
 
 
 class FixtureClient:
-    def __init__(self, http: httpx.AsyncClient, upstream_url: str, mcp: Mapping[str, McpFixture]) -> None:
+    def __init__(self, http: httpx.AsyncClient, upstream_url: str, mcp: Mapping[str, McpFixture],
+                 search_url: str | None = None) -> None:
+        """`search_url`: the search fixture's base URL (None: there is none, and a run that
+        states what searches find cannot run)."""
         self._http = http
         self._upstream = upstream_url.rstrip("/")
         self.mcp = mcp
+        self._search = search_url.rstrip("/") if search_url else None
 
     async def _get(self, url: str) -> Any:
         try:
@@ -102,9 +110,26 @@ class FixtureClient:
         if response.status_code != 204:
             raise HarnessError(f"the scripted upstream refused the script: {response.text}")
 
+    async def register_searches(self, run: str, catalogue: Mapping[str, list[dict[str, str]]]) -> None:
+        """Tell the search fixture what the run's searches find (query -> pages), so its searches
+        are logged for the run; without a search fixture, only an empty catalogue is accepted."""
+        if self._search is None:
+            if catalogue:
+                raise HarnessError(f"the scenario states what web searches find (`search:`), but the scripted "
+                                   f"upstream at {self._upstream} announces no search fixture beside it")
+            return
+        url = f"{self._search}/__parity/runs/{run}"
+        try:
+            response = await self._http.put(url, json=dict(catalogue))
+        except httpx.HTTPError as error:
+            raise HarnessError(f"the search fixture at {self._search} is not reachable: {error}") from error
+        if response.status_code != 204:
+            raise HarnessError(f"the search fixture refused the scenario's `search:`: {response.text}")
+
     async def forget(self, run: str, mcp_names: Iterable[str] = ()) -> None:
-        """Drop what the upstream and the named MCP fixtures logged for the run."""
+        """Drop what the upstream, the search fixture and the named MCP fixtures logged for the run."""
         urls = [f"{self._upstream}/__parity/runs/{run}",
+                *([f"{self._search}/__parity/runs/{run}"] if self._search else []),
                 *(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls" for name in mcp_names)]
         for url in urls:
             with contextlib.suppress(httpx.HTTPError):  # a server keeps a little more memory; nothing depends on it
@@ -122,11 +147,12 @@ class FixtureClient:
                 raise HarnessError(f"cannot route the MCP fixture {name}'s default endpoint: {error}") from error
 
     async def observed(self, run: str, mcp_names: list[str]) -> Observed:
-        """Everything logged for the run so far."""
+        """Everything logged for the run so far (its searches once `register_searches` was called)."""
         record = await self._get(f"{self._upstream}/__parity/runs/{run}")
         calls: list[dict[str, Any]] = []
         for name in mcp_names:
             fixture_calls = (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
             calls += [call | {"fixture": name} for call in fixture_calls]
         calls.sort(key=lambda call: call["at"])
-        return Observed(record["requests"], calls)
+        searches = (await self._get(f"{self._search}/__parity/runs/{run}/searches"))["searches"] if self._search else []
+        return Observed(record["requests"], calls, searches)

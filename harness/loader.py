@@ -215,8 +215,12 @@ def scenario_from(raw: Any) -> Scenario | list[str]:
 
 
 def load(paths: Iterable[Path]) -> Catalogue:
+    """The scenarios of the files under `paths`, and one error per problem: in a file, an id
+    used twice, or a search query two scenarios state with different results (the search
+    fixture could not tell their runs apart)."""
     catalogue = Catalogue()
     seen: dict[str, Path] = {}
+    searches: dict[str, tuple[list[dict[str, str]], Path]] = {}
     for path in scenario_files(paths):
         loaded = load_file(path)
         if isinstance(loaded, list):
@@ -224,7 +228,22 @@ def load(paths: Iterable[Path]) -> Catalogue:
         elif loaded.id in seen:
             catalogue.errors.append(ScenarioFileError(
                 path, f"scenario '{loaded.id}': id already used by {_shown(seen[loaded.id])}"))
+        elif clashes := _search_clashes(loaded, path, searches):
+            catalogue.errors += [ScenarioFileError(path, message) for message in clashes]
         else:
             seen[loaded.id] = path
             catalogue.scenarios.append(LoadedScenario(loaded, path))
     return catalogue
+
+
+def _search_clashes(scenario: Scenario, path: Path, stated: dict[str, tuple[list[dict[str, str]], Path]]) -> list[str]:
+    """Why the scenario's `search` cannot join those already `stated` (query -> results and
+    file); when it can, its queries join them."""
+    catalogue = scenario.search_catalogue()
+    clashes = [f"scenario '{scenario.id}': search: the query {query!r} finds other results than in "
+               f"{_shown(stated[query][1])}, and the search fixture answers a query the same for every run "
+               f"(give it a query of its own, or the same results)"
+               for query, results in catalogue.items() if query in stated and stated[query][0] != results]
+    if not clashes:
+        stated.update({query: (results, path) for query, results in catalogue.items() if query not in stated})
+    return clashes

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -247,6 +247,8 @@ class Engine:
         self.gateways = gateways
         self.mcp = mcp if mcp is not None else (fixtures.mcp if fixtures else {})
         self.judges = tuple(judges)
+        self._search_queries: dict[str, asyncio.Lock] = {}
+        """A lock per search query some run states (see `_alone_with_its_searches`)."""
 
     @property
     def scripted(self) -> bool:
@@ -281,13 +283,25 @@ class Engine:
         scenario = loaded.scenario
         attempts = 1 + (scenario.live.retries if scenario.live and not self.target.scripted else 0)
         for attempt in range(1, attempts + 1):
-            result = await self._run_once(loaded, mode)
+            async with self._alone_with_its_searches(scenario):
+                result = await self._run_once(loaded, mode)
             result.attempt = attempt
             for judge in self.judges:
                 judge(result)
             if result.outcome != "fail":
                 break
         return result
+
+    @asynccontextmanager
+    async def _alone_with_its_searches(self, scenario: Scenario) -> AsyncIterator[None]:
+        """Held while a run of `scenario` runs: no other run stating one of its search queries
+        (the same scenario in the other mode) runs meanwhile, since a search carries no run
+        token and the search fixture logs it for every live run that stated its query."""
+        async with AsyncExitStack() as held:
+            if self.scripted:
+                for query in sorted({entry.query for entry in scenario.search}):  # one order: no deadlock
+                    await held.enter_async_context(self._search_queries.setdefault(query, asyncio.Lock()))
+            yield
 
     async def _run_once(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
         scenario = loaded.scenario
@@ -299,6 +313,9 @@ class Engine:
         token = new_run_token()
         run = _Run(token, scenario, mode, self._context(token, scenario))
         try:
+            if self.scripted:
+                assert self.fixtures is not None
+                await self.fixtures.register_searches(token, scenario.search_catalogue())
             async with self._target_for(scenario, token) as target:
                 for index, step in enumerate(scenario.steps):
                     if step.modes is not None and mode not in step.modes:

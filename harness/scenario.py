@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from ..fixtures.mcp import FIXTURE_SERVERS
+from ..fixtures.search import FoundPage
 from .defaults import MODES, Mode
 from ..fixtures.upstream.script import ModelTurn
 
@@ -126,6 +127,9 @@ class UpstreamExpect(_Strict):
                                                                       "offered, in any order.")
     model_paths: list[str] | None = Field(default=None, description="The path of each model request, in order "
                                                                     "(which wire format the gateway used).")
+    searches: list[str] | None = Field(
+        default=None, description="The queries the gateway sent to the search fixture (its web_search backend) "
+                                  "during the step, in order; [] for none.")
 
 
 class PageExpect(_Strict):
@@ -331,6 +335,14 @@ class GatewaySetup(_Strict):
                 for name, value in self.model_dump(exclude={"mcp_servers"}).items() if value is not None}
 
 
+class SearchFinds(_Strict):
+    """What the search fixture answers to one query (the exact text the gateway searches for)."""
+
+    query: str = Field(min_length=1)
+    results: list[FoundPage] = Field(description="The pages found, best first (the fixture filters them by the "
+                                                 "search's allowed_domains and cuts them to its max_results).")
+
+
 ModelDependent = Literal["status", "usage", "output", "interrupt", "events", "chat"]
 
 
@@ -362,6 +374,10 @@ class Scenario(_Strict):
     live: LiveSetup | None = None
     modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
     mcp: list[str] = Field(default_factory=list, description="MCP fixture servers the scenario uses.")
+    search: list[SearchFinds] = Field(
+        default_factory=list, description="What the search fixture finds for each query during the scenario's runs "
+                                          "(any other query finds nothing). Another scenario may state the same "
+                                          "query only with the same results.")
     steps: list[Step] = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -378,6 +394,9 @@ class Scenario(_Strict):
             seen.add(step.id)
         if self.live is not None and (unknown := sorted(set(self.live.steer) - seen)):
             raise ValueError(f"live.steer names step(s) {', '.join(unknown)}, which the scenario does not have")
+        queries = [entry.query for entry in self.search]
+        if (repeated := next((query for query in queries if queries.count(query) > 1), None)) is not None:
+            raise ValueError(f"search: the query {repeated!r} is stated twice")
         configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
         for name in [*self.mcp, *configured]:
             if name not in FIXTURE_SERVERS:
@@ -389,6 +408,10 @@ class Scenario(_Strict):
         """Every MCP fixture the scenario needs: named in requests or in the gateway setup."""
         configured = [s.fixture for s in self.gateway.mcp_servers] if self.gateway else []
         return sorted({*self.mcp, *configured})
+
+    def search_catalogue(self) -> dict[str, list[dict[str, str]]]:
+        """What the search fixture is to find, as it is registered: query -> pages, best first."""
+        return {entry.query: [page.model_dump() for page in entry.results] for entry in self.search}
 
     def why_not_live(self, reachable_mcp: Collection[str]) -> str | None:
         """Why the scenario cannot run against a live model (OpenAI itself), or None when it can

@@ -22,7 +22,7 @@ from .profile import Profile, ProfileError, find_profile, profile_paths
 from .redaction import Redactor
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
-from .stack import Stack, fixture_ports, running_upstream
+from .stack import Stack, fixture_ports, running_upstream, search_port
 from .targets import Target, unreachable
 
 OPENAI = "openai"
@@ -65,7 +65,7 @@ class Session:
                 engine = Engine(self.target, http, None, on_event, mcp=self.mcp, judges=judges)
             else:
                 assert self.stack.upstream_url is not None
-                fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp)
+                fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp, self.stack.search_url)
                 engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
                                 judges=judges)
             return await engine.run_all(units, jobs, stop_after)
@@ -87,13 +87,14 @@ def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:
         return Stack(mcp_names=mcp_names, with_reference=True)
     upstream = options.upstream.rstrip("/").removesuffix("/v1")  # its model base URL names it too
     if (announced := running_upstream(upstream)) is not None:
-        return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced)
+        return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced.mcp,
+                     search_running=announced.search)
     parts = urlsplit(upstream)
     if parts.hostname not in (LOOPBACK, "localhost") or parts.port is None:
         raise HarnessError(f"no scripted upstream answers at {upstream}, and one can only be started "
                            f"on a loopback address with a port")
     return Stack(mcp_names=mcp_names, with_reference=False, upstream_port=parts.port,
-                 mcp_ports=fixture_ports(parts.port))
+                 mcp_ports=fixture_ports(parts.port), search_port=search_port(parts.port))
 
 
 def _openai_session(options: TargetOptions) -> Session:

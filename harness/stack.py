@@ -1,14 +1,16 @@
 """The servers a run needs, each on a loopback port in a thread of this process: the scripted
-upstream, the MCP fixtures, and (for the `reference` target) the reference gateway.
+upstream, the MCP fixtures, the search fixture (the `web_search` backend), and (for the
+`reference` target) the reference gateway, its `web_search` pointed at the search fixture.
 
 Every server binds its socket before it starts, so a port given as 0 is free and known at
 once. Stopping a stack stops exactly the servers it started.
 
-The scripted upstream announces the MCP fixtures served beside it (`GET /__parity/health`), so
-a run against a gateway finds the fixtures `parity serve` started with the upstream it finds
-running, instead of starting others: the settings `parity serve` printed are the ones the run
-uses. Served together, the fixtures listen on the ports right after the upstream's
-(`fixture_ports`).
+The scripted upstream announces the MCP fixtures and the search fixture served beside it
+(`GET /__parity/health`), so a run against a gateway finds the fixtures `parity serve` started
+with the upstream it finds running, instead of starting others: the settings `parity serve`
+printed are the ones the run uses. Served together, the MCP fixtures listen on the ports right
+after the upstream's (`fixture_ports`), and the search fixture on the port after theirs
+(`search_port`).
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from ..fixtures.mcp import FIXTURE_SERVERS
+from ..fixtures.search import build_search_app
 from ..fixtures.upstream import SERVICE_NAME, UpstreamState, build_upstream_app
 from ..fixtures.upstream.script import AdHocScript
 from ..reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
+from ..reference_impl.config import WebSearchConfig
 from .defaults import LOOPBACK
 from .findings import HarnessError
 from .fixture_client import McpFixture
@@ -43,11 +47,15 @@ FIXTURE_RANGES = ("127.0.0.0/8",)
 """The reference gateway's outbound policy blocks loopback; the harness allows its fixtures there."""
 
 
-def reference_config(upstream_url: str, **settings: Any) -> GatewayConfig:
-    """A reference gateway's settings for harness runs: the scripted upstream, and the loopback
-    fixtures allowed by the outbound policy (unless `settings` say otherwise). Its admin routes
-    exist only when `settings` give an `admin_key`."""
-    return GatewayConfig(upstream_url=f"{upstream_url}/v1", **({"outbound_allow": FIXTURE_RANGES} | settings))
+def reference_config(upstream_url: str, search_url: str | None = None, **settings: Any) -> GatewayConfig:
+    """A reference gateway's settings for harness runs: the scripted upstream, the search
+    fixture at `search_url` as its `web_search` backend, and the loopback fixtures allowed by
+    the outbound policy (unless `settings` say otherwise). Its admin routes exist only when
+    `settings` give an `admin_key`."""
+    defaults: dict[str, Any] = {"outbound_allow": FIXTURE_RANGES}
+    if search_url is not None:
+        defaults["web_search"] = WebSearchConfig("http", url=search_url)
+    return GatewayConfig(upstream_url=f"{upstream_url}/v1", **(defaults | settings))
 START_TIMEOUT_S = 15.0
 KEEP_ALIVE_S = 30
 
@@ -110,9 +118,25 @@ def fixture_ports(upstream_port: int) -> dict[str, int]:
     return {name: upstream_port + offset for offset, name in enumerate(sorted(FIXTURE_SERVERS), 1)}
 
 
-def running_upstream(url: str) -> dict[str, str] | None:
-    """The MCP fixtures (name -> base URL) a scripted upstream answering at `url` announces
-    (empty when it serves none), or None when no scripted upstream answers there."""
+def search_port(upstream_port: int) -> int:
+    """Where the search fixture listens when served with an upstream on `upstream_port`: the
+    port after the MCP fixtures'."""
+    return upstream_port + len(FIXTURE_SERVERS) + 1
+
+
+@dataclass(frozen=True)
+class Announced:
+    """The fixtures a running scripted upstream announces as served beside it."""
+
+    mcp: dict[str, str]
+    """Base URL by MCP fixture name (empty when it serves none)."""
+    search: str | None
+    """The search fixture's base URL (None when it serves none)."""
+
+
+def running_upstream(url: str) -> Announced | None:
+    """The fixtures a scripted upstream answering at `url` announces, or None when no scripted
+    upstream answers there."""
     try:
         response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=2)
         health = response.json()
@@ -120,8 +144,9 @@ def running_upstream(url: str) -> dict[str, str] | None:
         return None
     if response.status_code != 200 or not isinstance(health, dict) or health.get("service") != SERVICE_NAME:
         return None
-    announced = health.get("mcp")
-    return {str(name): str(base) for name, base in announced.items()} if isinstance(announced, dict) else {}
+    mcp, search = health.get("mcp"), health.get("search")
+    return Announced({str(name): str(base) for name, base in mcp.items()} if isinstance(mcp, dict) else {},
+                     search if isinstance(search, str) else None)
 
 
 @dataclass(frozen=True)
@@ -134,6 +159,7 @@ class ReferenceGateways:
     admin_key: str = field(repr=False)
     """The key of their admin routes (`{{run.admin_key}}` in a scenario); never in a report."""
     base_config: Mapping[str, Any] = field(default_factory=dict)
+    search_url: str | None = None
 
     def config(self, setup: GatewaySetup, run: str) -> GatewayConfig:
         servers = []
@@ -147,7 +173,7 @@ class ReferenceGateways:
             settings.pop("upstream_chaining", None)  # chaining is a Responses-wire setting
         if settings.get("tool_cache_ttl_s"):
             settings["tool_cache_secret"] = f"parity-{run}"
-        return reference_config(self.upstream_url, mcp_servers=tuple(servers), **settings)
+        return reference_config(self.upstream_url, self.search_url, mcp_servers=tuple(servers), **settings)
 
     @asynccontextmanager
     async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
@@ -167,7 +193,9 @@ class Stack(AbstractContextManager["Stack"]):
     """Servers for one run. With `upstream_url` set, that upstream is used and none started;
     otherwise one starts on `upstream_port` (0: any free port), answering requests without a
     run marker from `adhoc_script`. An MCP fixture named in `mcp_running` is used where it
-    runs; the others start on their port in `mcp_ports` (default: any free port)."""
+    runs; the others start on their port in `mcp_ports` (default: any free port). The search
+    fixture is the one at `search_running` when given; otherwise a stack that starts the
+    upstream starts one on `search_port`, and one on a running upstream has none."""
 
     mcp_names: Iterable[str] = ()
     with_reference: bool = True
@@ -175,11 +203,15 @@ class Stack(AbstractContextManager["Stack"]):
     upstream_port: int = 0
     mcp_running: Mapping[str, str] = field(default_factory=dict)
     mcp_ports: Mapping[str, int] = field(default_factory=dict)
+    search_running: str | None = None
+    search_port: int = 0
     adhoc_script: AdHocScript | None = None
     gateway_config: dict[str, Any] = field(default_factory=dict)
     admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
     """The reference gateways' admin key, new for each stack; never in a report."""
     mcp: dict[str, McpFixture] = field(default_factory=dict, init=False)
+    search_url: str | None = field(default=None, init=False)
+    """The search fixture's base URL (None: a running upstream that announced none)."""
     reference_url: str | None = field(default=None, init=False)
     _servers: list[ServerThread] = field(default_factory=list, init=False)
 
@@ -198,12 +230,16 @@ class Stack(AbstractContextManager["Stack"]):
                     self._start(FIXTURE_SERVERS[name](), self.mcp_ports.get(name, 0)).url
                 self.mcp[name] = McpFixture(name, base_url)
             if self.upstream_url is None:
+                self.search_url = self.search_running or self._start(build_search_app(), self.search_port).url
                 app = build_upstream_app(UpstreamState(adhoc=self.adhoc_script),
-                                         mcp_fixtures={name: fixture.base_url for name, fixture in self.mcp.items()})
+                                         mcp_fixtures={name: fixture.base_url for name, fixture in self.mcp.items()},
+                                         search_fixture=self.search_url)
                 self.upstream_url = self._start(app, self.upstream_port).url
+            else:
+                self.search_url = self.search_running
             if self.with_reference:
                 settings = {"admin_key": self.admin_key} | self.gateway_config
-                self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url,
+                self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url, self.search_url,
                                                                                     **settings))).url
         except BaseException:
             self.close()
@@ -217,7 +253,7 @@ class Stack(AbstractContextManager["Stack"]):
         """Configured reference gateways, when this stack serves the reference target."""
         if not self.with_reference or self.upstream_url is None:
             return None
-        return ReferenceGateways(self.upstream_url, self.mcp, self.admin_key, self.gateway_config)
+        return ReferenceGateways(self.upstream_url, self.mcp, self.admin_key, self.gateway_config, self.search_url)
 
     def close(self) -> None:
         """Stop every server the stack started, all at once (one by one, each waits a tick)."""

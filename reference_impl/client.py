@@ -128,10 +128,11 @@ class WebSearchTool:
     raw: dict[str, Any] = field(default_factory=dict)
     allowed_domains: tuple[str, ...] = ()
 
-    @property
-    def max_results(self) -> int:
-        """Pages per search, by `search_context_size` (low 3, medium 5, high 10)."""
-        return {"low": 3, "high": 10}.get(self.raw.get("search_context_size") or "medium", 5)
+    def max_results(self, default: int) -> int:
+        """Pages per search, by `search_context_size` (low 3, medium 5, high 10); `default`
+        when the request does not say."""
+        size = self.raw.get("search_context_size")
+        return {"low": 3, "medium": 5, "high": 10}[size] if size else default
 
     def echo(self) -> dict[str, Any]:
         """As OpenAI echoes it: `search_context_size` medium and a US `user_location` by default,

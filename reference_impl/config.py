@@ -17,11 +17,18 @@ tool_listing_ttl_s: 600                # how long listings of the servers below 
 mcp_servers:                           # gateway-configured MCP servers
   - {label: calc, url: "http://127.0.0.1:8643/mcp", transport: streamable_http,
      require_approval: never, hidden: false, enabled: true}
-outbound:                              # where the loop may connect (MCP servers): by default
+outbound:                              # where the loop may connect (MCP servers, web search): by default
                                        # only globally routable addresses (see outbound.py)
   block: [93.184.216.0/24]             # blocked as well
   allow: []                            # overrides the rest, e.g. [127.0.0.0/8] (::ffff:127.0.0.1 too)
 tool_cache: {ttl_s: 0, secret_env: TOOL_CACHE_SECRET}   # 0: off
+web_search:                            # the web_search tool's backend; left out: no web search
+  provider: http                       # http: web_search.py's JSON protocol (the search fixture) | brave
+  url: http://127.0.0.1:8646           # http: the backend's base URL (POST <url>/search), required;
+                                       # brave: default https://api.search.brave.com/res/v1/web/search
+  api_key_env: SEARCH_API_KEY          # read the key from this variable, never from the file (brave: required)
+  timeout_s: 10                        # per search
+  max_results: 5                       # results a search asks for when the request does not say (1..20)
 chat:                                  # /v1/chat/completions with the agent loop
   max_rounds: 10                       # 1..50
   deadline_s: 120
@@ -49,6 +56,8 @@ from .retention import DEFAULT_MAX_RESPONSES, OPENAI_RETENTION_S, Retention
 UpstreamWire = Literal["responses", "chat", "anthropic"]
 UpstreamChaining = Literal["replay", "previous_response_id"]
 McpTransport = Literal["streamable_http", "sse"]
+WebSearchBackend = Literal["http", "brave"]
+MAX_WEB_RESULTS = 20
 ChatStreamMode = Literal["final_only", "disabled"]
 MAX_CHAT_ROUNDS = 50
 T = TypeVar("T")
@@ -70,6 +79,35 @@ class McpServerConfig:
     require_approval: Literal["always", "never"] = "never"
     hidden: bool = False
     enabled: bool = True
+
+
+@dataclass(frozen=True)
+class WebSearchConfig:
+    """The `web_search` tool's backend: `provider` `http` (the JSON protocol of `web_search.py`,
+    which the search fixture speaks) at `url`, or `brave` (Brave's Web Search API, `url` its
+    endpoint). The API key comes from the environment, never from the file."""
+
+    provider: WebSearchBackend
+    url: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout_s: float = 10.0
+    max_results: int = 5
+    """How many results a search asks for when the request does not say."""
+
+    def __post_init__(self) -> None:
+        if self.provider not in ("http", "brave"):
+            raise ConfigError(f"web_search.provider: expected http or brave, got {self.provider!r}")
+        if self.provider == "http" and not self.url:
+            raise ConfigError("web_search.url: required for the http provider")
+        if self.url is not None and not (isinstance(self.url, str) and self.url.startswith(("http://", "https://"))):
+            raise ConfigError(f"web_search.url: expected an http:// or https:// URL, got {self.url!r}")
+        if self.provider == "brave" and not self.api_key:
+            raise ConfigError("web_search.api_key_env: the brave provider needs an API key, from a variable "
+                              "that is set")
+        if self.timeout_s <= 0:
+            raise ConfigError(f"web_search.timeout_s: must be > 0, got {self.timeout_s}")
+        if not 1 <= self.max_results <= MAX_WEB_RESULTS:
+            raise ConfigError(f"web_search.max_results: must be 1..{MAX_WEB_RESULTS}, got {self.max_results}")
 
 
 @dataclass(frozen=True)
@@ -102,6 +140,8 @@ class GatewayConfig:
     chat_hosted_tools: tuple[dict[str, Any], ...] = ()
     """Built-in tools (web_search, file_search) the chat surface's loop offers the model, as a
     Responses request writes them (the chat routes check them as a request's, at start)."""
+    web_search: WebSearchConfig | None = None
+    """The `web_search` tool's backend; None: the gateway offers no web search."""
 
     def __post_init__(self) -> None:
         if self.upstream_wire not in ("responses", "chat", "anthropic"):
@@ -160,7 +200,7 @@ class GatewayConfig:
     def from_mapping(cls, raw: dict[str, Any]) -> GatewayConfig:
         _known("", raw, {"upstream", "store_path", "response_retention_s", "response_retention_max", "admin_key_env",
                          "tool_call_cap", "mcp_timeout_s", "mcp_servers", "max_concurrent_runs", "tool_listing_ttl_s",
-                         "outbound", "tool_cache", "chat"})
+                         "outbound", "tool_cache", "chat", "web_search"})
         upstream = _section(raw, "upstream", {"url", "wire", "chaining", "api_key_env", "timeout_s"})
         if "url" not in upstream:
             raise ConfigError("upstream.url: required")
@@ -198,6 +238,7 @@ class GatewayConfig:
             chat_stream_mode=chat.get("stream_mode", "final_only"),
             chat_opt_out_header=str(chat.get("opt_out_header", "x-mcp-opt-out")),
             chat_hosted_tools=_hosted_tools(chat.get("hosted_tools") or []),
+            web_search=_web_search(raw),
         )
 
 
@@ -221,6 +262,23 @@ def _hosted_tools(entries: Any) -> tuple[dict[str, Any], ...]:
         if family == "file_search" and (not isinstance(stores, list) or not all(isinstance(s, str) for s in stores)):
             raise ConfigError(f"{where}.vector_store_ids: expected a list of vector store ids")
     return tuple(entries)
+
+
+def _web_search(raw: dict[str, Any]) -> WebSearchConfig | None:
+    if raw.get("web_search") is None:
+        return None
+    section = _section(raw, "web_search", {"provider", "url", "api_key_env", "timeout_s", "max_results"})
+    if "provider" not in section:
+        raise ConfigError("web_search.provider: required (http or brave)")
+    key_env = section.get("api_key_env")
+    if key_env is not None and not os.environ.get(str(key_env)):
+        raise ConfigError(f"web_search.api_key_env: the variable {key_env} is not set")
+    for name, kind in (("timeout_s", float), ("max_results", int)):
+        if name in section and (isinstance(section[name], bool) or not isinstance(section[name], kind | int)):
+            raise ConfigError(f"web_search.{name}: expected a number, got {section[name]!r}")
+    return WebSearchConfig(provider=section["provider"], url=section.get("url"), api_key=_env(key_env),
+                           timeout_s=float(section.get("timeout_s", 10.0)),
+                           max_results=int(section.get("max_results", 5)))
 
 
 def _known(where: str, raw: dict[str, Any], known: set[str]) -> None:

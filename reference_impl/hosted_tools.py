@@ -47,6 +47,8 @@ class HostedRunner:
     tool: HostedTool
     store: VectorStoreStore | None = field(default=None, repr=False)
     provider: WebSearchProvider | None = field(default=None, repr=False)
+    web_results: int = 5
+    """Pages a web search asks for when the request does not say (`search_context_size`)."""
 
     def spec(self) -> ToolSpec:
         return ToolSpec(self.name, DESCRIPTIONS[self.kind], PARAMETERS[self.kind])
@@ -81,7 +83,7 @@ class HostedRunner:
     async def _web_search(self, tool: WebSearchTool, query: str) -> HostedOutcome:
         assert self.provider is not None
         try:
-            pages = await self.provider.search(query, max_results=tool.max_results,
+            pages = await self.provider.search(query, max_results=tool.max_results(self.web_results),
                                                allowed_domains=tool.allowed_domains)
         except SearchFailed as failure:
             return HostedOutcome((query,), failure_text("web_search", str(failure)), error=str(failure))
@@ -94,7 +96,7 @@ def kind_of(tool: HostedTool) -> HostedKind:
 
 
 def hosted_runners(tools: Collection[HostedTool], taken: Collection[str], store: VectorStoreStore,
-                   provider: WebSearchProvider | None) -> dict[str, HostedRunner]:
+                   provider: WebSearchProvider | None, web_results: int) -> dict[str, HostedRunner]:
     """A runner per hosted tool, by the name the model calls it (see the module docstring)."""
     runners: dict[str, HostedRunner] = {}
     for tool in tools:
@@ -103,5 +105,5 @@ def hosted_runners(tools: Collection[HostedTool], taken: Collection[str], store:
         while name in taken or name in runners:
             suffix += 1
             name = f"hosted_{kind}" + (f"_{suffix - 1}" if suffix > 2 else "")
-        runners[name] = HostedRunner(kind, name, tool, store, provider)
+        runners[name] = HostedRunner(kind, name, tool, store, provider, web_results)
     return runners

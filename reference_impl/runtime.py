@@ -17,6 +17,7 @@ from .hosted_tools import HostedRunner, hosted_runners
 from .loop.state import LoopContext, LoopRequest, ServerBinding
 from .mcp_servers import McpConnector, McpServer
 from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_resolver
+from .search_providers import search_provider
 from .store import SqliteStore
 from .tool_cache import ToolResultCache
 from .tool_catalog import ToolCatalog
@@ -73,10 +74,13 @@ class Runtime:
     def build(cls, config: GatewayConfig, resolver: Resolver = system_resolver) -> Runtime:
         http = UpstreamClient(config.upstream_timeout_s)
         policy = OutboundPolicy.from_settings(config.outbound_block, config.outbound_allow)
-        connector = McpConnector(config.mcp_timeout_s, guarded_client_factory(policy, resolver))
+        clients = guarded_client_factory(policy, resolver)
+        connector = McpConnector(config.mcp_timeout_s, clients)
         store = SqliteStore(config.store_path, config.retention)
+        web_search = None if config.web_search is None else search_provider(config.web_search, clients)
         return cls(config, store, http, make_adapter(config, http), connector,
-                   ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs))
+                   ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs),
+                   web_search)
 
     def configured_bindings(self, taken: set[str], approvals: bool) -> list[ServerBinding]:
         """Bindings for the enabled servers of the configuration whose label is not taken;
@@ -106,7 +110,8 @@ class Runtime:
 
     def hosted_runners(self, tools: Sequence[HostedTool], taken: set[str]) -> dict[str, HostedRunner]:
         """The loop's runners of checked hosted tools (`check_hosted_tools`)."""
-        return hosted_runners(tools, taken, self.store, self.web_search)
+        web = self.config.web_search
+        return hosted_runners(tools, taken, self.store, self.web_search, web.max_results if web else 5)
 
     def tool_cache(self, api_key: str) -> ToolResultCache | None:
         if self.config.tool_cache_ttl_s <= 0 or not self.config.tool_cache_secret:

@@ -12,8 +12,10 @@ The search fixture (`fixtures/search`) and `HttpSearchProvider` speak this small
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
+from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True)
@@ -34,3 +36,13 @@ class WebSearchProvider(Protocol):
         """At most `max_results` pages for `query`, best first; with `allowed_domains`, only
         pages on those domains (or their subdomains). Raises `SearchFailed`."""
         ...
+
+
+def within_domains(url: str, domains: Iterable[str]) -> bool:
+    """Whether `url`'s host is one of `domains` or a subdomain of one (case-insensitive; a
+    domain may be written with a trailing dot). No domains: every URL is."""
+    wanted = [domain.strip().lower().rstrip(".") for domain in domains]
+    if not wanted:
+        return True
+    host = (urlsplit(url).hostname or "").rstrip(".")
+    return any(host == domain or host.endswith(f".{domain}") for domain in wanted if domain)

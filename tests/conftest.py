@@ -48,7 +48,7 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
 
         async def go() -> ScenarioResult:
             async with httpx.AsyncClient() as http:
-                fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp)
+                fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url)
                 engine = Engine(target, http, fixtures, gateways=stack.reference_gateways())
                 return await engine.run(LoadedScenario(scenario, path), mode)
 

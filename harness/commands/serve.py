@@ -1,6 +1,6 @@
-"""`parity serve`: the scripted upstream and the MCP fixtures together on loopback, with the
-settings a gateway needs to use them; or one part alone (the scripted upstream, an MCP
-fixture, the reference gateway)."""
+"""`parity serve`: the scripted upstream, the MCP fixtures and the search fixture together on
+loopback, with the settings a gateway needs to use them; or one part alone (the scripted
+upstream, an MCP fixture, the reference gateway)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from ...reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
 from ..findings import HarnessError
 from ..fixture_access import GuardAllowance
-from ..stack import ServerThread, Stack, fixture_ports
+from ..stack import ServerThread, Stack, fixture_ports, search_port
 from .console import EXIT_USAGE, err, error, out, say
 
 SCRIPT_HELP = ("A YAML file of model turns answering requests that carry no run marker, in order of arrival "
@@ -39,15 +39,17 @@ def _script(path: Path | None) -> AdHocScript | None:
 
 @click.group("serve", invoke_without_command=True)
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True,
-              help="The scripted upstream's port; the MCP fixtures listen on the ports after it (0: any free ports).")
+              help="The scripted upstream's port; the MCP fixtures, then the search fixture, listen on the ports "
+                   "after it (0: any free ports).")
 @click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
 @click.option("--json", "as_json", is_flag=True,
               help="Print the settings as one JSON object on standard output (the rest goes to standard error).")
 @click.pass_context
 def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> None:
-    """Serve the scripted upstream and the MCP fixtures on loopback, and print the settings your
-    gateway needs (model base URL, MCP fixture URLs, what an outbound guard must allow); or one
-    part alone: `upstream`, `mcp NAME`, `reference`. `parity run --target URL` then uses them."""
+    """Serve the scripted upstream, the MCP fixtures and the search fixture on loopback, and print
+    the settings your gateway needs (model base URL, MCP fixture URLs, the web search backend,
+    what an outbound guard must allow); or one part alone: `upstream`, `mcp NAME`, `reference`.
+    `parity run --target URL` then uses them."""
     if ctx.invoked_subcommand is not None:
         if given := [flag for name, flag in _SERVE_ALL_OPTIONS.items()
                      if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]:
@@ -56,7 +58,8 @@ def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> 
         return
     adhoc = _script(script)
     _serve_forever(Stack(mcp_names=FIXTURE_SERVERS, with_reference=False, upstream_port=port,
-                         mcp_ports=fixture_ports(port) if port else {}, adhoc_script=adhoc).__enter__,
+                         mcp_ports=fixture_ports(port) if port else {}, search_port=search_port(port) if port else 0,
+                         adhoc_script=adhoc).__enter__,
                    lambda stack: _announce(stack, as_json), Stack.close)
 
 
@@ -69,15 +72,18 @@ def _settings(stack: Stack, allowance: GuardAllowance) -> dict[str, Any]:
         "model_base_url": f"{stack.upstream_url}/v1",
         "mcp": {name: {"url": f"{fixture.base_url}/mcp", "sse_url": f"{fixture.base_url}/sse"}
                 for name, fixture in stack.mcp.items()},
+        "search": {"url": stack.search_url, "endpoint": f"{stack.search_url}/search"},
         "outbound_allow": {"ranges": list(allowance.ranges), "ports": list(allowance.ports)},
         "reference_config": {"upstream": {"url": f"{stack.upstream_url}/v1"},
-                             "outbound": {"allow": list(allowance.ranges)}},
+                             "outbound": {"allow": list(allowance.ranges)},
+                             "web_search": {"provider": "http", "url": stack.search_url}},
         "run": f"parity run --target GATEWAY_URL{upstream_option}",
     }
 
 
 def _announce(stack: Stack, as_json: bool) -> None:
-    allowance = GuardAllowance.for_urls(fixture.base_url for fixture in stack.mcp.values())
+    assert stack.search_url is not None  # `parity serve` starts its own
+    allowance = GuardAllowance.for_urls([*(fixture.base_url for fixture in stack.mcp.values()), stack.search_url])
     found = _settings(stack, allowance)
     if as_json:
         print(json.dumps(found), flush=True)
@@ -90,10 +96,13 @@ def _announce(stack: Stack, as_json: bool) -> None:
         "any model name, any API key)",
         "MCP fixtures (each scenario names one in its request's MCP tools, at a URL of its own on these ports):",
         *(f"  {name:<{width}}  {urls['url']}   (SSE: {urls['sse_url']})" for name, urls in found["mcp"].items()),
+        "search fixture (the web_search backend; each scenario states what a search finds):",
+        f"  {found['search']['endpoint']}   (POST {{query, max_results, allowed_domains}})",
         f"outbound guard: if your gateway has one, allow {', '.join(allowance.ranges)} ({allowance.ports_text()})",
         "reference gateway settings (parity serve reference --config FILE):",
         f"  upstream: {{url: \"{found['model_base_url']}\"}}",
         f"  {allowance.reference_setting()}",
+        f"  web_search: {{provider: http, url: \"{found['search']['url']}\"}}",
         f"with your gateway running on these settings: {found['run']}",
         "serving until Ctrl-C",
     ]

@@ -132,6 +132,8 @@ def _upstream_mutations(upstream: dict[str, Any], tool: str | None) -> Iterator[
             lambda e: e["upstream"]["last_input_counts"].update({first: counts[first] + 1})
     if isinstance(upstream.get("last_input"), list) and upstream["last_input"]:
         yield "upstream", "an input item fewer", lambda e: e["upstream"]["last_input"].pop()
+    if isinstance(upstream.get("searches"), list):
+        yield "upstream", "one search more", lambda e: e["upstream"]["searches"].append(WRONG)
 
 
 def _modes(raw_step: dict[str, Any], scenario: Scenario) -> list[Mode]:

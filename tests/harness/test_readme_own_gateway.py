@@ -14,8 +14,8 @@ import pytest
 from parity_process import command_line, running
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SERVED_PORTS = range(8642, 8646)
-"""Where `parity serve` listens by default: the upstream, then one port per MCP fixture."""
+SERVED_PORTS = range(8642, 8647)
+"""Where `parity serve` listens by default: the upstream, one port per MCP fixture, the search fixture."""
 
 
 def section() -> str:

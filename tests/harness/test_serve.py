@@ -1,4 +1,4 @@
-"""`parity serve`: the scripted upstream and the MCP fixtures together, the settings it prints,
+"""`parity serve`: the scripted upstream, the MCP fixtures and the search fixture together, the settings it prints,
 and `parity run --target URL` using exactly those fixtures (its console saying why an MCP
 listing failed when the gateway cannot reach them)."""
 
@@ -60,10 +60,15 @@ def test_serve_prints_the_settings_of_the_upstream_and_fixtures_it_serves(served
     assert sorted(served["mcp"]) == sorted(FIXTURE_SERVERS)
     for urls in served["mcp"].values():
         assert httpx.get(urls["url"].replace("/mcp", "/__parity/runs/x/calls")).json() == {"calls": []}
-    ports = sorted(int(urls["url"].rsplit(":", 1)[1].split("/")[0]) for urls in served["mcp"].values())
+    search = served["search"]["url"]
+    assert health["search"] == search and served["search"]["endpoint"] == f"{search}/search"
+    assert httpx.post(f"{search}/search", json={"query": "q", "max_results": 1}).json() == {"results": []}
+    ports = sorted([*(int(urls["url"].rsplit(":", 1)[1].split("/")[0]) for urls in served["mcp"].values()),
+                    int(search.rsplit(":", 1)[1])])
     assert served["outbound_allow"] == {"ranges": ["127.0.0.1/32"], "ports": ports}
     config = GatewayConfig.from_mapping(served["reference_config"])
     assert (config.upstream_url, config.outbound_allow) == (served["model_base_url"], ("127.0.0.1/32",))
+    assert config.web_search is not None and (config.web_search.provider, config.web_search.url) == ("http", search)
     assert served["run"] == f"parity run --target GATEWAY_URL --upstream {upstream}"
 
 
@@ -128,13 +133,14 @@ def _free(port: int) -> bool:
 
 
 def test_a_run_with_nothing_at_its_upstream_serves_the_fixtures_where_parity_serve_would() -> None:
-    port = free_port_run(1 + len(FIXTURE_SERVERS))
+    port = free_port_run(2 + len(FIXTURE_SERVERS))
     options = TargetOptions(target="http://127.0.0.1:9", upstream=f"http://127.0.0.1:{port}")
     with open_session(options, ["calc", "strings"]) as session:
         assert session.stack is not None
         assert session.stack.upstream_url == f"http://127.0.0.1:{port}"
         assert {name: fixture.base_url for name, fixture in session.stack.mcp.items()} == {
             "calc": f"http://127.0.0.1:{port + 1}", "strings": f"http://127.0.0.1:{port + 3}"}
+        assert session.stack.search_url == f"http://127.0.0.1:{port + len(FIXTURE_SERVERS) + 1}"
 
 
 def test_the_fixtures_keep_nothing_of_a_finished_run(run_scenario: RunScenario, stack: Stack) -> None:
