@@ -97,6 +97,9 @@ def test_the_stream_follows_openais_order_and_the_harness_grammar(stack: Stack) 
                           "response.web_search_call.searching", "response.web_search_call.completed",
                           "response.output_item.done"]
     assert events[2].payload is not None and events[2].payload["item"]["action"] == {"type": "search"}
+    assert events[0].payload is not None and events[0].payload["response"]["tools"] == [{  # as OpenAI echoes it
+        "type": "web_search", "filters": None, "search_context_size": "medium",
+        "user_location": {"type": "approximate", "city": None, "country": "US", "region": None, "timezone": None}}]
     annotated = types.index("response.output_text.annotation.added")
     assert annotated < types.index("response.output_text.done")
 
