@@ -83,8 +83,9 @@ def _file_search_tool(param: str, raw: dict[str, Any]) -> FileSearchTool:
 
 
 def _web_search_tool(raw: dict[str, Any]) -> WebSearchTool:
-    domains = ((raw.get("filters") or {}).get("allowed_domains") or []) if raw["type"] in ("web_search",
-                                                                                            "web_search_2025_08_26") else []
+    """`filters.allowed_domains` exists on the web_search types only (not the preview ones)."""
+    preview = raw["type"].startswith("web_search_preview")
+    domains = [] if preview else (raw.get("filters") or {}).get("allowed_domains") or []
     return WebSearchTool(raw["type"], {key: value for key, value in raw.items() if key != "type"}, tuple(domains))
 
 

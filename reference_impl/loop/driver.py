@@ -207,7 +207,7 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
         for index, (gateway_call, task) in enumerate(tasks):
             call = gateway_call.call
             if gateway_call.server_label is None:
-                await _report_hosted(state, sink, ctx.hosted[call.name], call, task, index)
+                await _report_hosted(state, sink, ctx.hosted[call.name], call, task, index=index)
                 continue
             tool = state.gateway_tools[call.name]
             visible = tool.binding.server.visible
@@ -234,7 +234,7 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
 
 
 async def _report_hosted(state: LoopState, sink: LoopSink, runner: HostedRunner, call: ToolCall,
-                         task: asyncio.Task[tuple[HostedOutcome, int]], index: int) -> None:
+                         task: asyncio.Task[tuple[HostedOutcome, int]], *, index: int) -> None:
     """Show a hosted search as it runs (its item added and searching, then done) and give the
     model its output."""
     handle = sink.hosted_call_started(runner.kind)

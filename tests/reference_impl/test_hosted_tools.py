@@ -178,7 +178,7 @@ def test_tool_choice_naming_file_search_forces_its_function_then_relaxes(stack: 
 
 def test_a_client_function_keeps_the_name_file_search(stack: Stack, client: OpenAI,
                                                       paris_store: tuple[str, str]) -> None:
-    store_id, file_id = paris_store
+    store_id, _ = paris_store
     run = scripted(stack, [{"call": {"tool": "hosted_file_search", "arguments": {"queries": ["France"]}}},
                            {"text": "done"}])
     mine = {"type": "function", "name": "file_search", "parameters": {"type": "object", "properties": {}}}
