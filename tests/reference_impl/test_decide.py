@@ -135,3 +135,11 @@ def test_the_round_budget_ends_the_loop_before_one_model_call_too_many() -> None
     loop_state.model_calls = 3
     assert decide_after_execute_tools(context(rounds=3), loop_state, plan) == Finish(Exhausted("rounds"))
     assert decide_after_execute_tools(context(rounds=4), loop_state, plan) == CallLlm(with_tools=True)
+
+
+def test_hosted_calls_run_ungated_and_share_the_budget_with_mcp_calls() -> None:
+    turn = TurnResult([call("file_search", 0), call("gated"), call("add"), call("file_search", 1)])
+    plan = partition_calls(turn, TOOLS, 2, hosted={"file_search"})
+    assert [(g.call.call_id, g.server_label) for g in plan.run] == [("call_file_search0", None), ("call_add0", "calc")]
+    assert [g.call.name for g in plan.gated] == ["gated"]
+    assert [c.call_id for c in plan.ignored] == ["call_file_search1"] and plan.refused == ()
