@@ -4,7 +4,7 @@ A conversation is created with metadata and up to 20 items; its items are listed
 pagination, added (up to 20 at a time), read and deleted one by one. Deleting a conversation
 answers `conversation.deleted` and, as OpenAI documents, leaves its items alone. Responses
 created with `conversation` read its items as history and append their input and output
-(see `service.py`).
+(see `service.py`); a file search's results are kept and listed only with `include`.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from starlette.routing import Route
 
 from .client import with_ids
 from .errors import NotFound
+from .hosted_items import as_listed
 from .ids import new_id
 from .pagination import list_query, page
 from .store import Conversation, ConversationStore
@@ -39,6 +40,11 @@ def _checked(body: dict[str, Any], kind: str, *required: str) -> dict[str, Any]:
 
 def _items(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return with_ids(input_items(value))
+
+
+def _include(request: Request) -> set[str]:
+    """The `include` query values (`include=a&include=b`, or the SDK's `include[]=a`)."""
+    return {*request.query_params.getlist("include"), *request.query_params.getlist("include[]")}
 
 
 def conversation_routes(store: ConversationStore) -> list[Route]:
@@ -75,7 +81,9 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def list_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        return JSONResponse(page(await store.items(conversation_id), *list_query(request.query_params)))
+        include = _include(request)
+        items = [as_listed(item, include) for item in await store.items(conversation_id)]
+        return JSONResponse(page(items, *list_query(request.query_params)))
 
     async def add_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -93,7 +101,8 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         raise NotFound(f"Item with id '{item_id}' not found.")
 
     async def read_item(request: Request) -> Response:
-        return JSONResponse(await find_item(request.path_params["conversation_id"], request.path_params["item_id"]))
+        item = await find_item(request.path_params["conversation_id"], request.path_params["item_id"])
+        return JSONResponse(as_listed(item, _include(request)))
 
     async def delete_item(request: Request) -> Response:
         conversation_id, item_id = request.path_params["conversation_id"], request.path_params["item_id"]

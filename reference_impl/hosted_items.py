@@ -8,9 +8,10 @@ the original did. The output tells the model how to cite: a web page as a markdo
 
 A replayed `web_search_call` / `file_search_call` item (stateless input, or a conversation's
 items) is never searched again: it becomes the function call and an output rendered from what
-the item holds. A `file_search_call` with `results` (kept with `include:
-["file_search_call.results"]`) reads exactly as it did; without them, and for a
-`web_search_call` (whose item never holds the pages' text: at most `action.sources`, their
+the item holds. A `file_search_call` with `results` reads exactly as it did: a conversation
+keeps them whatever `include` said (its item listings show them only with `include`, see
+`as_listed`), stateless input has them when its response was asked for them. Without them, and
+for a `web_search_call` (whose item never holds the pages' text: at most `action.sources`, their
 URLs), the output lists what is left and says the rest was not kept. Through
 `previous_response_id` nothing is rendered again: the stored transcript holds the output the
 model read.
@@ -19,6 +20,7 @@ model read.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any, Literal
 
 from .upstream.items import ToolCall, ToolOutput
@@ -84,6 +86,14 @@ def file_results_text(queries: list[str], results: list[dict[str, Any]]) -> str:
 
 def failure_text(kind: HostedKind, reason: str) -> str:
     return f"The {kind.replace('_', ' ')} failed: {reason}"
+
+
+def as_listed(item: dict[str, Any], include: Collection[str]) -> dict[str, Any]:
+    """A kept item as a listing shows it: a `file_search_call`'s results only when `include`
+    asks for them."""
+    if item.get("type") == "file_search_call" and INCLUDE_FILE_RESULTS not in include:
+        return item | {"results": None}
+    return item
 
 
 def replayed(item: dict[str, Any], call_id: str) -> list[ToolCall | ToolOutput]:

@@ -53,6 +53,8 @@ class ResponsesSink:
         self.citable = Citable()
         """What this response's hosted searches found, for the messages that cite it."""
         self.web_searches = 0
+        self._file_results: dict[str, list[dict[str, Any]]] = {}
+        """Each file search's results by item id, whatever `include` shows the client."""
 
     def snapshot(self, status: str, output: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
         return response_object(self.request, response_id=self.response_id, created_at=self.created_at,
@@ -105,6 +107,12 @@ class ResponsesSink:
 
     def finished_output(self) -> list[dict[str, Any]]:
         return [item for item in self.output if item is not None]
+
+    def kept_output(self, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Output items as a conversation keeps them: file searches with their results (see
+        `hosted_items.as_listed`), so a later turn reads them as the model did."""
+        return [item | {"results": self._file_results[item["id"]]} if item.get("id") in self._file_results else item
+                for item in output]
 
     # -- messages --------------------------------------------------------------------------
 
@@ -207,6 +215,7 @@ class ResponsesSink:
         else:
             item |= {"queries": list(outcome.queries),
                      "results": results if INCLUDE_FILE_RESULTS in self.request.include else None}
+            self._file_results[handle.item_id] = results
         self.citable.learn(kind == "web_search", results)
         self.done(handle.index, item)
 

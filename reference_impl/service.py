@@ -176,7 +176,8 @@ class ResponsesService:
             response=StoredResponse(result.response, run.input_items, state.chain(item_ids), request.stream)
             if request.store else None,
             events=run.log.appended if request.background else [],
-            conversation_items=(request.conversation_id, run.input_items + output) if kept else None)
+            conversation_items=(request.conversation_id, run.input_items + run.sink.kept_output(output))
+            if kept else None)
         run.log.close()
 
     async def cancel(self, response_id: str) -> dict[str, Any]:

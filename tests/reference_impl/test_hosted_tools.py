@@ -225,7 +225,13 @@ def test_a_file_search_in_a_conversation_is_replayed_not_run_again(stack: Stack,
     conversation = client.conversations.create()
     tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
     client.responses.create(model="m", input=f"Capital? {run_marker(run, 0)}", tools=tools,
-                            conversation=conversation.id, include=["file_search_call.results"])
+                            conversation=conversation.id)
+    listed = [item for item in client.conversations.items.list(conversation.id, order="asc")
+              if item.type == "file_search_call"]
+    assert [item.results for item in listed] == [None]  # kept, shown only with include
+    included = client.conversations.items.list(conversation.id, include=["file_search_call.results"])
+    assert [result.file_id for item in included if item.type == "file_search_call"
+            for result in item.results or []] == [file_id]
     client.vector_stores.files.delete(file_id, vector_store_id=store_id)  # a search now would find nothing
     second = client.responses.create(model="m", input="Sure?", tools=tools, conversation=conversation.id)
     assert [item.type for item in second.output] == ["message"]
