@@ -8,13 +8,14 @@ import io
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 from openai import OpenAI
 
-from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.fixtures.upstream.script import run_marker
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import ConfigError, GatewayConfig, build_gateway_app
+
+from scripted_runs import scripted, upstream_requests
 
 
 def serve(stack: Stack, **settings: Any) -> ServerThread:
@@ -49,17 +50,14 @@ def chat_gateway(stack: Stack, store_with_paris: tuple[str, str, str]) -> Iterat
 def test_a_chat_completion_runs_the_configured_file_search(stack: Stack, chat_gateway: str,
                                                            store_with_paris: tuple[str, str, str]) -> None:
     file_id = store_with_paris[2]
-    run = new_run_token()
-    turns = [{"call": {"tool": "file_search", "arguments": {"queries": ["capital of France"]}}},
-             {"text": f"Paris<|{file_id}|>."}]
-    script = RunScript.model_validate({"steps": [turns]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    run = scripted(stack, [{"call": {"tool": "file_search", "arguments": {"queries": ["capital of France"]}}},
+                           {"text": f"Paris<|{file_id}|>."}])
     client = OpenAI(base_url=f"{chat_gateway}/v1", api_key="k", max_retries=0)
     completion = client.chat.completions.create(model="m", messages=[
         {"role": "user", "content": f"Capital of France? {run_marker(run, 0)}"}])
     message = completion.choices[0].message
     assert message.content == "Paris." and message.annotations == []
-    requests = httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"]
+    requests = upstream_requests(stack, run)
     assert requests[0]["offered_tools"] == ["file_search"]
     assert f"<|{file_id}|>" in requests[1]["tool_outputs"][0]
 

@@ -15,24 +15,14 @@ import pytest
 from openai import OpenAI
 from openai.types.responses import ResponseFileSearchToolCall, ResponseOutputMessage
 
-from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.fixtures.upstream.script import run_marker
 from responses_parity.harness.grammar import check_stream
 from responses_parity.harness.sse import parse_sse
 from responses_parity.harness.stack import Stack
 
+from scripted_runs import scripted, upstream_requests
+
 PARIS = b"Paris is the capital of France. It is known for the Eiffel Tower.\n"
-
-
-def scripted(stack: Stack, *steps: list[dict[str, Any]]) -> str:
-    """A run of these steps' model turns, every step continuing the first one's chain."""
-    run = new_run_token()
-    script = RunScript.model_validate({"steps": list(steps), "chain_of": [0] * len(steps)})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
-    return run
-
-
-def upstream_requests(stack: Stack, run: str) -> list[dict[str, Any]]:
-    return httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"]
 
 
 @pytest.fixture

@@ -16,25 +16,25 @@ import pytest
 from openai import OpenAI
 from openai.types.responses import ResponseFunctionWebSearch
 
-from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.fixtures.upstream.script import new_run_token, run_marker
 from responses_parity.harness.grammar import check_stream
 from responses_parity.harness.sse import parse_sse
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 
+from scripted_runs import scripted, upstream_requests
+
 PAGE = {"url": "https://weather.example.org/paris", "title": "Paris weather", "snippet": "Sunny, 21 degrees."}
 OTHER = {"url": "https://news.example.org/x", "title": "Unrelated", "snippet": "Not cited."}
 
 
-def searched_for(stack: Stack, turns_of: Any) -> tuple[str, str]:
+def searched_for(stack: Stack, steps_of: Any) -> tuple[str, str]:
     """A run whose query (unique to it: searches carry no run token) finds PAGE and OTHER; the
-    model's turns are `turns_of(query)`. Returns (run, query)."""
+    model's steps are `steps_of(query)`. Returns (run, query)."""
     run = new_run_token()
     query = f"weather in Paris {run}"
     httpx.put(f"{stack.search_url}/__parity/runs/{run}", json={query: [PAGE, OTHER]}).raise_for_status()
-    script = RunScript.model_validate({"steps": turns_of(query), "chain_of": [0] * len(turns_of(query))})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
-    return run, query
+    return scripted(stack, *steps_of(query), run=run), query
 
 
 def one_search(query: str) -> list[list[dict[str, Any]]]:
@@ -44,10 +44,6 @@ def one_search(query: str) -> list[list[dict[str, Any]]]:
 
 def searches(stack: Stack, run: str) -> list[dict[str, Any]]:
     return httpx.get(f"{stack.search_url}/__parity/runs/{run}/searches").json()["searches"]
-
-
-def upstream_requests(stack: Stack, run: str) -> list[dict[str, Any]]:
-    return httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"]
 
 
 @pytest.fixture
@@ -110,10 +106,8 @@ def test_a_failed_search_is_a_failed_item_and_the_model_is_told(stack: Stack) ->
         nowhere = f"http://127.0.0.1:{closed.getsockname()[1]}"
     server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or "", nowhere))).start()
     try:
-        run = new_run_token()
-        script = RunScript.model_validate({"steps": [[{"call": {"tool": "web_search", "arguments": {"query": "q"}}},
-                                                      {"text": "I could not search."}]]})
-        httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+        run = scripted(stack, [{"call": {"tool": "web_search", "arguments": {"query": "q"}}},
+                               {"text": "I could not search."}])
         response = OpenAI(base_url=f"{server.url}/v1", api_key="k", max_retries=0).responses.create(
             model="m", input=f"Weather? {run_marker(run, 0)}", tools=[{"type": "web_search"}])
     finally:
