@@ -500,7 +500,10 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         queries = _queries(body["query"])
         limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
         threshold = score_threshold(body.get("ranking_options"))
-        if body.get("rewrite_query", False) is not False:
+        rewrite = body.get("rewrite_query", False)
+        if not isinstance(rewrite, bool):
+            raise invalid_type("rewrite_query", "a boolean", rewrite)
+        if rewrite:
             raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
                                  param="rewrite_query", code="invalid_value")
         filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None

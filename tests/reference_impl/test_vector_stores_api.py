@@ -194,6 +194,8 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
          "between 0 and 1", "ranking_options.score_threshold"),
         ("POST", f"{base}/search", {"query": "x", "rewrite_query": True}, 400, "does not rewrite queries",
          "rewrite_query"),
+        ("POST", f"{base}/search", {"query": "x", "rewrite_query": "yes"}, 400, "Invalid type for 'rewrite_query'",
+         "rewrite_query"),
     ]
     for method, path, body, status, message, param in cases:
         answer = http.request(method, path, json=body)
