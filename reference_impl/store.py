@@ -272,6 +272,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS vector_store_chunks USING fts5(
 """
 _FILE_COLUMNS = "id, filename, purpose, bytes, created_at, expires_at"
 _FILE_KEPT_SQL = "(expires_at IS NULL OR expires_at > ?)"
+_ATTACHED_FILE_KEPT_SQL = f"file_id IN (SELECT id FROM files WHERE {_FILE_KEPT_SQL})"
+"""A `vector_store_files` row whose uploaded file is not past its `expires_at` (the clock's now as parameter)."""
 _VECTOR_STORE_COLUMNS = "id, name, created_at, metadata, expires_after, last_active_at"
 _VECTOR_STORE_FILE_COLUMNS = "vector_store_id, file_id, created_at, usage_bytes, attributes, chunking, last_error"
 
@@ -496,13 +498,16 @@ class SqliteStore:
 
     async def get_vector_store_file(self, store_id: str, file_id: str) -> StoredVectorStoreFile | None:
         rows = await self._run(f"SELECT {_VECTOR_STORE_FILE_COLUMNS} FROM vector_store_files "
-                               "WHERE vector_store_id = ? AND file_id = ?", (store_id, file_id))
+                               f"WHERE vector_store_id = ? AND file_id = ? AND {_ATTACHED_FILE_KEPT_SQL}",
+                               (store_id, file_id, self._clock()))
         return _vector_store_file(rows[0]) if rows else None
 
     async def vector_store_files(self, store_id: str) -> list[StoredVectorStoreFile]:
-        """The store's files, in the order they were attached."""
+        """The store's files, in the order they were attached; a file past its `expires_at` is gone
+        from every store at once (a sweep then removes it and its chunks)."""
         rows = await self._run(f"SELECT {_VECTOR_STORE_FILE_COLUMNS} FROM vector_store_files "
-                               "WHERE vector_store_id = ? ORDER BY created_at, rowid", (store_id,))
+                               f"WHERE vector_store_id = ? AND {_ATTACHED_FILE_KEPT_SQL} ORDER BY created_at, rowid",
+                               (store_id, self._clock()))
         return [_vector_store_file(row) for row in rows]
 
     async def delete_vector_store_file(self, store_id: str, file_id: str) -> bool:
@@ -517,9 +522,10 @@ class SqliteStore:
         rows = await self._run(
             "SELECT c.file_id, f.filename, c.text, c.rank, v.attributes FROM vector_store_chunks c "
             "JOIN vector_store_files v ON v.vector_store_id = c.vector_store_id AND v.file_id = c.file_id "
-            "JOIN files f ON f.id = c.file_id AND (f.expires_at IS NULL OR f.expires_at > ?) "
-            "WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? ORDER BY c.rank, c.rowid",
-            (self._clock(), match, store_id))
+            "JOIN files f ON f.id = c.file_id "
+            f"WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? AND c.{_ATTACHED_FILE_KEPT_SQL} "
+            "ORDER BY c.rank, c.rowid",
+            (match, store_id, self._clock()))
         return [Chunk(file_id, filename, text, rank, _json_or_none(attributes))
                 for file_id, filename, text, rank, attributes in rows]
 

@@ -317,24 +317,47 @@ def test_a_file_batch_attaches_its_files_with_their_attributes(client: OpenAI, h
         client.vector_stores.file_batches.retrieve(shared.id, vector_store_id="vs_missing")
 
 
-def test_a_store_past_its_expiry_is_expired_and_cannot_be_searched(stack: Stack, tmp_path: Path) -> None:
+@pytest.fixture
+def own_gateway(stack: Stack, tmp_path: Path) -> Iterator[tuple[OpenAI, Path]]:
+    """A reference gateway of this test's own, on a database file the test can change (to move
+    a store's or a file's time back), and an SDK client of it."""
     database = tmp_path / "gateway.sqlite3"
     server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or "",
                                                              store_path=str(database)))).start()
     try:
-        client = OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0)
-        vector_store = client.vector_stores.create(file_ids=[upload(client, "Text.").id],
-                                                   expires_after={"anchor": "last_active_at", "days": 1})
-        client.vector_stores.search(vector_store.id, query="text")
-        searched = client.vector_stores.retrieve(vector_store.id)
-        assert searched.status == "completed" and searched.expires_at == searched.last_active_at + DAY_S
-        with sqlite3.connect(database) as db:  # the store was last active two days ago
-            db.execute("UPDATE vector_stores SET last_active_at = last_active_at - ? WHERE id = ?",
-                       (2 * DAY_S, vector_store.id))
-        stale = client.vector_stores.retrieve(vector_store.id)
-        assert stale.status == "expired" and stale.expires_at == searched.expires_at - 2 * DAY_S
-        answer = httpx.post(f"{server.url}/v1/vector_stores/{vector_store.id}/search", json={"query": "text"})
-        assert answer.status_code == 400 and answer.json()["error"]["param"] == "vector_store_id"
-        assert "expired" in answer.json()["error"]["message"]
+        yield OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0), database
     finally:
         server.stop()
+
+
+def test_a_store_past_its_expiry_is_expired_and_cannot_be_searched(own_gateway: tuple[OpenAI, Path]) -> None:
+    client, database = own_gateway
+    vector_store = client.vector_stores.create(file_ids=[upload(client, "Text.").id],
+                                               expires_after={"anchor": "last_active_at", "days": 1})
+    client.vector_stores.search(vector_store.id, query="text")
+    searched = client.vector_stores.retrieve(vector_store.id)
+    assert searched.status == "completed" and searched.expires_at == searched.last_active_at + DAY_S
+    with sqlite3.connect(database) as db:  # the store was last active two days ago
+        db.execute("UPDATE vector_stores SET last_active_at = last_active_at - ? WHERE id = ?",
+                   (2 * DAY_S, vector_store.id))
+    stale = client.vector_stores.retrieve(vector_store.id)
+    assert stale.status == "expired" and stale.expires_at == searched.expires_at - 2 * DAY_S
+    with pytest.raises(BadRequestError) as refused:
+        client.vector_stores.search(vector_store.id, query="text")
+    assert refused.value.param == "vector_store_id" and "expired" in refused.value.message
+
+
+def test_a_file_past_its_expiry_leaves_every_store_at_once(own_gateway: tuple[OpenAI, Path]) -> None:
+    client, database = own_gateway
+    brief = client.files.create(file=("brief.txt", b"The valve brief."), purpose="user_data",
+                                expires_after={"anchor": "created_at", "seconds": 3600})
+    kept = upload(client, "The valve manual.")
+    vector_store = client.vector_stores.create(file_ids=[brief.id, kept.id])
+    assert len(client.vector_stores.search(vector_store.id, query="valve").data) == 2
+    with sqlite3.connect(database) as db:  # its hour is over
+        db.execute("UPDATE files SET expires_at = created_at - 1 WHERE id = ?", (brief.id,))
+    assert [hit.file_id for hit in client.vector_stores.search(vector_store.id, query="valve")] == [kept.id]
+    assert [file.id for file in client.vector_stores.files.list(vector_store.id)] == [kept.id]
+    assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 1
+    with pytest.raises(NotFoundError):
+        client.vector_stores.files.retrieve(brief.id, vector_store_id=vector_store.id)
