@@ -272,7 +272,8 @@ class Step(_Strict):
                                   "inferred from (a scenario marked `unrecorded` is inferred throughout).")
     method: Literal["GET", "POST", "DELETE"] = "POST"
     path: str | None = Field(default=None, description="Request path, with placeholders (default: the "
-                                                       "scenario's surface, {{responses_path}} or {{chat_path}}).")
+                                                       "scenario's surface, {{responses_path}} or {{chat_path}}; "
+                                                       "{{files_path}} for an `upload`).")
     request: dict[str, Any] | None = Field(default=None, description="JSON body, with placeholders.")
     upload: Upload | None = Field(default=None, description="A multipart upload sent instead of a JSON `request` "
                                                             "(a POST, by default to {{files_path}}).")

@@ -44,9 +44,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
-from collections.abc import Mapping
 from typing import Any
 
 from starlette.requests import Request
@@ -352,6 +352,7 @@ def file_counts(files: list[StoredVectorStoreFile]) -> dict[str, int]:
 
 
 def expires_at(store: StoredVectorStore) -> int | None:
+    """When the store expires: its last activity plus `expires_after.days`; None without expiry."""
     return store.last_active_at + store.expires_after["days"] * DAY_S if store.expires_after else None
 
 
@@ -479,7 +480,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         await store.update_vector_store_file(updated)
         return JSONResponse(file_resource(updated))
 
-    async def file_content(request: Request) -> Response:
+    async def read_file_content(request: Request) -> Response:
         """The attached file's text as one part (a file that failed to index has none)."""
         found = await existing_file(request)
         content = await files.file_content(found.file_id)
@@ -525,7 +526,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         Route("/v1/vector_stores/{vector_store_id}/files", list_files, methods=["GET"]),
         Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", read_file, methods=["GET"]),
         Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", update_file, methods=["POST"]),
-        Route("/v1/vector_stores/{vector_store_id}/files/{file_id}/content", file_content, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}/files/{file_id}/content", read_file_content, methods=["GET"]),
         Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", delete_file, methods=["DELETE"]),
         Route("/v1/vector_stores/{vector_store_id}/search", search, methods=["POST"]),
     ]
