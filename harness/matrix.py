@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from jinja2 import Environment, PackageLoader
 
+from .capabilities import HOSTED_TOOLS
 from .charts import latency_chart
 from .findings import HarnessError, Kind, Severity, group_of
 from .loader import LoadedScenario
@@ -34,6 +35,7 @@ from .scenario import MODES, Mode
 from .session import OPENAI, REFERENCE, TargetOptions, open_session
 
 CellStatus = Literal["pass", "divergence", "unsupported", "could_not_run", "none"]
+HostedToolStatus = Literal["runs", "lacks", "unknown"]
 TOP_DIVERGENCES = 6
 
 
@@ -123,6 +125,16 @@ def latency_of(document: dict[str, Any]) -> Latency | None:
                    round(statistics.median(upstream), 1), round(statistics.median(added), 1), round(_p95(added), 1))
 
 
+@dataclass(frozen=True)
+class HostedTool:
+    """Whether a target runs a hosted tool: `runs` (its profile does not say it lacks it),
+    `lacks` (its profile says so, `why` with a source) or `unknown` (no profile speaks for it)."""
+
+    tool: str
+    status: HostedToolStatus
+    why: str = ""
+
+
 @dataclass
 class TargetRun:
     """One target's part of a matrix: its report document, or why it could not run at all."""
@@ -135,6 +147,15 @@ class TargetRun:
     lacks: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     report_dir: Path | None = None
+    lacks_declared: bool = True
+    """False for a gateway known only by its URL: nothing says what it lacks."""
+
+    def hosted_tools(self) -> list[HostedTool]:
+        """Per hosted tool (`HOSTED_TOOLS`), whether the gateway runs it, from `lacks`."""
+        if not self.lacks_declared:
+            return [HostedTool(tool, "unknown") for tool in HOSTED_TOOLS]
+        return [HostedTool(tool, "lacks", self.lacks[tool]) if tool in self.lacks else HostedTool(tool, "runs")
+                for tool in HOSTED_TOOLS]
 
 
 def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
@@ -148,7 +169,7 @@ def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
     except ProfileError:
         profile = None  # reported when the run tries to open it
     if profile is None:
-        return TargetRun(name, name)
+        return TargetRun(name, name, lacks_declared=False)
     return TargetRun(profile.name, profile.title, rewrites=profile.rewrite.describe(), lacks=dict(profile.lacks),
                      notes=list(profile.notes))
 
@@ -331,7 +352,7 @@ def render_matrix(matrix: Matrix, template: Literal["md", "html"], home: Path) -
     latencies = matrix.latencies()
     added = {name: (latency.added_median_ms, latency.added_p95_ms) for name, latency in latencies.items() if latency}
     context = {"matrix": matrix, "summaries": matrix.summaries(), "latencies": latencies,
-               "details": matrix.details(), "reports": report_links(matrix, home),
+               "details": matrix.details(), "reports": report_links(matrix, home), "hosted_tools": HOSTED_TOOLS,
                "latency_chart": latency_chart(added)}
     return _environment(template == "html").get_template(f"matrix.{template}.j2").render(context)
 

@@ -19,7 +19,8 @@ import jinja2
 
 from .findings import HarnessError
 
-BUILTIN_NAMES = frozenset({"model", "mcp", "responses_path", "chat_path", "conversations_path", "run"})
+BUILTIN_NAMES = frozenset({"model", "mcp", "responses_path", "chat_path", "conversations_path", "files_path",
+                           "vector_stores_path", "run"})
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
 _WHOLE = re.compile(r"^\s*\{\{(?P<expr>(?:(?!\{\{|\}\}).)*)\}\}\s*$", re.S)
 

@@ -33,8 +33,8 @@ from .fixture_client import FixtureClient, McpFixture, Observed
 from .loader import LoadedScenario
 from .mcp_failure import mcp_failure
 from .placeholders import OutputView, render
-from .scenario import Expect, GatewaySetup, Mode, Scenario, Step, UpstreamExpect, Wait
-from .targets import Target, send
+from .scenario import Expect, GatewaySetup, Mode, Scenario, Step, Upload, UpstreamExpect, Wait
+from .targets import Form, Target, send
 
 Outcome = Literal["pass", "fail", "could_not_run", "unsupported"]
 """`could_not_run`: the harness could not run a step as written (a scenario mistake, a fixture
@@ -119,6 +119,17 @@ def _rendered(expect: Expect, context: dict[str, Any], where: str) -> Expect:
         problem = error.errors()[0]
         field = ".".join(str(part) for part in problem["loc"])
         raise HarnessError(f"{where}.{field}: a placeholder gave {problem['input']!r}: {problem['msg']}") from error
+
+
+def _form(upload: Upload, context: dict[str, Any], where: str) -> Form:
+    """The multipart form an `upload` describes, placeholders resolved."""
+    rendered = render(upload.model_dump(exclude_none=True), context, where)
+    fields = {name: str(value) for name, value in rendered.get("fields", {}).items()}
+    if "purpose" in rendered:
+        fields["purpose"] = str(rendered["purpose"])
+    file = rendered.get("file")
+    files = {"file": (str(file["name"]), str(file["content"]).encode())} if file else {}
+    return Form(fields, files)
 
 
 def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
@@ -262,6 +273,7 @@ class Engine:
         mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
         return {"model": self.target.model, "responses_path": self.target.responses_path,
                 "chat_path": self.target.chat_path, "conversations_path": self.target.conversations_path,
+                "files_path": self.target.files_path, "vector_stores_path": self.target.vector_stores_path,
                 "run": self._run_context(run), "mcp": mcp}
 
     def _run_context(self, run: str) -> dict[str, str]:
@@ -350,8 +362,10 @@ class Engine:
         `HarnessError` naming the field that cannot be."""
         where = f"steps[{index}] ({step.id})"
         chat = run.scenario.surface == "chat"
-        path = render(step.path or ("{{chat_path}}" if chat else "{{responses_path}}"), run.context, f"{where}.path")
-        body = render(step.request, run.context, f"{where}.request")
+        default_path = "{{files_path}}" if step.upload else "{{chat_path}}" if chat else "{{responses_path}}"
+        path = render(step.path or default_path, run.context, f"{where}.path")
+        body = _form(step.upload, run.context, f"{where}.upload") if step.upload is not None \
+            else render(step.request, run.context, f"{where}.request")
         live = run.scenario.live
         if not self.target.scripted and live is not None and step.id in live.steer and isinstance(body, dict):
             body = body | render(live.steer[step.id], run.context, f"live.steer.{step.id}")

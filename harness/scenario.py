@@ -251,6 +251,23 @@ class Disconnect(_Strict):
         return self
 
 
+class UploadFile(_Strict):
+    """The file part of an upload."""
+
+    name: str = Field(description="Its filename (file search judges a file's type by its extension).")
+    content: str = Field(description="Its text, sent UTF-8 encoded; placeholders allowed.")
+
+
+class Upload(_Strict):
+    """A `multipart/form-data` body, as `POST /v1/files` takes an upload: the `file` part and
+    the form fields. A part left out is not sent (to see that it is required)."""
+
+    file: UploadFile | None = None
+    purpose: str | None = None
+    fields: dict[str, str] = Field(default_factory=dict, description="Other form fields, as the form names them "
+                                                                     "(`expires_after[seconds]`).")
+
+
 class Step(_Strict):
     id: str = Field(description="Lower-case identifier; later steps reach this step's results as {{id....}}.")
     title: str | None = None
@@ -259,8 +276,11 @@ class Step(_Strict):
                                   "inferred from (a scenario marked `unrecorded` is inferred throughout).")
     method: Literal["GET", "POST", "DELETE"] = "POST"
     path: str | None = Field(default=None, description="Request path, with placeholders (default: the "
-                                                       "scenario's surface, {{responses_path}} or {{chat_path}}).")
+                                                       "scenario's surface, {{responses_path}} or {{chat_path}}; "
+                                                       "{{files_path}} for an `upload`).")
     request: dict[str, Any] | None = Field(default=None, description="JSON body, with placeholders.")
+    upload: Upload | None = Field(default=None, description="A multipart upload sent instead of a JSON `request` "
+                                                            "(a POST, by default to {{files_path}}).")
     stream: bool | None = Field(default=None, description="Default: follow the run's mode for POST to "
                                                          "the surface's path, never stream otherwise.")
     continues: str | None = Field(default=None, description="The step whose conversation this one continues "
@@ -291,8 +311,8 @@ class Step(_Strict):
         if not STEP_ID.match(self.id):
             raise ValueError(f"step id {self.id!r} must match {STEP_ID.pattern}")
         if not self.send:
-            idle = sorted(self.model_fields_set & {"request", "path", "method", "stream", "headers", "disconnect",
-                                                   "poll", "model", "expect", "per_mode"})
+            idle = sorted(self.model_fields_set & {"request", "upload", "path", "method", "stream", "headers",
+                                                   "disconnect", "poll", "model", "expect", "per_mode"})
             if idle:
                 raise ValueError(f"a step that sends nothing has nothing of its own to judge or send, so "
                                  f"{', '.join(idle)} would never be used: state what earlier steps caused in their "
@@ -300,6 +320,11 @@ class Step(_Strict):
                                  "`wait`")
             if "wait" not in self.model_fields_set:
                 raise ValueError("a step that sends nothing only waits: give it a `wait`")
+        if self.upload is not None:
+            if self.request is not None:
+                raise ValueError("give a JSON `request` or a multipart `upload`, not both")
+            if self.method != "POST":
+                raise ValueError(f"an `upload` is a POST, not a {self.method}")
         return self
 
 

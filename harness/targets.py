@@ -55,10 +55,36 @@ class Target:
     def conversations_path(self) -> str:
         """Where the Conversations API is: beside the Responses endpoint, as on OpenAI
         (`/v1/responses` -> `/v1/conversations`, `/responses` -> `/conversations`)."""
-        return self.responses_path.rsplit("/", 1)[0] + "/conversations"
+        return self._beside_responses("conversations")
+
+    @property
+    def files_path(self) -> str:
+        """Where the Files API is, beside the Responses endpoint as the Conversations API is."""
+        return self._beside_responses("files")
+
+    @property
+    def vector_stores_path(self) -> str:
+        """Where the Vector Stores API is, beside the Responses endpoint."""
+        return self._beside_responses("vector_stores")
+
+    def _beside_responses(self, name: str) -> str:
+        return self.responses_path.rsplit("/", 1)[0] + "/" + name
 
     def url(self, path: str) -> str:
         return self.base_url.rstrip("/") + "/" + path.lstrip("/")
+
+
+@dataclass(frozen=True)
+class Form:
+    """A `multipart/form-data` body: text fields and file parts (form name -> filename, bytes)."""
+
+    fields: dict[str, str]
+    files: dict[str, tuple[str, bytes]]
+
+    def described(self) -> dict[str, Any]:
+        """The form as JSON, for the exchange's record: the fields, and each file's name and size."""
+        return self.fields | {name: {"filename": filename, "bytes": len(content)}
+                              for name, (filename, content) in self.files.items()}
 
 
 CONNECT_DEADLINE_S = 10.0
@@ -96,7 +122,8 @@ when it gave up waiting for that."""
 async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                disconnect: Disconnect | None = None, disconnect_when: Trigger | None = None,
                headers: dict[str, str] | None = None) -> Exchange:
-    """Send one request and read the whole answer (JSON or SSE) within the target's timeout.
+    """Send one request (a JSON body, or a `Form` as multipart) and read the whole answer (JSON
+    or SSE) within the target's timeout.
     An answer of 429 or 5xx, or none at all, is retried up to `target.retries` times, after the
     `Retry-After` the target asked for (at most 30 s) or a doubling back-off; the exchange's
     `meta.attempts` says how many it took. With `disconnect` (and, for its `when`, the
@@ -137,7 +164,8 @@ def _retry_wait(exchange: Exchange, attempt: int) -> float:
 async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                 disconnect: Disconnect | None, disconnect_when: Trigger | None, headers: dict[str, str]) -> Exchange:
     url = target.url(path)
-    exchange = Exchange(method=method, url=url, request_body=body)
+    exchange = Exchange(method=method, url=url, request_body=body.described() if isinstance(body, Form) else body)
+    payload: dict[str, Any] = {"data": body.fields, "files": body.files} if isinstance(body, Form) else {"json": body}
     capture: TeeStream | None = None
     content_type: str | None = None
     started = time.monotonic()
@@ -154,7 +182,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
     trigger = asyncio.create_task(go_away_when_triggered()) if disconnect_when is not None else None
     try:
         with reading, anyio.fail_after(after_seconds or target.timeout_s):
-            async with client.stream(method, url, json=body, headers=headers) as response:
+            async with client.stream(method, url, headers=headers, **payload) as response:
                 exchange.status = response.status_code
                 exchange.headers = dict(response.headers)
                 content_type = response.headers.get("content-type")

@@ -37,6 +37,7 @@ from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
 from .store import StoredResponse
 from .until_done import run_until_done_or_gone
+from .vector_store_batches import file_batch_routes
 from .vector_stores import vector_store_routes
 
 
@@ -181,6 +182,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             *conversation_routes(store),
             *file_routes(store),
             *vector_store_routes(store, store),
+            *file_batch_routes(store, store),
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],

@@ -6,7 +6,8 @@ evicted with everything kept for it: its input items and chain (in its row), its
 and its audit trail. It is then unknown, as if it had never existed: a 404, and a 400
 `previous_response_not_found` for a continuation. The audit trails of runs that stored no
 response (`store: false`, chat completions) follow the same age and count, and expired
-tool-cache entries and uploaded files past their `expires_at` go as well. Conversations and
+tool-cache entries and uploaded files past their `expires_at` go as well (detached from every
+vector store, as a deleted file is). Conversations and
 their items are never evicted: OpenAI keeps them outside the responses' TTL. Responses still
 `queued` or `in_progress` are never evicted.
 
@@ -86,6 +87,8 @@ def sweep(db: sqlite3.Connection, retention: Retention, now: float) -> int:
                    "(SELECT run_id FROM audit_trails ORDER BY created_at, rowid LIMIT ?)",
                    (max(0, trails - retention.max_count),))
     db.execute("DELETE FROM tool_cache WHERE expires_at <= ?", (now,))
+    for table in ("vector_store_chunks", "vector_store_files"):  # an expired file goes as a deleted one does
+        db.execute(f"DELETE FROM {table} WHERE file_id IN (SELECT id FROM files WHERE expires_at <= ?)", (now,))
     db.execute("DELETE FROM files WHERE expires_at <= ?", (now,))
     return len(expired) + len(surplus)
 

@@ -4,8 +4,8 @@
   ids), the `Chain` a continuation needs, and (for background responses) its stream events.
 - `ConversationStore`: conversations and their items, in order.
 - `FileStore`: uploaded files (the Files API), their bytes kept in the database.
-- `VectorStoreStore`: vector stores, the files attached to them and those files' text chunks,
-  indexed by SQLite FTS5 (ranked by BM25).
+- `VectorStoreStore`: vector stores, the files attached to them (one by one or in file batches)
+  and those files' text chunks, indexed by SQLite FTS5 (ranked by BM25).
 - the audit trail of each loop run, and the signed tool-result cache (`tool_cache.py`).
 
 What is kept, and for how long, is `Retention`'s (`retention.py`): old and surplus responses
@@ -97,6 +97,8 @@ class StoredVectorStore:
     created_at: int
     metadata: dict[str, str]
     expires_after: dict[str, Any] | None
+    last_active_at: int
+    """When it was created or last searched; `expires_after` counts from here."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,16 @@ class StoredVectorStoreFile:
     chunking: dict[str, int]
     """`max_chunk_size_tokens` and `chunk_overlap_tokens`."""
     last_error: dict[str, str] | None
+
+
+@dataclass(frozen=True)
+class StoredFileBatch:
+    """Files attached to a vector store in one request; their state is that of the store's files."""
+
+    id: str
+    vector_store_id: str
+    created_at: int
+    file_ids: list[str]
 
 
 @dataclass(frozen=True)
@@ -147,7 +159,8 @@ class ConversationStore(Protocol):
 
 
 class FileStore(Protocol):
-    """Uploaded files; one past its `expires_at` is not found (and is swept with the rest)."""
+    """Uploaded files; one past its `expires_at` is not found (and is swept with the rest), and
+    deleting one also detaches it from every vector store (its chunks go with it)."""
 
     async def save_file(self, file: StoredFile, content: bytes) -> None: ...
     async def get_file(self, file_id: str) -> StoredFile | None: ...
@@ -168,6 +181,11 @@ class VectorStoreStore(Protocol):
     async def vector_store_files(self, store_id: str) -> list[StoredVectorStoreFile]: ...
     async def delete_vector_store_file(self, store_id: str, file_id: str) -> bool: ...
     async def search_chunks(self, store_id: str, match: str) -> list[Chunk]: ...
+    async def touch_vector_store(self, store_id: str, at: int) -> None: ...
+    async def update_vector_store_file(self, file: StoredVectorStoreFile) -> None: ...
+    async def save_file_batch(self, batch: StoredFileBatch,
+                              files: list[tuple[StoredVectorStoreFile, list[str]]]) -> None: ...
+    async def get_file_batch(self, store_id: str, batch_id: str) -> StoredFileBatch | None: ...
 
 
 _SCHEMA = """
@@ -229,7 +247,14 @@ CREATE TABLE IF NOT EXISTS vector_stores (
     name TEXT NOT NULL,
     created_at INTEGER NOT NULL,
     metadata TEXT NOT NULL,
-    expires_after TEXT
+    expires_after TEXT,
+    last_active_at INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vector_store_file_batches (
+    id TEXT PRIMARY KEY,
+    vector_store_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    file_ids TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS vector_store_files (
     vector_store_id TEXT NOT NULL,
@@ -247,7 +272,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS vector_store_chunks USING fts5(
 """
 _FILE_COLUMNS = "id, filename, purpose, bytes, created_at, expires_at"
 _FILE_KEPT_SQL = "(expires_at IS NULL OR expires_at > ?)"
-_VECTOR_STORE_COLUMNS = "id, name, created_at, metadata, expires_after"
+_ATTACHED_FILE_KEPT_SQL = f"file_id IN (SELECT id FROM files WHERE {_FILE_KEPT_SQL})"
+"""A `vector_store_files` row whose uploaded file is not past its `expires_at` (the clock's now as parameter)."""
+_VECTOR_STORE_COLUMNS = "id, name, created_at, metadata, expires_after, last_active_at"
 _VECTOR_STORE_FILE_COLUMNS = "vector_store_id, file_id, created_at, usage_bytes, attributes, chunking, last_error"
 
 
@@ -415,15 +442,21 @@ class SqliteStore:
 
     async def delete_file(self, file_id: str) -> bool:
         found = await self.get_file(file_id)
-        await self._run("DELETE FROM files WHERE id = ?", (file_id,))
+        await self._many([(f"DELETE FROM {table} WHERE file_id = ?", (file_id,))
+                          for table in ("vector_store_chunks", "vector_store_files")]
+                         + [("DELETE FROM files WHERE id = ?", (file_id,))])
         return found is not None
 
     # -- vector stores ---------------------------------------------------------------------
 
     async def save_vector_store(self, store: StoredVectorStore) -> None:
-        await self._run(f"INSERT OR REPLACE INTO vector_stores ({_VECTOR_STORE_COLUMNS}) VALUES (?, ?, ?, ?, ?)",
+        await self._run(f"INSERT OR REPLACE INTO vector_stores ({_VECTOR_STORE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)",
                         (store.id, store.name, store.created_at, json.dumps(store.metadata),
-                         _json_or_null(store.expires_after)))
+                         _json_or_null(store.expires_after), store.last_active_at))
+
+    async def touch_vector_store(self, store_id: str, at: int) -> None:
+        """Note that the store was active at `at` (its expiry counts from the last activity)."""
+        await self._run("UPDATE vector_stores SET last_active_at = MAX(last_active_at, ?) WHERE id = ?", (at, store_id))
 
     async def get_vector_store(self, store_id: str) -> StoredVectorStore | None:
         rows = await self._run(f"SELECT {_VECTOR_STORE_COLUMNS} FROM vector_stores WHERE id = ?", (store_id,))
@@ -437,31 +470,44 @@ class SqliteStore:
     async def delete_vector_store(self, store_id: str) -> bool:
         found = await self.get_vector_store(store_id)
         await self._many([(f"DELETE FROM {table} WHERE vector_store_id = ?", (store_id,))
-                          for table in ("vector_store_chunks", "vector_store_files")]
+                          for table in ("vector_store_chunks", "vector_store_files", "vector_store_file_batches")]
                          + [("DELETE FROM vector_stores WHERE id = ?", (store_id,))])
         return found is not None
 
     async def save_vector_store_file(self, file: StoredVectorStoreFile, chunks: list[str]) -> None:
         """Attach `file` with `chunks` as its indexed text (replacing what it had, if attached)."""
-        key = (file.vector_store_id, file.file_id)
-        await self._many([
-            ("DELETE FROM vector_store_chunks WHERE vector_store_id = ? AND file_id = ?", key),
-            (f"INSERT OR REPLACE INTO vector_store_files ({_VECTOR_STORE_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-             (*key, file.created_at, file.usage_bytes, _json_or_null(file.attributes), json.dumps(file.chunking),
-              _json_or_null(file.last_error))),
-            *[("INSERT INTO vector_store_chunks (text, vector_store_id, file_id) VALUES (?, ?, ?)", (chunk, *key))
-              for chunk in chunks],
-        ])
+        await self._many(_attach(file, chunks))
+
+    async def update_vector_store_file(self, file: StoredVectorStoreFile) -> None:
+        """Keep an attached file's new `attributes` (its chunks stay as they are)."""
+        await self._run("UPDATE vector_store_files SET attributes = ? WHERE vector_store_id = ? AND file_id = ?",
+                        (_json_or_null(file.attributes), file.vector_store_id, file.file_id))
+
+    async def save_file_batch(self, batch: StoredFileBatch,
+                              files: list[tuple[StoredVectorStoreFile, list[str]]]) -> None:
+        """Attach every file of `batch` with its chunks, and keep the batch, in one transaction."""
+        await self._many([statement for file, chunks in files for statement in _attach(file, chunks)]
+                         + [("INSERT INTO vector_store_file_batches (id, vector_store_id, created_at, file_ids) "
+                             "VALUES (?, ?, ?, ?)", (batch.id, batch.vector_store_id, batch.created_at,
+                                                     json.dumps(batch.file_ids)))])
+
+    async def get_file_batch(self, store_id: str, batch_id: str) -> StoredFileBatch | None:
+        rows = await self._run("SELECT id, vector_store_id, created_at, file_ids FROM vector_store_file_batches "
+                               "WHERE id = ? AND vector_store_id = ?", (batch_id, store_id))
+        return StoredFileBatch(*rows[0][:3], json.loads(rows[0][3])) if rows else None
 
     async def get_vector_store_file(self, store_id: str, file_id: str) -> StoredVectorStoreFile | None:
         rows = await self._run(f"SELECT {_VECTOR_STORE_FILE_COLUMNS} FROM vector_store_files "
-                               "WHERE vector_store_id = ? AND file_id = ?", (store_id, file_id))
+                               f"WHERE vector_store_id = ? AND file_id = ? AND {_ATTACHED_FILE_KEPT_SQL}",
+                               (store_id, file_id, self._clock()))
         return _vector_store_file(rows[0]) if rows else None
 
     async def vector_store_files(self, store_id: str) -> list[StoredVectorStoreFile]:
-        """The store's files, in the order they were attached."""
+        """The store's files, in the order they were attached; a file past its `expires_at` is gone
+        from every store at once (a sweep then removes it and its chunks)."""
         rows = await self._run(f"SELECT {_VECTOR_STORE_FILE_COLUMNS} FROM vector_store_files "
-                               "WHERE vector_store_id = ? ORDER BY created_at, rowid", (store_id,))
+                               f"WHERE vector_store_id = ? AND {_ATTACHED_FILE_KEPT_SQL} ORDER BY created_at, rowid",
+                               (store_id, self._clock()))
         return [_vector_store_file(row) for row in rows]
 
     async def delete_vector_store_file(self, store_id: str, file_id: str) -> bool:
@@ -472,13 +518,14 @@ class SqliteStore:
 
     async def search_chunks(self, store_id: str, match: str) -> list[Chunk]:
         """The store's chunks that FTS5 `match` finds, best BM25 rank first (ties in index order),
-        with their file's name (empty once the file is deleted) and attributes."""
+        with their file's name and attributes; a file past its `expires_at` is not searched."""
         rows = await self._run(
-            "SELECT c.file_id, COALESCE(f.filename, ''), c.text, c.rank, v.attributes FROM vector_store_chunks c "
+            "SELECT c.file_id, f.filename, c.text, c.rank, v.attributes FROM vector_store_chunks c "
             "JOIN vector_store_files v ON v.vector_store_id = c.vector_store_id AND v.file_id = c.file_id "
-            "LEFT JOIN files f ON f.id = c.file_id "
-            "WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? ORDER BY c.rank, c.rowid",
-            (match, store_id))
+            "JOIN files f ON f.id = c.file_id "
+            f"WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? AND c.{_ATTACHED_FILE_KEPT_SQL} "
+            "ORDER BY c.rank, c.rowid",
+            (match, store_id, self._clock()))
         return [Chunk(file_id, filename, text, rank, _json_or_none(attributes))
                 for file_id, filename, text, rank, attributes in rows]
 
@@ -527,8 +574,20 @@ def _json_or_none(text: str | None) -> Any:
 
 
 def _vector_store(row: tuple[Any, ...]) -> StoredVectorStore:
-    store_id, name, created_at, metadata, expires_after = row
-    return StoredVectorStore(store_id, name, created_at, json.loads(metadata), _json_or_none(expires_after))
+    store_id, name, created_at, metadata, expires_after, last_active_at = row
+    return StoredVectorStore(store_id, name, created_at, json.loads(metadata), _json_or_none(expires_after),
+                             last_active_at)
+
+
+def _attach(file: StoredVectorStoreFile, chunks: list[str]) -> Statements:
+    """The statements that attach `file` with `chunks` as its indexed text, replacing what it had."""
+    key = (file.vector_store_id, file.file_id)
+    return [("DELETE FROM vector_store_chunks WHERE vector_store_id = ? AND file_id = ?", key),
+            (f"INSERT OR REPLACE INTO vector_store_files ({_VECTOR_STORE_FILE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+             (*key, file.created_at, file.usage_bytes, _json_or_null(file.attributes), json.dumps(file.chunking),
+              _json_or_null(file.last_error))),
+            *[("INSERT INTO vector_store_chunks (text, vector_store_id, file_id) VALUES (?, ?, ?)", (chunk, *key))
+              for chunk in chunks]]
 
 
 def _vector_store_file(row: tuple[Any, ...]) -> StoredVectorStoreFile:

@@ -1,13 +1,28 @@
 """The Vector Stores API: `/v1/vector_stores`, their files and their search, over SQLite FTS5.
 
 A vector store is created (with `name`, `metadata`, `file_ids`, `chunking_strategy`,
-`expires_after`), listed, read and deleted; files are attached one at a time (`file_id`,
-`attributes`, `chunking_strategy`), listed (by `filter` status), read and detached. Attaching
-indexes the file at once, so a file is `completed` (or `failed`, with `last_error`, when its
-bytes are not UTF-8 text) as soon as the request returns, and a store is never `in_progress`;
-file batches are not served yet. Expiry is echoed (`expires_after`, `expires_at`) but not enforced;
-`description` is accepted and not kept (the SDK's `VectorStore` has no field for it); a search
-with `rewrite_query: true` is refused (400), as this gateway does not rewrite queries.
+`expires_after`), listed, read, updated (`name`, `metadata`, `expires_after`; null clears) and
+deleted; files are attached one at a time (`file_id`, `attributes`, `chunking_strategy`) or in
+file batches (`vector_store_batches.py`), listed (by `filter` status), read, given new
+`attributes`, read as text (`/content`) and detached. `file_counts` and `usage_bytes` (the bytes
+of a store's chunks) are counted from the files attached when the store is read. `description`
+is accepted and not kept (the SDK's `VectorStore` has no field for it).
+
+Attaching indexes the file before the request returns, so a file is `completed`, or `failed`
+with `last_error {code: unsupported_file}` when its bytes are not UTF-8 text; nothing is ever
+`in_progress`, and neither is a store: indexing a file takes milliseconds, and answering with
+the state a client would otherwise poll for spares it the poll. A file whose name has an
+extension OpenAI's file search does not read is refused before anything is attached, as OpenAI
+refuses it: a 400 `unsupported_file`, "Files with extensions [.csv] are not supported for
+retrieval. See ...", `param` the field that named it (OpenAI's answer with `file_ids` is known
+from its users' reports; with `file_id` and `files`, and `[none]` for a name without an
+extension, it is inferred). Deleting a file (`DELETE /v1/files/{id}`) detaches it from every
+store, as OpenAI's reference says, so a search never finds it again.
+
+`expires_after {anchor: last_active_at, days}` sets `expires_at` to `last_active_at` (the
+store's creation or its last search) plus those days; a store past it is `expired`, and
+searching it is a 400 (OpenAI documents the `expired` status but not the error a search of such
+a store gets: the message is inferred).
 
 Chunking approximates a token by a word (a run of non-space characters): a chunk is at most
 `max_chunk_size_tokens` words, consecutive chunks share `chunk_overlap_tokens` words, and `auto`
@@ -17,10 +32,11 @@ is OpenAI's 800 and 400. A chunk's text is the file's text from its first word t
 chunks whose file's attributes pass `filters` (comparison and compound filters, as the SDK
 types them) and whose score reaches `ranking_options.score_threshold`, best first, at most
 `max_num_results` (1..50, default 10). The score maps BM25's rank into [0, 1): `r / (1 + r)`
-with `r = -bm25` (FTS5's bm25 is negative, more negative is better).
+with `r = -bm25` (FTS5's bm25 is negative, more negative is better). A search with
+`rewrite_query: true` is refused (400), as this gateway does not rewrite queries.
 
-Objects are the `openai` SDK's `VectorStore`, `VectorStoreFile` and `VectorStoreSearchResponse`;
-an unknown store or file is a 404 in OpenAI's envelope.
+Objects are the `openai` SDK's `VectorStore`, `VectorStoreFile`, `FileContentResponse` pages
+and `VectorStoreSearchResponse`; an unknown store or file is a 404 in OpenAI's envelope.
 """
 
 from __future__ import annotations
@@ -28,7 +44,9 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 from typing import Any
 
 from starlette.requests import Request
@@ -40,7 +58,7 @@ from .files import FileNotFound
 from .ids import new_id
 from .pagination import list_query, page
 from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown
-from .store import FileStore, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
+from .store import FileStore, StoredFile, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
 
 AUTO_CHUNKING = {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}
 CHUNK_SIZE_RANGE = (100, 4096)
@@ -51,8 +69,14 @@ RANKERS = ("none", "auto", "default-2024-11-15")
 FILE_STATUSES = ("in_progress", "completed", "failed", "cancelled")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
 COMPOUNDS = ("and", "or")
+SUPPORTED_EXTENSIONS = frozenset({".c", ".cpp", ".cs", ".css", ".doc", ".docx", ".go", ".html", ".java", ".js", ".json",
+                                  ".md", ".pdf", ".php", ".pptx", ".py", ".rb", ".sh", ".tex", ".ts", ".txt"})
+"""The file types OpenAI's file search reads (its guide's list of supported files)."""
+DAY_S = 86_400
 _CREATE_KEYS = ("name", "description", "metadata", "file_ids", "chunking_strategy", "expires_after")
+_UPDATE_KEYS = ("name", "metadata", "expires_after")
 _ATTACH_KEYS = ("file_id", "attributes", "chunking_strategy")
+_FILE_UPDATE_KEYS = ("attributes",)
 _SEARCH_KEYS = ("query", "max_num_results", "ranking_options", "filters", "rewrite_query")
 _WORD = re.compile(r"\S+")
 _QUERY_TERM = re.compile(r"\w+")
@@ -68,7 +92,35 @@ class VectorStoreFileNotFound(NotFound):
         super().__init__(f"No file found with id '{file_id}' in vector store '{store_id}'.")
 
 
-async def _body(request: Request, known: tuple[str, ...], *required: str) -> dict[str, Any]:
+class VectorStoreExpired(InvalidRequest):
+    def __init__(self, store_id: str) -> None:
+        super().__init__(f"Vector store '{store_id}' has expired and can no longer be searched.",
+                         param="vector_store_id")
+
+
+def unsupported_extension(filename: str) -> str | None:
+    """How OpenAI names the extension of a file its file search does not read (`.csv`, `none`),
+    or None for a file it reads."""
+    suffix = PurePosixPath(filename).suffix.lower()
+    return None if suffix in SUPPORTED_EXTENSIONS else suffix or "none"
+
+
+async def retrievable(files: FileStore, file_id: Any, param: str) -> StoredFile:
+    """The uploaded file `file_id` names, or OpenAI's 404 for an unknown one and its 400 for a
+    type file search does not read (`param`: the request field that named it)."""
+    if not isinstance(file_id, str):
+        raise invalid_type(param, "a string", file_id)
+    found = await files.get_file(file_id)
+    if found is None:
+        raise FileNotFound(file_id)
+    if (extension := unsupported_extension(found.filename)) is not None:
+        raise InvalidRequest(f"Files with extensions [{extension}] are not supported for retrieval. See "
+                             "https://platform.openai.com/docs/assistants/tools/file-search/supported-files",
+                             param=param, code="unsupported_file")
+    return found
+
+
+async def body_of(request: Request, known: tuple[str, ...], *required: str) -> dict[str, Any]:
     """The request's JSON object, or OpenAI's 400 for a key not `known` or a `required` one missing."""
     body = await read_json_object(request)
     for key in body:
@@ -137,7 +189,7 @@ def _file_chunks(content: bytes, sizes: dict[str, int]) -> tuple[list[str], dict
         return [], {"code": "unsupported_file", "message": "The file is not UTF-8 text."}
 
 
-def _attributes(value: Any) -> dict[str, str | float | bool] | None:
+def checked_attributes(value: Any) -> dict[str, str | float | bool] | None:
     """`attributes` as OpenAI bounds them (up to 16 keys of up to 64 characters; values strings
     of up to 512 characters, numbers or booleans), or OpenAI's 400."""
     if value is None:
@@ -273,7 +325,7 @@ async def search_stores(store: VectorStoreStore, store_ids: list[str], queries: 
     return sorted(kept, key=lambda hit: -hit.score)[:max_num_results]
 
 
-def _file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
+def file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
     """OpenAI's `vector_store.file` (the SDK's `VectorStoreFile`)."""
     return {"id": file.file_id, "object": "vector_store.file", "created_at": file.created_at,
             "vector_store_id": file.vector_store_id, "usage_bytes": file.usage_bytes,
@@ -281,17 +333,40 @@ def _file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
             "attributes": file.attributes, "chunking_strategy": {"type": "static", "static": file.chunking}}
 
 
-def _store_resource(store: StoredVectorStore, files: list[StoredVectorStoreFile]) -> dict[str, Any]:
-    """OpenAI's `vector_store` (the SDK's `VectorStore`)."""
+def files_page(attached: list[StoredVectorStoreFile], query: Mapping[str, str]) -> dict[str, Any]:
+    """A page of `vector_store.file` objects as `query` asks (`order`, `limit`, `after`, `before`,
+    `filter` by status), or OpenAI's 400."""
+    order, limit, after, before = list_query(query)
+    status = query.get("filter")
+    if status is not None and status not in FILE_STATUSES:
+        raise invalid_value("filter", status, FILE_STATUSES)
+    listed = [resource for resource in map(file_resource, attached) if status is None or resource["status"] == status]
+    return page(listed, order, limit, after, before)
+
+
+def file_counts(files: list[StoredVectorStoreFile]) -> dict[str, int]:
+    """The `file_counts` of a store or a batch holding `files` (indexed at once: none in progress)."""
     failed = sum(1 for file in files if file.last_error)
-    expires_after = store.expires_after
+    return {"in_progress": 0, "completed": len(files) - failed, "failed": failed, "cancelled": 0,
+            "total": len(files)}
+
+
+def expires_at(store: StoredVectorStore) -> int | None:
+    """When the store expires: its last activity plus `expires_after.days`; None without expiry."""
+    return store.last_active_at + store.expires_after["days"] * DAY_S if store.expires_after else None
+
+
+def expired(store: StoredVectorStore, now: float) -> bool:
+    end = expires_at(store)
+    return end is not None and now >= end
+
+
+def _store_resource(store: StoredVectorStore, files: list[StoredVectorStoreFile], now: float) -> dict[str, Any]:
+    """OpenAI's `vector_store` (the SDK's `VectorStore`) as of `now`."""
     return {"id": store.id, "object": "vector_store", "created_at": store.created_at, "name": store.name,
-            "usage_bytes": sum(file.usage_bytes for file in files),
-            "file_counts": {"in_progress": 0, "completed": len(files) - failed, "failed": failed, "cancelled": 0,
-                            "total": len(files)},
-            "status": "completed", "expires_after": expires_after,
-            "expires_at": store.created_at + expires_after["days"] * 86_400 if expires_after else None,
-            "last_active_at": store.created_at, "metadata": store.metadata}
+            "usage_bytes": sum(file.usage_bytes for file in files), "file_counts": file_counts(files),
+            "status": "expired" if expired(store, now) else "completed", "expires_after": store.expires_after,
+            "expires_at": expires_at(store), "last_active_at": store.last_active_at, "metadata": store.metadata}
 
 
 def _expires_after(value: Any) -> dict[str, Any] | None:
@@ -303,6 +378,18 @@ def _expires_after(value: Any) -> dict[str, Any] | None:
     return {"anchor": "last_active_at", "days": _integer(expires_after.get("days"), "expires_after.days", 1, 365)}
 
 
+async def indexed(files: FileStore, store_id: str, file_id: str, attributes: dict[str, Any] | None,
+                  sizes: dict[str, int]) -> tuple[StoredVectorStoreFile, list[str]]:
+    """A checked file attached to the store, and its chunks; a file whose bytes are not UTF-8
+    text is attached `failed`, with no chunks."""
+    content = await files.file_content(file_id)
+    if content is None:  # deleted since it was checked
+        raise FileNotFound(file_id)
+    cut, last_error = await asyncio.to_thread(_file_chunks, content, sizes)  # a large file takes a while
+    return StoredVectorStoreFile(store_id, file_id, int(time.time()), sum(len(c.encode()) for c in cut), attributes,
+                                 sizes, last_error), cut
+
+
 def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
     async def existing(store_id: str) -> StoredVectorStore:
         found = await store.get_vector_store(store_id)
@@ -311,42 +398,42 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return found
 
     async def resource(vector_store: StoredVectorStore) -> dict[str, Any]:
-        return _store_resource(vector_store, await store.vector_store_files(vector_store.id))
-
-    async def attach(store_id: str, file_id: Any, attributes: Any, chunking_strategy: Any) -> StoredVectorStoreFile:
-        """Index the file into the store at once; a file whose bytes are not UTF-8 text fails."""
-        if not isinstance(file_id, str):
-            raise invalid_type("file_id", "a string", file_id)
-        content = await files.file_content(file_id)
-        if content is None:
-            raise FileNotFound(file_id)
-        checked_attributes, sizes = _attributes(attributes), chunking(chunking_strategy)
-        cut, last_error = await asyncio.to_thread(_file_chunks, content, sizes)  # a large file takes a while
-        attached = StoredVectorStoreFile(store_id, file_id, int(time.time()), sum(len(c.encode()) for c in cut),
-                                         checked_attributes, sizes, last_error)
-        await store.save_vector_store_file(attached, cut)
-        return attached
+        return _store_resource(vector_store, await store.vector_store_files(vector_store.id), time.time())
 
     async def create(request: Request) -> Response:
-        body = await _body(request, _CREATE_KEYS)
+        body = await body_of(request, _CREATE_KEYS)
         file_ids = body.get("file_ids") or []
         if not isinstance(file_ids, list):
             raise invalid_type("file_ids", "an array", file_ids)
         name = body.get("name") or ""
         if not isinstance(name, str):
             raise invalid_type("name", "a string", name)
-        chunking(body.get("chunking_strategy"))
+        sizes = chunking(body.get("chunking_strategy"))
         for file_id in file_ids:
-            if not isinstance(file_id, str):
-                raise invalid_type("file_ids", "an array of strings", file_id)
-            if await files.get_file(file_id) is None:
-                raise FileNotFound(file_id)
-        created = StoredVectorStore(new_id("vs"), name, int(time.time()), _metadata(body.get("metadata")),
-                                    _expires_after(body.get("expires_after")))
+            await retrievable(files, file_id, "file_ids")
+        now = int(time.time())
+        created = StoredVectorStore(new_id("vs"), name, now, _metadata(body.get("metadata")),
+                                    _expires_after(body.get("expires_after")), now)
         await store.save_vector_store(created)
         for file_id in file_ids:
-            await attach(created.id, file_id, None, body.get("chunking_strategy"))
+            await store.save_vector_store_file(*await indexed(files, created.id, file_id, None, sizes))
         return JSONResponse(await resource(created))
+
+    async def update(request: Request) -> Response:
+        vector_store = await existing(request.path_params["vector_store_id"])
+        body = await body_of(request, _UPDATE_KEYS)
+        changes: dict[str, Any] = {}
+        if "name" in body:
+            if not isinstance(body["name"], (str, type(None))):
+                raise invalid_type("name", "a string", body["name"])
+            changes["name"] = body["name"] or ""
+        if "metadata" in body:
+            changes["metadata"] = _metadata(body["metadata"])
+        if "expires_after" in body:
+            changes["expires_after"] = _expires_after(body["expires_after"])
+        updated = replace(vector_store, **changes)
+        await store.save_vector_store(updated)
+        return JSONResponse(await resource(updated))
 
     async def list_stores(request: Request) -> Response:
         order, limit, after, before = list_query(request.query_params)
@@ -364,21 +451,16 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def add_file(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await _body(request, _ATTACH_KEYS, "file_id")
-        attached = await attach(vector_store.id, body["file_id"], body.get("attributes"),
-                                body.get("chunking_strategy"))
-        return JSONResponse(_file_resource(attached))
+        body = await body_of(request, _ATTACH_KEYS, "file_id")
+        file = await retrievable(files, body["file_id"], "file_id")
+        attributes, sizes = checked_attributes(body.get("attributes")), chunking(body.get("chunking_strategy"))
+        attached, cut = await indexed(files, vector_store.id, file.id, attributes, sizes)
+        await store.save_vector_store_file(attached, cut)
+        return JSONResponse(file_resource(attached))
 
     async def list_files(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        query = request.query_params
-        order, limit, after, before = list_query(query)
-        status = query.get("filter")
-        if status is not None and status not in FILE_STATUSES:
-            raise invalid_value("filter", status, FILE_STATUSES)
-        listed = [resource_ for resource_ in map(_file_resource, await store.vector_store_files(vector_store.id))
-                  if status is None or resource_["status"] == status]
-        return JSONResponse(page(listed, order, limit, after, before))
+        return JSONResponse(files_page(await store.vector_store_files(vector_store.id), request.query_params))
 
     async def existing_file(request: Request) -> StoredVectorStoreFile:
         vector_store = await existing(request.path_params["vector_store_id"])
@@ -389,7 +471,22 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return found
 
     async def read_file(request: Request) -> Response:
-        return JSONResponse(_file_resource(await existing_file(request)))
+        return JSONResponse(file_resource(await existing_file(request)))
+
+    async def update_file(request: Request) -> Response:
+        found = await existing_file(request)
+        body = await body_of(request, _FILE_UPDATE_KEYS, "attributes")
+        updated = replace(found, attributes=checked_attributes(body["attributes"]))
+        await store.update_vector_store_file(updated)
+        return JSONResponse(file_resource(updated))
+
+    async def read_file_content(request: Request) -> Response:
+        """The attached file's text as one part (a file that failed to index has none)."""
+        found = await existing_file(request)
+        content = await files.file_content(found.file_id)
+        data = [] if found.last_error or content is None else [{"type": "text", "text": content.decode("utf-8")}]
+        return JSONResponse({"object": "vector_store.file_content.page", "data": data, "has_more": False,
+                             "next_page": None})
 
     async def delete_file(request: Request) -> Response:
         found = await existing_file(request)
@@ -398,16 +495,22 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def search(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await _body(request, _SEARCH_KEYS, "query")
+        if expired(vector_store, time.time()):
+            raise VectorStoreExpired(vector_store.id)
+        body = await body_of(request, _SEARCH_KEYS, "query")
         queries = _queries(body["query"])
         limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
         threshold = score_threshold(body.get("ranking_options"))
-        if body.get("rewrite_query", False) is not False:
+        rewrite = body.get("rewrite_query", False)
+        if not isinstance(rewrite, bool):
+            raise invalid_type("rewrite_query", "a boolean", rewrite)
+        if rewrite:
             raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
                                  param="rewrite_query", code="invalid_value")
         filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
         hits = await search_stores(store, [vector_store.id], queries, max_num_results=limit,
                                    score_threshold=threshold, filters=filter_)
+        await store.touch_vector_store(vector_store.id, int(time.time()))
         data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,
                  "content": [{"type": "text", "text": hit.text}]} for hit in hits]
         return JSONResponse({"object": "vector_store.search_results.page", "search_query": queries,
@@ -417,10 +520,13 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         Route("/v1/vector_stores", create, methods=["POST"]),
         Route("/v1/vector_stores", list_stores, methods=["GET"]),
         Route("/v1/vector_stores/{vector_store_id}", read, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}", update, methods=["POST"]),
         Route("/v1/vector_stores/{vector_store_id}", delete, methods=["DELETE"]),
         Route("/v1/vector_stores/{vector_store_id}/files", add_file, methods=["POST"]),
         Route("/v1/vector_stores/{vector_store_id}/files", list_files, methods=["GET"]),
         Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", read_file, methods=["GET"]),
+        Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", update_file, methods=["POST"]),
+        Route("/v1/vector_stores/{vector_store_id}/files/{file_id}/content", read_file_content, methods=["GET"]),
         Route("/v1/vector_stores/{vector_store_id}/files/{file_id}", delete_file, methods=["DELETE"]),
         Route("/v1/vector_stores/{vector_store_id}/search", search, methods=["POST"]),
     ]

@@ -47,7 +47,8 @@ def test_a_placeholder_must_name_an_earlier_step(tmp_path: Path) -> None:
     write_scenario(tmp_path, GOOD.replace('input: "Hi"', 'input: "{{later.response.id}}"'))
     assert catalogue_messages(tmp_path) == [
         "scenario 'good': steps[0].request.input: '{{later.response.id}}': 'later' is neither an earlier step nor a "
-        "built-in name (known: chat_path, conversations_path, mcp, model, responses_path, run)"]
+        "built-in name (known: chat_path, conversations_path, files_path, mcp, model, responses_path, run, "
+        "vector_stores_path)"]
 
 
 MCP = """
@@ -103,7 +104,7 @@ steps:
      "to `mcp`) (did you mean 'calc'?)"),
     ('{text: "3"}', '{text: "{{model}}"}',
      "steps[0].model[1].text: '{{model}}': this field is used as written, placeholders are not rendered here (they "
-     "are in a step's path, request, headers, expectations and poll.until)"),
+     "are in a step's path, request, upload, headers, expectations and poll.until)"),
     ("expect: {http_status: 200}", "expect: {http_status: 200, events: [response.completed]}",
      "steps[1].expect.events: is compared only on streamed answers, and this step never streams"),
     ("expect: {http_status: 200}", 'expect: {http_status: "200"}',
@@ -117,6 +118,36 @@ def test_validation_rejects_what_would_check_nothing(tmp_path: Path, old: str, n
     assert old in MCP
     write_scenario(tmp_path, MCP.replace(old, new))
     assert catalogue_messages(tmp_path) == [f"scenario 'mcp': {message}"]
+
+
+UPLOAD = """
+id: upload
+title: upload
+evidence: {contract: "Files API", unrecorded: true}
+steps:
+  - id: put
+    upload: {file: {name: notes.txt, content: "Notes"}, purpose: assistants}
+  - id: get
+    method: GET
+    path: "{{files_path}}/{{put.body.id}}"
+"""
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("purpose: assistants}", "purpose: assistants}\n    request: {purpose: assistants}",
+     "steps[0]: give a JSON `request` or a multipart `upload`, not both"),
+    ("  - id: put\n", "  - id: put\n    method: DELETE\n", "steps[0]: an `upload` is a POST, not a DELETE"),
+    ("{name: notes.txt, content: \"Notes\"}", "{name: notes.txt}", "steps[0].upload.file.content: Field required"),
+    ("purpose: assistants}", "purpose: assistants, filename: x}",
+     "steps[0].upload.filename: unknown field (did you mean 'file'?)"),
+    ('content: "Notes"', 'content: "{{later.body.id}}"',
+     "steps[0].upload.file.content: '{{later.body.id}}': step 'later' comes later; a placeholder can only use earlier "
+     "steps"),
+])
+def test_an_upload_step_is_checked_naming_the_field(tmp_path: Path, old: str, new: str, message: str) -> None:
+    assert old in UPLOAD
+    text = UPLOAD.replace(old, new) + ("  - id: later\n    method: GET\n    path: /v1/files\n" if "later" in new else "")
+    assert catalogue_messages(tmp_path, text) == [f"scenario 'upload': {message}"]
 
 
 def test_every_problem_is_reported_in_one_pass(tmp_path: Path) -> None:

@@ -11,8 +11,10 @@ import pytest
 from report_pages import ReportPage
 
 from responses_parity.harness.loader import builtin_scenarios_dir, load
-from responses_parity.harness.matrix import (Cell, TargetRun, build_matrix, latency_of, render_matrix, run_matrix,
-                                             write_matrix)
+from responses_parity.harness.capabilities import HOSTED_TOOLS
+from responses_parity.harness.matrix import (Cell, TargetRun, build_matrix, describe_target, latency_of, render_matrix,
+                                             run_matrix, write_matrix)
+from responses_parity.harness.profile import find_profile
 from responses_parity.harness.runner import units_of
 from responses_parity.harness.session import TargetOptions
 
@@ -167,3 +169,57 @@ def test_cell_labels_name_the_severity() -> None:
     assert Cell("divergence", errors=3).label == "divergence (3 errors)"
     assert Cell("pass", warnings=1).short == "pass 1w"
     assert Cell("none").short == "-"
+
+
+class _HostedToolCells(HTMLParser):
+    """The hosted-tools table: per row, each cell's text, class and title."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: list[list[dict[str, str]]] = []
+        self._in_table = self._in_cell = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "table":
+            self._in_table = dict(attrs).get("id") == "hosted-tools"
+        elif self._in_table and tag == "tr":
+            self.rows.append([])
+        elif self._in_table and tag == "td":
+            self.rows[-1].append({"text": "", "class": dict(attrs).get("class") or "",
+                                  "title": dict(attrs).get("title") or ""})
+            self._in_cell = True
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in_cell = self._in_cell and tag != "td"
+
+    def handle_data(self, data: str) -> None:
+        if self._in_cell:
+            self.rows[-1][-1]["text"] += data
+
+
+def test_the_matrix_shows_which_hosted_tools_each_gateway_runs_from_its_profile() -> None:
+    peers = ["smg", "llama-stack", "open-responses-server", "litellm"]
+    runs = [describe_target(name) for name in ["reference", *peers, "http://127.0.0.1:9"]]
+    for run in runs:
+        run.failure = "not run: the table comes from the profiles alone"
+    matrix = build_matrix(runs, "parity matrix")
+    markdown = render_matrix(matrix, "md", Path("."))
+    table = markdown[markdown.index("## Hosted tools"):markdown.index("## What each")]
+    parser = _HostedToolCells()
+    parser.feed(render_matrix(matrix, "html", Path(".")))
+    html_rows = {cells[0]["text"]: cells[1:] for cells in parser.rows if cells}
+    for run in runs:
+        profile = find_profile(run.name) if run.name in peers else None
+        lacks = profile.lacks if profile else {}
+        expected = ["unknown (no profile)" if run.name.startswith("http") else "lacks" if tool in lacks else "runs"
+                    for tool in HOSTED_TOOLS]
+        line = next(line for line in table.splitlines() if line.startswith(f"| **{run.name}** |"))
+        assert [cell.strip() for cell in line.split("|")[2:-1]] == expected, run.name
+        assert [cell["text"] for cell in html_rows[run.name]] == expected, run.name
+        assert [cell["class"] for cell in html_rows[run.name]] == [f"hosted-{text.split()[0]}" for text in expected]
+        assert [" ".join(cell["title"].split()) for cell in html_rows[run.name]] == [
+            " ".join(lacks.get(tool, "").split()) for tool in HOSTED_TOOLS]
+    llama_stack = {hosted.tool: hosted.status for hosted in matrix.runs[2].hosted_tools()}
+    assert llama_stack == {"web_search": "lacks", "file_search": "runs"}
+    assert all(hosted.status == "lacks" for name in ("smg", "open-responses-server", "litellm")
+               for hosted in describe_target(name).hosted_tools())

@@ -5,15 +5,18 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
-from responses_parity.harness.capabilities import required_capabilities
+from responses_parity.harness.capabilities import (HOSTED_TOOLS, MEANING, Capability, missing_capability,
+                                                    required_capabilities)
 from responses_parity.harness.fixture_client import McpFixture
 from responses_parity.harness.gateway_process import _FreePorts
 from responses_parity.harness.loader import builtin_scenarios_dir, load
 from responses_parity.harness.profile import ProfileError, find_profile, load_profile, profile_paths, render
 from responses_parity.harness.rewrites import Rewrites
+from responses_parity.harness.scenario import Scenario
 
 SHIPPED = ["smg", "llama-stack", "open-responses-server", "litellm"]
 TEST_PROFILES = Path(__file__).parent / "profiles"
@@ -90,6 +93,39 @@ def test_a_user_profile_folder_adds_and_overrides(tmp_path: Path) -> None:
 ])
 def test_what_a_scenario_needs_is_told_from_its_steps(scenario_id: str, needs: set[str]) -> None:
     assert required_capabilities(_scenario(scenario_id)) == needs
+
+
+def _hosted_scenario(*steps: dict) -> Scenario:
+    return Scenario.model_validate({"id": "hosted", "title": "t", "evidence": {"contract": "x", "unrecorded": True},
+                                    "steps": [{"id": f"s{index}", **step} for index, step in enumerate(steps)]})
+
+
+@pytest.mark.parametrize(("steps", "needs"), [
+    ([{"request": {"input": "q", "tools": [{"type": "web_search"}]}}], {"web_search"}),
+    ([{"request": {"input": "q", "tools": [{"type": "web_search_preview_2025_03_11"}]}}], {"web_search"}),
+    ([{"request": {"input": "q", "tools": [{"type": "function", "name": "web_search"}]}}], set()),
+    ([{"path": "/v1/files", "request": {"purpose": "assistants"}},
+      {"path": "{{ vector_stores_path }}", "request": {"name": "docs"}},
+      {"request": {"input": "q", "tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]}}],
+     {"files_api", "vector_stores", "file_search"}),
+    ([{"method": "GET", "path": "{{files_path}}/file_1/content"}], {"files_api"}),
+    ([{"method": "GET", "path": "/v1/vector_stores/vs_1/files"}], {"vector_stores"}),
+    ([{"method": "GET", "path": "/v1/filesystem"}], set()),
+])
+def test_hosted_tools_and_their_apis_are_told_from_tools_and_paths(steps: list[dict], needs: set[str]) -> None:
+    assert required_capabilities(_hosted_scenario(*steps)) == needs
+
+
+def test_every_capability_has_a_meaning_and_the_hosted_tools_are_capabilities() -> None:
+    assert set(MEANING) == set(get_args(Capability))
+    assert set(HOSTED_TOOLS) <= set(MEANING)
+
+
+def test_a_gateway_lacking_file_search_has_the_scenario_unsupported_saying_why() -> None:
+    scenario = _hosted_scenario({"request": {"input": "q", "tools": [{"type": "file_search", "vector_store_ids": []}]}})
+    why = missing_capability(scenario, {"file_search": "no vector_io provider (doc URL)"})
+    assert why is not None and "`file_search`" in why and "no vector_io provider (doc URL)" in why
+    assert missing_capability(scenario, {"web_search": "no search provider"}) is None
 
 
 def test_rewrites_touch_only_what_they_name() -> None:

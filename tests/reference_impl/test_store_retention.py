@@ -1,6 +1,6 @@
 """Retention: the store keeps stored responses for an age and up to a count, and evicts the rest
 with everything kept for them; conversations keep their items; an uploaded file goes once past
-its `expires_at`. The clock is injected."""
+its `expires_at`, detached from every vector store. The clock is injected."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from responses_parity.reference_impl.chain import Chain
 from responses_parity.reference_impl.retention import Retention
-from responses_parity.reference_impl.store import Conversation, SqliteStore, StoredFile, StoredResponse
+from responses_parity.reference_impl.store import (Conversation, SqliteStore, StoredFile, StoredResponse,
+                                                   StoredVectorStore, StoredVectorStoreFile)
 
 T = TypeVar("T")
 AUDIT = [{"kind": "model_round", "round": 1, "status": "ok"}]
@@ -130,17 +131,29 @@ def test_a_file_past_its_expiry_is_unknown_at_once_and_its_row_goes_at_the_next_
     clock, path = Clock(), tmp_path / "files.sqlite3"
     now = int(clock.now)
 
+    def attached() -> list[tuple[str, int]]:
+        """Each file in the vector store, with how many chunks it has there."""
+        return sqlite3.connect(path).execute(
+            "SELECT v.file_id, COUNT(c.rowid) FROM vector_store_files v LEFT JOIN vector_store_chunks c "
+            "ON c.file_id = v.file_id GROUP BY v.file_id ORDER BY v.file_id").fetchall()
+
     async def work(store: SqliteStore) -> None:
         await store.save_file(StoredFile("file-expiring", "a.txt", "batch", 3, now, now + 60), b"abc")
         await store.save_file(StoredFile("file-kept", "b.txt", "assistants", 3, now, None), b"xyz")
+        await store.save_vector_store(StoredVectorStore("vs_1", "", now, {}, None, now))
+        for file_id in ("file-expiring", "file-kept"):
+            await store.save_vector_store_file(StoredVectorStoreFile("vs_1", file_id, now, 3, None, {}, None), ["abc"])
         clock.now += 59
         assert await store.file_content("file-expiring") == b"abc"  # gone at `expires_at`, not before
         clock.now += 1
         assert await store.get_file("file-expiring") is None and await store.file_content("file-expiring") is None
         assert [file.id for file in await store.files(None)] == ["file-kept"]
+        assert [file.file_id for file in await store.vector_store_files("vs_1")] == ["file-kept"]
         assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM files").fetchone() == (2,)  # not swept yet
+        assert attached() == [("file-expiring", 1), ("file-kept", 1)]
         await end(store, "resp_sweeps", clock.now)
         assert sqlite3.connect(path).execute("SELECT id FROM files").fetchall() == [("file-kept",)]
+        assert attached() == [("file-kept", 1)]  # detached from the store, its chunks gone
         assert not await store.delete_file("file-expiring")
         assert (await store.get_file("file-kept")) == StoredFile("file-kept", "b.txt", "assistants", 3, now, None)
 

@@ -1,22 +1,26 @@
 """The reference gateway's Vector Stores API, driven by the official `openai` SDK on loopback:
 upload files, build a vector store from them, attach more with attributes, search (the chunk with
 the words comes back, filters exclude by attribute, `max_num_results` bounds, `score_threshold`
-drops the weaker hits), list, read and delete; then its errors with raw requests. Each answer is
-validated strictly against the SDK's types (the SDK itself casts without validating)."""
+drops the weaker hits), list, read, update and delete; file batches; a deleted file found in no
+store; a store past its expiry; then its errors with raw requests. Each answer is validated
+strictly against the SDK's types (the SDK itself casts without validating)."""
 
 from __future__ import annotations
 
 import secrets
+import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from openai import BadRequestError, NotFoundError, OpenAI
 from openai.types import FileObject, VectorStore, VectorStoreSearchResponse
-from openai.types.vector_stores import VectorStoreFile
+from openai.types.vector_stores import FileContentResponse, VectorStoreFile, VectorStoreFileBatch
 
-from responses_parity.harness.stack import Stack
-from responses_parity.reference_impl.vector_stores import chunks
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.reference_impl import build_gateway_app
+from responses_parity.reference_impl.vector_stores import DAY_S, chunks
 
 
 @pytest.fixture
@@ -131,7 +135,7 @@ def test_files_are_listed_read_and_chunked_as_their_strategy_says(client: OpenAI
 
 
 def test_a_file_that_is_not_text_fails_with_last_error(client: OpenAI) -> None:
-    binary = client.files.create(file=("blob.bin", b"\xff\xfe\x00binary"), purpose="assistants")
+    binary = client.files.create(file=("blob.txt", b"\xff\xfe\x00binary"), purpose="assistants")
     vector_store = client.vector_stores.create(file_ids=[binary.id])
     assert (vector_store.file_counts.failed, vector_store.file_counts.completed) == (1, 0)
     attached = client.vector_stores.files.retrieve(file_id=binary.id, vector_store_id=vector_store.id)
@@ -190,6 +194,8 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
          "between 0 and 1", "ranking_options.score_threshold"),
         ("POST", f"{base}/search", {"query": "x", "rewrite_query": True}, 400, "does not rewrite queries",
          "rewrite_query"),
+        ("POST", f"{base}/search", {"query": "x", "rewrite_query": "yes"}, 400, "Invalid type for 'rewrite_query'",
+         "rewrite_query"),
     ]
     for method, path, body, status, message, param in cases:
         answer = http.request(method, path, json=body)
@@ -199,3 +205,159 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
     assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 0  # nothing refused was attached
     with pytest.raises(BadRequestError):
         client.vector_stores.search(vector_store.id, query="x", max_num_results=0)
+
+
+def test_a_type_file_search_does_not_read_is_refused_and_nothing_is_attached(client: OpenAI,
+                                                                            http: httpx.Client) -> None:
+    text, table, bare = upload(client, "Readable."), upload(client, "a,b\n1,2", "data.csv"), upload(client, "x", "README")
+    name = f"refused-{secrets.token_hex(4)}"
+    answer = http.post("/vector_stores", json={"name": name, "file_ids": [text.id, table.id]})
+    assert answer.status_code == 400 and answer.json()["error"] == {
+        "message": "Files with extensions [.csv] are not supported for retrieval. See "
+                   "https://platform.openai.com/docs/assistants/tools/file-search/supported-files",
+        "type": "invalid_request_error", "param": "file_ids", "code": "unsupported_file"}
+    assert name not in {store.name for store in client.vector_stores.list(limit=100)}
+    vector_store = client.vector_stores.create(name=name)
+    for file, param, extension in ((table, "file_id", ".csv"), (bare, "file_id", "none")):
+        error = http.post(f"/vector_stores/{vector_store.id}/files", json={"file_id": file.id}).json()["error"]
+        assert (error["param"], error["code"]) == (param, "unsupported_file") and f"[{extension}]" in error["message"]
+    batch = http.post(f"/vector_stores/{vector_store.id}/file_batches", json={"files": [
+        {"file_id": text.id}, {"file_id": table.id}]}).json()["error"]
+    assert (batch["param"], batch["code"]) == ("files[1].file_id", "unsupported_file")
+    assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 0
+
+
+def test_a_store_and_its_files_attributes_are_updated(client: OpenAI, http: httpx.Client) -> None:
+    word = f"zq{secrets.token_hex(4)}"
+    file = upload(client, f"The {word} report.")
+    vector_store = client.vector_stores.create(name="before", file_ids=[file.id], metadata={"v": "1"})
+    raw = http.post(f"/vector_stores/{vector_store.id}", json={
+        "name": "after", "metadata": {"v": "2"}, "expires_after": {"anchor": "last_active_at", "days": 3}}).json()
+    strictly(VectorStore, raw)
+    assert (raw["name"], raw["metadata"], raw["status"]) == ("after", {"v": "2"}, "completed")
+    assert raw["expires_at"] == raw["last_active_at"] + 3 * DAY_S
+    assert client.vector_stores.retrieve(vector_store.id).name == "after"
+    cleared = client.vector_stores.update(vector_store.id, expires_after=None)
+    assert (cleared.expires_after, cleared.expires_at, cleared.name) == (None, None, "after")
+
+    only_2025 = {"type": "eq", "key": "year", "value": 2025}
+    assert not client.vector_stores.search(vector_store.id, query=word, filters=only_2025).data
+    updated = client.vector_stores.files.update(file.id, vector_store_id=vector_store.id, attributes={"year": 2025})
+    assert updated.attributes == {"year": 2025}
+    assert [hit.file_id for hit in client.vector_stores.search(vector_store.id, query=word, filters=only_2025)] == [
+        file.id]
+    missing = http.post(f"/vector_stores/{vector_store.id}/files/{file.id}", json={}).json()["error"]
+    assert missing["param"] == "attributes"
+
+
+def test_a_store_files_content_is_its_text(client: OpenAI, http: httpx.Client) -> None:
+    text = "First line.\nSecond line, with  two spaces."
+    file = upload(client, text)
+    vector_store = client.vector_stores.create(file_ids=[file.id])
+    raw = http.get(f"/vector_stores/{vector_store.id}/files/{file.id}/content").json()
+    assert (raw["object"], raw["has_more"], raw["next_page"]) == ("vector_store.file_content.page", False, None)
+    for part in raw["data"]:
+        strictly(FileContentResponse, part)
+    assert [part.text for part in client.vector_stores.files.content(file.id, vector_store_id=vector_store.id)] == [
+        text]
+
+
+def test_a_deleted_file_is_found_in_no_store(client: OpenAI, http: httpx.Client) -> None:
+    word = f"zq{secrets.token_hex(4)}"
+    gone, kept = upload(client, f"The {word} memo."), upload(client, f"The {word} manual.")
+    stores = [client.vector_stores.create(file_ids=[gone.id, kept.id]) for _ in range(2)]
+    assert all(len(client.vector_stores.search(store.id, query=word).data) == 2 for store in stores)
+    usage_before = client.vector_stores.retrieve(stores[0].id).usage_bytes
+    client.files.delete(gone.id)
+    for store in stores:
+        assert [hit.file_id for hit in client.vector_stores.search(store.id, query=word)] == [kept.id]
+        after = client.vector_stores.retrieve(store.id)
+        assert after.file_counts.total == 1 and 0 < after.usage_bytes < usage_before
+        assert http.get(f"/vector_stores/{store.id}/files/{gone.id}").status_code == 404
+
+
+def test_a_file_batch_attaches_its_files_with_their_attributes(client: OpenAI, http: httpx.Client) -> None:
+    word = f"zq{secrets.token_hex(4)}"
+    memos = [upload(client, f"{word} memo {n}.") for n in range(2)]
+    manual, broken = upload(client, f"{word} manual."), client.files.create(file=("x.txt", b"\xff\xfe"),
+                                                                            purpose="assistants")
+    vector_store = client.vector_stores.create(name="batches")
+    shared = client.vector_stores.file_batches.create(vector_store.id, file_ids=[m.id for m in memos],
+                                                      attributes={"kind": "memo"})
+    raw = http.get(f"/vector_stores/{vector_store.id}/file_batches/{shared.id}").json()
+    strictly(VectorStoreFileBatch, raw)
+    assert raw["id"].startswith("vsfb_") and raw["status"] == "completed" and raw["file_counts"]["completed"] == 2
+    static = {"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0}}
+    own = client.vector_stores.file_batches.create(vector_store.id, files=[
+        {"file_id": manual.id, "attributes": {"kind": "manual"}, "chunking_strategy": static},
+        {"file_id": broken.id}])
+    assert (own.file_counts.completed, own.file_counts.failed, own.file_counts.total) == (1, 1, 2)
+    listed = client.vector_stores.file_batches.list_files(own.id, vector_store_id=vector_store.id)
+    assert {file.id: file.attributes for file in listed} == {manual.id: {"kind": "manual"}, broken.id: None}
+    failed = client.vector_stores.file_batches.list_files(own.id, vector_store_id=vector_store.id, filter="failed")
+    assert [file.id for file in failed] == [broken.id]
+    assert client.vector_stores.file_batches.cancel(own.id, vector_store_id=vector_store.id).status == "completed"
+    memo_hits = client.vector_stores.search(vector_store.id, query=word,
+                                            filters={"type": "eq", "key": "kind", "value": "memo"})
+    assert {hit.file_id for hit in memo_hits} == {m.id for m in memos}
+    assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 4
+
+    base = f"/vector_stores/{vector_store.id}/file_batches"
+    for body, status, param in (({"file_ids": [manual.id], "files": [{"file_id": manual.id}]}, 400, "files"),
+                                ({"files": [{"file_id": manual.id}], "attributes": {"a": "b"}}, 400, "attributes"),
+                                ({}, 400, "file_ids"), ({"file_ids": []}, 400, "file_ids"),
+                                ({"files": [{"id": manual.id}]}, 400, "files[0].id"),
+                                ({"file_ids": [manual.id, "file-missing"]}, 404, "id")):
+        answer = http.post(base, json=body)
+        assert (answer.status_code, answer.json()["error"]["param"]) == (status, param), body
+    assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 4  # nothing refused was attached
+    for path in (f"{base}/vsfb_missing", f"{base}/vsfb_missing/files"):
+        assert http.get(path).status_code == 404
+    with pytest.raises(NotFoundError):
+        client.vector_stores.file_batches.retrieve(shared.id, vector_store_id="vs_missing")
+
+
+@pytest.fixture
+def own_gateway(stack: Stack, tmp_path: Path) -> Iterator[tuple[OpenAI, Path]]:
+    """A reference gateway of this test's own, on a database file the test can change (to move
+    a store's or a file's time back), and an SDK client of it."""
+    database = tmp_path / "gateway.sqlite3"
+    server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or "",
+                                                             store_path=str(database)))).start()
+    try:
+        yield OpenAI(base_url=f"{server.url}/v1", api_key="not-checked", max_retries=0), database
+    finally:
+        server.stop()
+
+
+def test_a_store_past_its_expiry_is_expired_and_cannot_be_searched(own_gateway: tuple[OpenAI, Path]) -> None:
+    client, database = own_gateway
+    vector_store = client.vector_stores.create(file_ids=[upload(client, "Text.").id],
+                                               expires_after={"anchor": "last_active_at", "days": 1})
+    client.vector_stores.search(vector_store.id, query="text")
+    searched = client.vector_stores.retrieve(vector_store.id)
+    assert searched.status == "completed" and searched.expires_at == searched.last_active_at + DAY_S
+    with sqlite3.connect(database) as db:  # the store was last active two days ago
+        db.execute("UPDATE vector_stores SET last_active_at = last_active_at - ? WHERE id = ?",
+                   (2 * DAY_S, vector_store.id))
+    stale = client.vector_stores.retrieve(vector_store.id)
+    assert stale.status == "expired" and stale.expires_at == searched.expires_at - 2 * DAY_S
+    with pytest.raises(BadRequestError) as refused:
+        client.vector_stores.search(vector_store.id, query="text")
+    assert refused.value.param == "vector_store_id" and "expired" in refused.value.message
+
+
+def test_a_file_past_its_expiry_leaves_every_store_at_once(own_gateway: tuple[OpenAI, Path]) -> None:
+    client, database = own_gateway
+    brief = client.files.create(file=("brief.txt", b"The valve brief."), purpose="user_data",
+                                expires_after={"anchor": "created_at", "seconds": 3600})
+    kept = upload(client, "The valve manual.")
+    vector_store = client.vector_stores.create(file_ids=[brief.id, kept.id])
+    assert len(client.vector_stores.search(vector_store.id, query="valve").data) == 2
+    with sqlite3.connect(database) as db:  # its hour is over
+        db.execute("UPDATE files SET expires_at = created_at - 1 WHERE id = ?", (brief.id,))
+    assert [hit.file_id for hit in client.vector_stores.search(vector_store.id, query="valve")] == [kept.id]
+    assert [file.id for file in client.vector_stores.files.list(vector_store.id)] == [kept.id]
+    assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 1
+    with pytest.raises(NotFoundError):
+        client.vector_stores.files.retrieve(brief.id, vector_store_id=vector_store.id)
