@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -23,6 +24,7 @@ from .tool_cache import ToolResultCache
 from .tool_catalog import ToolCatalog
 from .upstream import UpstreamClient, make_adapter
 from .upstream.adapter import UpstreamAdapter
+from .vector_stores import VectorStoreExpired, expired
 from .web_search import WebSearchProvider
 
 RETRY_AFTER_S = 1
@@ -95,18 +97,21 @@ class Runtime:
 
     async def check_hosted_tools(self, tools: Sequence[Tool], where: str = "tools") -> None:
         """Refuse hosted tools this gateway cannot run: a web search with no provider configured
-        (400), a file search over a vector store that does not exist (404); the error names the
-        tool as `where[i]`."""
+        (400), a file search over a vector store that does not exist (404) or has expired (400,
+        as its `/search` endpoint answers); the error names the tool as `where[i]`."""
         for index, tool in enumerate(tools):
             if isinstance(tool, WebSearchTool) and self.web_search is None:
                 raise InvalidRequest(f"This gateway has no web search provider configured, so it cannot run tools "
                                      f"of type '{tool.type}'.", param=f"{where}[{index}]", code="unsupported_value")
             if isinstance(tool, FileSearchTool):
                 for position, store_id in enumerate(tool.vector_store_ids):
-                    if await self.store.get_vector_store(store_id) is None:
+                    param = f"{where}[{index}].vector_store_ids[{position}]"
+                    found = await self.store.get_vector_store(store_id)
+                    if found is None:
                         raise GatewayError(404, f"Vector store with id '{store_id}' not found.",
-                                           type="invalid_request_error",
-                                           param=f"{where}[{index}].vector_store_ids[{position}]")
+                                           type="invalid_request_error", param=param)
+                    if expired(found, time.time()):
+                        raise VectorStoreExpired(store_id, param)
 
     def hosted_runners(self, tools: Sequence[HostedTool], taken: set[str]) -> dict[str, HostedRunner]:
         """The loop's runners of checked hosted tools (`check_hosted_tools`)."""

@@ -93,9 +93,8 @@ class VectorStoreFileNotFound(NotFound):
 
 
 class VectorStoreExpired(InvalidRequest):
-    def __init__(self, store_id: str) -> None:
-        super().__init__(f"Vector store '{store_id}' has expired and can no longer be searched.",
-                         param="vector_store_id")
+    def __init__(self, store_id: str, param: str = "vector_store_id") -> None:
+        super().__init__(f"Vector store '{store_id}' has expired and can no longer be searched.", param=param)
 
 
 def unsupported_extension(filename: str) -> str | None:
@@ -314,7 +313,11 @@ async def search_stores(store: VectorStoreStore, store_ids: list[str], queries: 
                         score_threshold: float = 0.0, filters: dict[str, Any] | None = None) -> list[SearchHit]:
     """The best `max_num_results` chunks of the given stores for `queries` (checked values: use
     `checked_filter`, `score_threshold`), best first; the `/search` endpoint and the
-    `file_search` tool both search through here."""
+    `file_search` tool both search through here. A search is activity: it moves each store's
+    `last_active_at` (and so its expiry) to now."""
+    now = int(time.time())
+    for store_id in store_ids:
+        await store.touch_vector_store(store_id, now)
     match = fts_match(queries)
     if match is None:
         return []
@@ -510,7 +513,6 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
         hits = await search_stores(store, [vector_store.id], queries, max_num_results=limit,
                                    score_threshold=threshold, filters=filter_)
-        await store.touch_vector_store(vector_store.id, int(time.time()))
         data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,
                  "content": [{"type": "text", "text": hit.text}]} for hit in hits]
         return JSONResponse({"object": "vector_store.search_results.page", "search_query": queries,

@@ -345,6 +345,10 @@ def test_a_store_past_its_expiry_is_expired_and_cannot_be_searched(own_gateway: 
     with pytest.raises(BadRequestError) as refused:
         client.vector_stores.search(vector_store.id, query="text")
     assert refused.value.param == "vector_store_id" and "expired" in refused.value.message
+    with pytest.raises(BadRequestError) as tool_refused:  # nor through the file_search tool
+        client.responses.create(model="m", input="Search.",
+                                tools=[{"type": "file_search", "vector_store_ids": [vector_store.id]}])
+    assert tool_refused.value.param == "tools[0].vector_store_ids[0]" and "expired" in tool_refused.value.message
 
 
 def test_a_file_past_its_expiry_leaves_every_store_at_once(own_gateway: tuple[OpenAI, Path]) -> None:
