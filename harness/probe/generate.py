@@ -59,12 +59,13 @@ class Probe:
 
     @property
     def group(self) -> str:
-        """The field family the report groups by: `tools[i].*`, `temperature`, an id path."""
-        if self.defect == "bad_id" and not self.field[:1].isalpha():
+        """The field family the report groups by: `responses.tools[i].*`, `responses.temperature`,
+        an id path (`GET /v1/responses/{id}`)."""
+        if " /" in self.field:
             return self.field
         head, _, rest = self.field.partition(".")
         name, bracket, _ = head.partition("[")
-        return name + ("[i]" if bracket else "") + (".*" if rest or bracket and "." in self.field else "")
+        return f"{self.surface}.{name}" + ("[i]" if bracket else "") + (".*" if rest else "")
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "surface": self.surface, "method": self.method, "endpoint": self.endpoint,
