@@ -40,7 +40,8 @@ DEFAULT_SEED = 17
               help="Only probes with this kind of defect (repeatable).")
 @click.option("--field", "fields", multiple=True, metavar="PREFIX",
               help="Only probes on fields that start with PREFIX, e.g. tools or 'GET /v1/responses' (repeatable).")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=4, show_default=True, help="Probes in flight at once.")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Probes in flight at once.")
 @click.option("--list", "list_only", is_flag=True, help="Print the selected probes (id, field) and send nothing.")
 @click.option("--json", "json_document", is_flag=True,
               help="Print the comparison as JSON on standard output; everything for people goes to standard error.")

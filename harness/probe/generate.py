@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from ...reference_impl.request_schema import RequestSchema, conversation_schemas, responses_schema
 
 Schema = dict[str, Any]
@@ -97,6 +99,37 @@ def surfaces() -> tuple[Surface, ...]:
     )
 
 
+@dataclass(frozen=True)
+class _Site:
+    """Where a value sits: the parts of the probe ids made there, the field as `param` names
+    it, and the base body with a value put there."""
+
+    name: tuple[str, ...]
+    param: str
+    place: Place
+
+    def field(self, key: str, place: Place) -> _Site:
+        return _Site((*self.name, key), f"{self.param}.{key}" if self.param else key, place)
+
+    def item(self) -> _Site:
+        """The site of an array's first item (the array holding only it)."""
+        return _Site((*self.name[:-1], f"{self.name[-1]}[i]"), f"{self.param}[0]", lambda value: self.place([value]))
+
+    def member(self, key: str) -> _Site:
+        """The same site, named for the member of a union its `type` picks."""
+        return _Site((*self.name[:-1], f"{self.name[-1]}[{key or 'untyped'}]"), self.param, self.place)
+
+
+def _literals(variant: Schema) -> list[Any]:
+    """The values an `enum` or `const` allows."""
+    return [*variant.get("enum", []), *([variant["const"]] if "const" in variant else [])]
+
+
+def _json_type(value: Any) -> str:
+    return next(kind for kind in ("null", "boolean", "integer", "number", "string", "array", "object")
+                if Draft202012Validator.TYPE_CHECKER.is_type(value, kind))
+
+
 @dataclass
 class _Walk:
     """Probes of one surface, collected by id."""
@@ -105,11 +138,10 @@ class _Walk:
     definitions: Schema
     probes: dict[str, Probe] = field(default_factory=dict)
 
-    def add(self, name: tuple[str, ...], path: tuple[Any, ...], defect: str, body: dict[str, Any],
-            kind: str = "") -> None:
-        probe_id = ".".join((self.surface.name, *name, defect, *([kind] if kind else [])))
+    def add(self, site: _Site, defect: str, body: dict[str, Any], kind: str = "") -> None:
+        probe_id = ".".join((self.surface.name, *site.name, defect, *([kind] if kind else [])))
         self.probes.setdefault(probe_id, Probe(probe_id, self.surface.name, "POST", self.surface.endpoint, "",
-                                               _param(path), defect, body))
+                                               site.param, defect, body))
 
     def resolve(self, node: Schema) -> Schema:
         while "$ref" in node:
@@ -140,8 +172,7 @@ class _Walk:
         for variant in self.variants(node):
             declared = variant.get("type")
             kinds |= set(declared) if isinstance(declared, list) else {declared} if declared else set()
-            for value in [*variant.get("enum", []), *([variant["const"]] if "const" in variant else [])]:
-                kinds.add(_json_type(value))
+            kinds |= {_json_type(value) for value in _literals(variant)}
             if "properties" in variant or "x-dispatch-by-type" in variant:
                 kinds.add("object")
         if "number" in kinds:
@@ -157,10 +188,8 @@ class _Walk:
         return _NOTHING
 
     def _sample_variant(self, variant: Schema, name: str) -> Any:
-        if "const" in variant:
-            return variant["const"]
-        if variant.get("enum"):
-            return variant["enum"][0]
+        if literals := _literals(variant):
+            return literals[0]
         if "x-dispatch-by-type" in variant:
             cases = variant["x-dispatch-by-type"]
             key = next(iter(cases))
@@ -192,107 +221,83 @@ class _Walk:
 
     # The walk
 
-    def value_defects(self, node: Schema, name: tuple[str, ...], path: tuple[Any, ...], place: Place,
-                      depth: int) -> None:
-        """The defects of the value at `path`, and those nested in it."""
+    def value_defects(self, node: Schema, site: _Site, depth: int) -> None:
+        """The defects of the value at `site`, and those nested in it."""
         kinds = self.types(node)
         if not kinds:
             return
         wrong = next(((kind, value) for kind, value in _WRONG_VALUES if kind not in kinds), None)
         if wrong is not None:
-            self.add(name, path, "wrong_type", place(wrong[1]))
+            self.add(site, "wrong_type", site.place(wrong[1]))
         if "null" not in kinds:
-            self.add(name, path, "null", place(None))
+            self.add(site, "null", site.place(None))
         variants = list(self.variants(node))
-        if any(isinstance(v, str) for variant in variants for v in [*variant.get("enum", []),
-                                                                    *([variant["const"]] if "const" in variant else [])]):
-            self.add(name, path, "unknown_enum", place(UNKNOWN_VALUE))
+        if any(isinstance(value, str) for variant in variants for value in _literals(variant)):
+            self.add(site, "unknown_enum", site.place(UNKNOWN_VALUE))
         for variant in variants:
             if "minimum" in variant:
-                self.add(name, path, "out_of_range", place(variant["minimum"] - 1), "low")
+                self.add(site, "out_of_range", site.place(variant["minimum"] - 1), "low")
             if "maximum" in variant:
-                self.add(name, path, "out_of_range", place(variant["maximum"] + 1), "high")
-            self.oversized(variant, name, path, place)
+                self.add(site, "out_of_range", site.place(variant["maximum"] + 1), "high")
+            self.oversized(variant, site)
         for kind, empty in (("string", ""), ("array", []), ("object", {})):
-            if kind in kinds and not (kind == "string" and any("enum" in v or "const" in v for v in variants)):
-                self.add(name, path, "empty", place(empty), kind)
+            if kind in kinds and not (kind == "string" and any(_literals(variant) for variant in variants)):
+                self.add(site, "empty", site.place(empty), kind)
         if depth < MAX_DEPTH:
             for variant in variants:
-                self.nested(variant, name, path, place, depth)
+                self.nested(variant, site, depth)
 
-    def oversized(self, variant: Schema, name: tuple[str, ...], path: tuple[Any, ...], place: Place) -> None:
+    def oversized(self, variant: Schema, site: _Site) -> None:
+        """Values above the variant's bounds on size."""
+        place = site.place
         if "maxLength" in variant:
-            self.add(name, path, "oversized", place("x" * (variant["maxLength"] + 1)), "length")
+            self.add(site, "oversized", place("x" * (variant["maxLength"] + 1)), "length")
         if "maxItems" in variant and (item := self.sample(variant.get("items", {}))) is not _NOTHING:
-            self.add(name, path, "oversized", place([item] * (variant["maxItems"] + 1)), "items")
+            self.add(site, "oversized", place([item] * (variant["maxItems"] + 1)), "items")
         if "maxProperties" in variant:
-            self.add(name, path, "oversized", place({f"k{i}": "v" for i in range(variant["maxProperties"] + 1)}),
+            self.add(site, "oversized", place({f"k{i}": "v" for i in range(variant["maxProperties"] + 1)}),
                      "properties")
         if (key_bound := variant.get("propertyNames", {}).get("maxLength")) is not None:
-            self.add(name, path, "oversized", place({"k" * (key_bound + 1): "v"}), "key")
+            self.add(site, "oversized", place({"k" * (key_bound + 1): "v"}), "key")
         values = variant.get("additionalProperties")
         if isinstance(values, dict) and "maxLength" in values:
-            self.add(name, path, "oversized", place({"k": "v" * (values["maxLength"] + 1)}), "value")
+            self.add(site, "oversized", place({"k": "v" * (values["maxLength"] + 1)}), "value")
 
-    def nested(self, variant: Schema, name: tuple[str, ...], path: tuple[Any, ...], place: Place,
-               depth: int) -> None:
+    def nested(self, variant: Schema, site: _Site, depth: int) -> None:
+        """The defects inside an object (each member of a union by `type`) or an array's item."""
         if "x-dispatch-by-type" in variant:
-            self.add((*name, "type"), (*path, "type"), "unknown_enum", place({"type": UNKNOWN_VALUE}))
+            kind = site.field("type", site.place)
+            self.add(kind, "unknown_enum", site.place({"type": UNKNOWN_VALUE}))
             if "type" in variant.get("required", []):
-                self.add((*name, "type"), (*path, "type"), "missing_required", place({}))
+                self.add(kind, "missing_required", site.place({}))
             for key, case in variant["x-dispatch-by-type"].items():
                 member = next(self.variants(case["anyOf"][0] if "anyOf" in case else case))
                 instance = self.sample(member)
                 if isinstance(instance, dict):
-                    if key:
-                        instance = {"type": key} | instance
-                    label = f"{name[-1]}[{key or 'untyped'}]"
-                    self.object_defects(member, instance, (*name[:-1], label), path, place, depth + 1)
+                    self.object_defects(member, {"type": key} | instance if key else instance, site.member(key),
+                                        depth + 1)
         elif "properties" in variant:
             instance = self.sample(variant)
             if isinstance(instance, dict):
-                self.object_defects(variant, instance, name, path, place, depth + 1)
+                self.object_defects(variant, instance, site, depth + 1)
         elif variant.get("type") == "array" and "items" in variant:
-            self.value_defects(variant["items"], (*name[:-1], f"{name[-1]}[i]"), (*path, 0),
-                               lambda value: place([value]), depth)
+            self.value_defects(variant["items"], site.item(), depth)
 
-    def object_defects(self, member: Schema, instance: dict[str, Any], name: tuple[str, ...], path: tuple[Any, ...],
-                       place: Place, depth: int) -> None:
-        """The defects of one field of a valid `instance`, field by field."""
+    def object_defects(self, member: Schema, instance: dict[str, Any], site: _Site, depth: int) -> None:
+        """The defects of each field of a valid `instance` of `member`, one at a time."""
         for key in member.get("required", []):
             if key != "type":
-                self.add((*name, key), (*path, key), "missing_required",
-                         place({k: v for k, v in instance.items() if k != key}))
-        self.add((*name, UNKNOWN_KEY), (*path, UNKNOWN_KEY), "unknown_field", place(instance | {UNKNOWN_KEY: "x"}))
+                self.add(site.field(key, site.place), "missing_required",
+                         site.place({k: v for k, v in instance.items() if k != key}))
+        self.add(site.field(UNKNOWN_KEY, site.place), "unknown_field", site.place(instance | {UNKNOWN_KEY: "x"}))
         for key, child in member.get("properties", {}).items():
             if key == "type" and "type" in instance:
                 continue  # the dispatching level probes `type` once
 
             def put(value: Any, key: str = key) -> dict[str, Any]:
-                return place(instance | {key: value})
+                return site.place(instance | {key: value})
 
-            self.value_defects(child, (*name, key), (*path, key), put, depth)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
-
-
-def _param(path: tuple[Any, ...]) -> str:
-    text = ""
-    for part in path:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text
+            self.value_defects(child, site.field(key, put), depth)
 
 
 def body_probes(surface: Surface, model: str, text: str) -> list[Probe]:
@@ -300,14 +305,15 @@ def body_probes(surface: Surface, model: str, text: str) -> list[Probe]:
     schema = surface.schema.schema
     walk = _Walk(surface, schema.get("$defs", {}))
     base = surface.base(model, text)
+    top = _Site((), "", lambda value: base)
     for key in surface.required:
-        walk.add((key,), (key,), "missing_required", {k: v for k, v in base.items() if k != key})
-    walk.add((UNKNOWN_KEY,), (UNKNOWN_KEY,), "unknown_field", base | {UNKNOWN_KEY: "x"})
+        walk.add(top.field(key, top.place), "missing_required", {k: v for k, v in base.items() if k != key})
+    walk.add(top.field(UNKNOWN_KEY, top.place), "unknown_field", base | {UNKNOWN_KEY: "x"})
     for key, node in schema["properties"].items():
         def put(value: Any, key: str = key) -> dict[str, Any]:
             return base | {key: value}
 
-        walk.value_defects(node, (key,), (key,), put, 0)
+        walk.value_defects(node, top.field(key, put), 0)
     return list(walk.probes.values())
 
 

@@ -82,6 +82,9 @@ def markdown(comparison: Comparison, selection: str, command: str) -> str:
         for group in comparison.groups:
             lines += [f"- **{_cell(group.sentence(target))}**", *_examples(group, target)]
         lines.append("")
-    lines += ["## Fields probed", "", "| Field | Probes | Diverging |", "|---|---:|---:|"]
-    lines += [f"| `{_cell(family)}` | {probes} | {diverging} |" for family, probes, diverging in comparison.per_field()]
+    fields = comparison.per_field()
+    alike = [family for family, _, diverging in fields if not diverging]
+    lines += ["## Fields probed", "", f"{len(fields)} field families; in {len(alike)} every probe was answered alike.",
+              "", "| Field | Probes | Diverging |", "|---|---:|---:|"]
+    lines += [f"| `{_cell(family)}` | {probes} | {diverging} |" for family, probes, diverging in fields if diverging]
     return "\n".join(lines) + "\n"

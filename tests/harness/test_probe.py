@@ -152,7 +152,7 @@ def faulty_gateway(stack: Stack) -> Iterator[str]:
 
 
 FAULTED = tuple(p for p in GENERATED if p.field in ("temperature", "metadata", "model", "top_logprobs")
-                or p.field.startswith("tools[0].name") and p.surface == "responses")
+                or (p.field.startswith("tools[0].name") and p.surface == "responses"))
 
 
 def test_a_gateway_answering_defects_with_500_200_or_not_openais_envelope_is_reported_diverging_grouped(
