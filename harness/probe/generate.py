@@ -15,8 +15,9 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import cache
+from functools import lru_cache
 from typing import Any
+from urllib.parse import quote
 
 from jsonschema import Draft202012Validator
 
@@ -57,7 +58,6 @@ class Probe:
     path template (`GET /v1/responses/{id}`)."""
     defect: str
     body: dict[str, Any] | None = None
-    note: str = ""
 
     @property
     def group(self) -> str:
@@ -71,17 +71,15 @@ class Probe:
 
     def to_dict(self) -> dict[str, Any]:
         return {"id": self.id, "surface": self.surface, "method": self.method, "endpoint": self.endpoint,
-                "suffix": self.suffix, "field": self.field, "defect": self.defect, "body": self.body,
-                **({"note": self.note} if self.note else {})}
+                "suffix": self.suffix, "field": self.field, "defect": self.defect, "body": self.body}
 
 
 @dataclass(frozen=True)
 class Surface:
-    """A request body the description covers: where it goes, the smallest valid body, and the
-    keys a body must have (the description leaves those to the caller)."""
+    """A request body the description covers: its API (where it goes), the smallest valid body,
+    and the keys a body must have (the description leaves those to the caller)."""
 
     name: str
-    endpoint: str
     schema: RequestSchema
     base: Callable[[str, str], dict[str, Any]]
     """(model, input text) -> the smallest valid body."""
@@ -91,12 +89,9 @@ class Surface:
 def surfaces() -> tuple[Surface, ...]:
     """The bodies probed. Chat Completions is not: the reference gateway passes a chat request
     through to its model unchecked unless it runs MCP servers, so it is no spec for one."""
-    conversations = conversation_schemas()["create"]
-    return (
-        Surface("responses", "responses", responses_schema(), lambda model, text: {"model": model, "input": text},
-                ("model", "input")),
-        Surface("conversations", "conversations", conversations, lambda model, text: {}),
-    )
+    return (Surface("responses", responses_schema(), lambda model, text: {"model": model, "input": text},
+                    ("model", "input")),
+            Surface("conversations", conversation_schemas()["create"], lambda model, text: {}))
 
 
 @dataclass(frozen=True)
@@ -108,8 +103,10 @@ class _Site:
     param: str
     place: Place
 
-    def field(self, key: str, place: Place) -> _Site:
-        return _Site((*self.name, key), f"{self.param}.{key}" if self.param else key, place)
+    def field(self, key: str, place: Place | None = None) -> _Site:
+        """The site of the field `key` of the object here; a value goes there by `place`, a
+        probe that changes the whole object (a key left out or added) by this site's."""
+        return _Site((*self.name, key), f"{self.param}.{key}" if self.param else key, place or self.place)
 
     def item(self) -> _Site:
         """The site of an array's first item (the array holding only it)."""
@@ -140,7 +137,7 @@ class _Walk:
 
     def add(self, site: _Site, defect: str, body: dict[str, Any], kind: str = "") -> None:
         probe_id = ".".join((self.surface.name, *site.name, defect, *([kind] if kind else [])))
-        self.probes.setdefault(probe_id, Probe(probe_id, self.surface.name, "POST", self.surface.endpoint, "",
+        self.probes.setdefault(probe_id, Probe(probe_id, self.surface.name, "POST", self.surface.name, "",
                                                site.param, defect, body))
 
     def resolve(self, node: Schema) -> Schema:
@@ -266,7 +263,7 @@ class _Walk:
     def nested(self, variant: Schema, site: _Site, depth: int) -> None:
         """The defects inside an object (each member of a union by `type`) or an array's item."""
         if "x-dispatch-by-type" in variant:
-            kind = site.field("type", site.place)
+            kind = site.field("type")
             self.add(kind, "unknown_enum", site.place({"type": UNKNOWN_VALUE}))
             if "type" in variant.get("required", []):
                 self.add(kind, "missing_required", site.place({}))
@@ -287,9 +284,9 @@ class _Walk:
         """The defects of each field of a valid `instance` of `member`, one at a time."""
         for key in member.get("required", []):
             if key != "type":
-                self.add(site.field(key, site.place), "missing_required",
+                self.add(site.field(key), "missing_required",
                          site.place({k: v for k, v in instance.items() if k != key}))
-        self.add(site.field(UNKNOWN_KEY, site.place), "unknown_field", site.place(instance | {UNKNOWN_KEY: "x"}))
+        self.add(site.field(UNKNOWN_KEY), "unknown_field", site.place(instance | {UNKNOWN_KEY: "x"}))
         for key, child in member.get("properties", {}).items():
             if key == "type" and "type" in instance:
                 continue  # the dispatching level probes `type` once
@@ -307,8 +304,8 @@ def body_probes(surface: Surface, model: str, text: str) -> list[Probe]:
     base = surface.base(model, text)
     top = _Site((), "", lambda value: base)
     for key in surface.required:
-        walk.add(top.field(key, top.place), "missing_required", {k: v for k, v in base.items() if k != key})
-    walk.add(top.field(UNKNOWN_KEY, top.place), "unknown_field", base | {UNKNOWN_KEY: "x"})
+        walk.add(top.field(key), "missing_required", {k: v for k, v in base.items() if k != key})
+    walk.add(top.field(UNKNOWN_KEY), "unknown_field", base | {UNKNOWN_KEY: "x"})
     for key, node in schema["properties"].items():
         def put(value: Any, key: str = key) -> dict[str, Any]:
             return base | {key: value}
@@ -360,7 +357,7 @@ def id_probes(model: str, text: str) -> list[Probe]:
         route = f"{method} /v1/{endpoint}{template}"
         for kind, pattern in _BAD_IDS:
             bad = pattern.format(prefix=_PREFIXES[endpoint])
-            suffix = template.replace("{id}", _quoted(bad)).replace("{item}", "msg_parityprobe0000")
+            suffix = template.replace("{id}", quote(bad, safe="")).replace("{item}", "msg_parityprobe0000")
             body = {"metadata": {"parity": "probe"}} if method == "POST" and endpoint == "conversations" else None
             probe_id = f"{endpoint}.{method.lower()}.{template.strip('/').replace('/', '.')}.bad_id.{kind}"
             probes.append(Probe(probe_id, endpoint, method, endpoint, suffix, route, "bad_id", body))
@@ -372,11 +369,7 @@ def id_probes(model: str, text: str) -> list[Probe]:
     return probes
 
 
-def _quoted(identifier: str) -> str:
-    return identifier.replace(" ", "%20").replace("!", "%21")
-
-
-@cache
+@lru_cache(maxsize=4)
 def all_probes(model: str, text: str) -> tuple[Probe, ...]:
     """Every probe, sorted by id; `model` and `text` (the input) make the base requests."""
     probes = [*(p for surface in surfaces() for p in body_probes(surface, model, text)),

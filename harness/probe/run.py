@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 
 from ..defaults import REFERENCE
@@ -62,11 +61,11 @@ def run_probes(options: TargetOptions, against: str, probes: Sequence[Probe], *,
         expected, sources = _recorded_expectations(recorded, probes)
         say(f"{len(expected)} of {len(probes)} probes have answers recorded in {against}")
     if missing := [probe for probe in probes if probe.id not in expected]:
-        compared = against if recorded is None else REFERENCE
-        base = TargetOptions(timeout_s=options.timeout_s, upstream=options.upstream, profile_dirs=options.profile_dirs)
-        other, answers = answers_of(replace(base, target=compared), missing, jobs=jobs, redactor=redactor, say=say)
+        compared = TargetOptions(target=against if recorded is None else REFERENCE, timeout_s=options.timeout_s,
+                                 upstream=options.upstream, profile_dirs=options.profile_dirs)
+        other, answers = answers_of(compared, missing, jobs=jobs, redactor=redactor, say=say)
         expected |= answers
-        sources |= dict.fromkeys(answers, source_name(compared if compared == REFERENCE else other))
+        sources |= dict.fromkeys(answers, source_name(other))
     against_name = source_name(recorded.target, recorded=True) if recorded is not None else source_name(against)
     return Comparison(name, against_name, list(probes), got, expected, sources)
 
