@@ -51,10 +51,10 @@ def run_probes(options: TargetOptions, against: str, probes: Sequence[Probe], *,
     """The probes sent to `options.target` and compared with `against`: a target (`reference`,
     a URL, a profile) or a folder of recorded answers, the reference gateway answering the
     probes it lacks. With `record`, the target's answers are kept there too."""
+    recorded = read_answers(Path(against)) if Path(against).is_dir() else None
     name, got = answers_of(options, probes, jobs=jobs, redactor=redactor, say=say)
     if record is not None:
         say(f"recorded {len(got)} answers of {name} in {write_answers(record, options.target, got, redactor)}")
-    recorded = read_answers(Path(against)) if Path(against).is_dir() else None
     expected: dict[str, Outcome] = {}
     sources: dict[str, str] = {}
     if recorded is not None:

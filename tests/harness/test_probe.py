@@ -206,3 +206,11 @@ def test_the_command_writes_a_report_and_json_secrets_removed_and_exits_by_diver
     assert "hush-hush-123" not in text + result.stdout and "<redacted>" in text
     unknown = CliRunner().invoke(main, ["probe", "--field", "no_such_field"])
     assert unknown.exit_code == 2 and "no probe matches" in unknown.output
+
+
+def test_a_folder_of_answers_that_is_missing_or_broken_is_a_usage_error_naming_the_file(tmp_path: Path) -> None:
+    empty = CliRunner().invoke(main, ["probe", "--field", "top_p", "--against", str(tmp_path)])
+    assert empty.exit_code == 2 and "holds no recorded probe answers (probe-answers.json)" in empty.output
+    (tmp_path / "probe-answers.json").write_text(json.dumps({"format": 1, "target": "openai", "answers": [1]}))
+    broken = CliRunner().invoke(main, ["probe", "--field", "top_p", "--against", str(tmp_path)])
+    assert broken.exit_code == 2 and f"{tmp_path / 'probe-answers.json'} is not a probe answers file" in broken.output
