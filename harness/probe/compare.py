@@ -60,9 +60,7 @@ def answer_summary(outcome: Outcome) -> str:
 def _param_note(divergence: Divergence) -> str:
     if "param" not in divergence.aspects:
         return ""
-    if divergence.got.param is None:
-        return "with no param"
-    return "with param ''" if divergence.got.param == "" else "naming another param"
+    return "naming another param" if divergence.got.param else "with no param"
 
 
 @dataclass(frozen=True)
