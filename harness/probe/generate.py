@@ -315,7 +315,9 @@ def body_probes(surface: Surface, model: str, text: str) -> list[Probe]:
 
 
 def conflict_probes(model: str, text: str) -> list[Probe]:
-    """Bodies each field of which is valid, whose fields do not go together (contract notes §4.2)."""
+    """Bodies each field of which is valid but whose fields do not go together. The contract
+    notes (§4.2) record OpenAI's answer for `previous_response_id` with `conversation` only;
+    `stream` with `background` is no conflict (OpenAI streams background responses, recorded)."""
     base = {"model": model, "input": text}
     function = {"type": "function", "name": "parity_tool", "parameters": {"type": "object", "properties": {}}}
     mcp = {"type": "mcp", "server_label": "parity", "server_url": LOOPBACK_URL, "require_approval": "never"}
@@ -327,7 +329,6 @@ def conflict_probes(model: str, text: str) -> list[Probe]:
         ("tool_choice_required_without_tools", "tool_choice", {"tool_choice": "required"}),
         ("duplicate_function_names", "tools", {"tools": [function, function]}),
         ("duplicate_mcp_server_labels", "tools", {"tools": [mcp, mcp]}),
-        ("empty_input_without_context", "input", {"input": ""}),
         ("text_format_json_schema_without_schema", "text.format",
          {"text": {"format": {"type": "json_schema", "name": "parity", "schema": {}}}}),
     ]

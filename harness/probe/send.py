@@ -9,7 +9,7 @@ run registered for the probes, its marker in the base input), so they end at onc
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -90,8 +90,7 @@ def probes_for(target: Target, ids: Sequence[str], run: str) -> list[Probe]:
     return [made[probe_id] for probe_id in ids]
 
 
-async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str | None, jobs: int,
-                      on_outcome: Callable[[Probe, Outcome], None] = lambda probe, outcome: None) -> dict[str, Outcome]:
+async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str | None, jobs: int) -> dict[str, Outcome]:
     """Each probe's outcome on the target, `jobs` at a time; with `upstream_url` (the scripted
     upstream the target's model is) the probes' run is registered there first and forgotten
     after."""
@@ -108,7 +107,6 @@ async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str |
             async with limit:
                 exchange = await send(http, target, probe.method, request_path(target, probe), probe.body)
             outcomes[probe.id] = outcome(exchange)
-            on_outcome(probe, outcomes[probe.id])
 
         try:
             await asyncio.gather(*(one(probe) for probe in probes))
