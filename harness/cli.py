@@ -26,6 +26,7 @@ COMMANDS = {
     "init": "catalogue:init_command",
     "list": "catalogue:list_command",
     "matrix": "running:matrix_command",
+    "probe": "probe:probe_command",
     "profiles": "catalogue:profiles_command",
     "record": "running:record",
     "run": "running:run",

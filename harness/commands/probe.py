@@ -1,0 +1,89 @@
+"""`parity probe`: generated request probes sent to a target and compared with another target,
+or with recorded answers."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import click
+
+from ..defaults import DEFAULT_MODEL, REFERENCE
+from ..findings import HarnessError
+from ..options import TARGET_OPTIONS, TIMEOUT, OptionError, target_options
+from ..probe.generate import DEFECTS, all_probes, select
+from ..probe.report import console_lines, document, markdown
+from ..probe.run import run_probes
+from ..probe.send import BASE_INPUT
+from .click_options import click_options
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, redacted_consoles, say
+
+PROBE_TIMEOUT = replace(TIMEOUT, default=20.0, help="Seconds one probe may take, from sending it to the last byte "
+                                                    "of its answer (a target that takes longer has hung).")
+DEFAULT_SEED = 17
+
+
+@click.command("probe")
+@click_options(*(PROBE_TIMEOUT if option is TIMEOUT else option for option in TARGET_OPTIONS))
+@click.option("--against", default=REFERENCE, show_default=True, metavar="TARGET|DIR",
+              help="What the target is compared with: a target as --target takes it, or a folder of answers "
+                   "written by --record (the reference gateway answers the probes it lacks).")
+@click.option("--record", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
+              help="Also keep the target's answers in DIR, to compare other targets with later (--against DIR).")
+@click.option("--count", type=click.IntRange(min=1), help="Send this many probes, chosen by --seed (default: all).")
+@click.option("--seed", type=int, default=DEFAULT_SEED, show_default=True,
+              help="Chooses the probes --count keeps (the same ones every time).")
+@click.option("--defect", "defects", multiple=True, type=click.Choice(DEFECTS),
+              help="Only probes with this kind of defect (repeatable).")
+@click.option("--field", "fields", multiple=True, metavar="PREFIX",
+              help="Only probes on fields that start with PREFIX, e.g. tools or 'GET /v1/responses' (repeatable).")
+@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Probes in flight at once.")
+@click.option("--list", "list_only", is_flag=True, help="Print the selected probes (id, field) and send nothing.")
+@click.option("--json", "json_document", is_flag=True,
+              help="Print the comparison as JSON on standard output; everything for people goes to standard error.")
+@click.option("--report", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
+              help="Write the comparison as a Markdown report.")
+def probe_command(*, against: str, record: Path | None, count: int | None, seed: int, defects: tuple[str, ...],
+                  fields: tuple[str, ...], jobs: int, list_only: bool, json_document: bool, report: Path | None,
+                  **target: object) -> None:
+    """Send generated request probes (each a valid request with one defect: a missing, mistyped,
+    out-of-range, unknown or oversized value, conflicting parameters, a bad id) to --target and
+    to --against, and report where their answers differ: status class, error envelope, type,
+    code and param, grouped per field. Exits 1 when any probe's answers differ."""
+    try:
+        options = target_options(target)
+    except OptionError as problem:
+        raise click.UsageError(f"--{problem.option.name}: {problem.problem}") from problem
+    generated = all_probes(DEFAULT_MODEL, BASE_INPUT)
+    matching = tuple(probe for probe in generated if (not defects or probe.defect in defects)
+                     and (not fields or probe.field.startswith(fields)))
+    if not matching:
+        raise click.UsageError("no probe matches --defect and --field")
+    probes = select(matching, seed, count)
+    selection = f"{len(probes)} of {len(generated)} generated" + (f", chosen by seed {seed}" if count else "")
+    if list_only:
+        for probe in probes:
+            say(f"{probe.id}  {probe.field}")
+        return
+    progress = (lambda line: err.print(line, soft_wrap=True, markup=False)) if json_document else say
+    with redacted_consoles() as redactor:
+        command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written
+        try:
+            comparison = run_probes(options, against, probes, jobs=jobs, redactor=redactor, record=record,
+                                    say=progress)
+        except HarnessError as problem:
+            error(str(problem))
+            sys.exit(EXIT_USAGE)
+        for line in console_lines(comparison, selection):
+            progress(line)
+        if report is not None:
+            report.parent.mkdir(parents=True, exist_ok=True)
+            redactor.write_text(report, markdown(comparison, selection, command))
+            progress(f"wrote {report}")
+        if json_document:
+            click.echo(json.dumps(redactor.redact(document(comparison, selection, command)), indent=2))
+    sys.exit(EXIT_FAILED if comparison.divergences else EXIT_OK)

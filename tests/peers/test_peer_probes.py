@@ -1,0 +1,26 @@
+"""The peer tier of `parity probe`: a seeded probe set sent to smg (installed and started from
+its profile) and to the reference gateway, compared. Opt in with `pytest --peers tests/peers`."""
+
+from __future__ import annotations
+
+import pytest
+
+from responses_parity.harness.defaults import DEFAULT_MODEL
+from responses_parity.harness.options import TargetOptions
+from responses_parity.harness.probe.generate import all_probes, select
+from responses_parity.harness.probe.run import REFERENCE_SOURCE, run_probes
+from responses_parity.harness.probe.send import BASE_INPUT
+from responses_parity.harness.redaction import Redactor
+
+pytestmark = pytest.mark.peers
+
+
+def test_smg_answers_every_probe_and_its_divergences_are_grouped_against_the_reference() -> None:
+    probes = select(all_probes(DEFAULT_MODEL, BASE_INPUT), 17, 400)
+    comparison = run_probes(TargetOptions(target="smg", timeout_s=30), "reference", probes, jobs=4,
+                            redactor=Redactor(), say=print)
+    assert comparison.target == "smg" and set(comparison.got) == {probe.id for probe in probes}
+    silent = [probe_id for probe_id, outcome in comparison.got.items() if outcome.body == "no answer"]
+    assert silent == []  # smg answers every probe, within the timeout
+    assert comparison.source_counts() == {REFERENCE_SOURCE: len(probes)}
+    assert sum(len(group.divergences) for group in comparison.groups) == len(comparison.divergences)
