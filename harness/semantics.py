@@ -8,8 +8,8 @@ expectation that silently holds (`tool_runs: {ad: 0}`, `never_sent: [mcp_list_to
   fields an item expectation names are OpenAI's, as the installed `openai` SDK knows them.
 - Placeholders name an earlier step that runs in every mode this one does, an attribute its
   answer can have, or one of the built-in names; and they appear only in fields that are
-  rendered (a step's `path`, `request`, `upload`, `headers`, expectations and `poll.until`, and
-  `live.steer`).
+  rendered (a step's `path`, `request`, `upload`, `headers`, scripted `model` turns,
+  expectations and `poll.until`, and `live.steer`).
 - Expectations can be judged: stream-only ones on steps that stream, `per_mode` for modes the
   step runs in, no `upstream` inside `variants` or `poll.until` (those judge answers only).
 
@@ -34,7 +34,7 @@ from .exchange import TERMINAL_EVENTS
 from .placeholders import BUILTIN_NAMES, parse_template
 from .scenario import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 
-RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "expect", "per_mode", "poll")
+RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "model", "expect", "per_mode", "poll")
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""
 STEP_VIEW = {"response": "the Response object", "output": "its output items", "status": "the HTTP status",
              "body": "the JSON body", "completion": "the chat completion"}
