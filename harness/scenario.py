@@ -103,6 +103,9 @@ class UpstreamExpect(_Strict):
                                   "null where the request had no tools.")
     last_tool_output_contains: str | None = Field(
         default=None, description="Text that one of the tool outputs in the last model request contains.")
+    last_tool_output_lacks: str | None = Field(
+        default=None, description="Text that none of the tool outputs in the last model request contains (e.g. "
+                                  "what a filter keeps from the model).")
     mcp_authorization: str | None = Field(
         default=None, description="Every MCP request carried `Authorization: Bearer <this>` (compared by "
                                   "fingerprint; the value never reaches a report).")
