@@ -112,12 +112,12 @@ EngineEvent = UnitStarted | UnitFinished
 _Part = TypeVar("_Part", Expect, ModelTurn)
 
 
-def _rendered(part: _Part, context: dict[str, Any], where: str) -> _Part:
+def _rendered(spec: _Part, context: dict[str, Any], where: str) -> _Part:
     """An expectation or a scripted model turn with the placeholders in its strings resolved
     (fields left out stay left out, so they are still not compared); raises `HarnessError`
     when a placeholder gives a value of the wrong type."""
     try:
-        return type(part).model_validate(render(part.model_dump(mode="json", exclude_unset=True), context, where))
+        return type(spec).model_validate(render(spec.model_dump(mode="json", exclude_unset=True), context, where))
     except ValidationError as error:
         problem = error.errors()[0]
         field = ".".join(str(part) for part in problem["loc"])

@@ -421,7 +421,8 @@ def _unrendered_problems(raw: Mapping[str, Any]) -> list[Problem]:
 
 def _literal_placeholders(value: Any, path: str) -> list[Problem]:
     return [Problem(where, f"{text!r}: this field is used as written, placeholders are not rendered here "
-                           "(they are in a step's path, request, upload, headers, model turns, expectations and poll.until)")
+                           "(they are in a step's path, request, upload, headers, model turns, expectations and "
+                           "poll.until)")
             for where, text in _strings(value, path) if "{{" in text or "{%" in text]
 
 

@@ -76,7 +76,7 @@ Piece = tuple[str, list[dict[str, Any]]]
 """Cleaned text to show, then the annotations whose citations end where it ends."""
 
 
-def _cited_end(annotation: dict[str, Any]) -> int:
+def cited_end(annotation: dict[str, Any]) -> int:
     """Where an annotation's citation ends in the cleaned text."""
     return annotation["end_index"] if annotation["type"] == "url_citation" else annotation["index"]
 
@@ -112,7 +112,7 @@ class StreamingCitations:
         pieces: list[Piece] = []
         start = len(self.shown)
         for annotation in annotations[self._annotated:]:
-            end = max(start, _cited_end(annotation))
+            end = max(start, cited_end(annotation))
             pieces.append((cleaned[start:end], [annotation]))
             start = end
         pieces.append((cleaned[start:], []))

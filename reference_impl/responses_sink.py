@@ -129,11 +129,11 @@ class ResponsesSink:
 
     def _show(self, handle: OpenMessage, pieces: list[Piece]) -> None:
         """Each piece's cleaned text as a delta, then the annotations completed where it ends."""
-        for text, annotations in pieces:
+        for text, completed in pieces:
             if text:
                 self.emit("response.output_text.delta", item_id=handle.item_id, output_index=handle.index,
                           content_index=0, delta=text, logprobs=[])
-            for annotation in annotations:
+            for annotation in completed:
                 self.emit("response.output_text.annotation.added", item_id=handle.item_id,
                           output_index=handle.index, content_index=0, annotation_index=len(handle.annotations),
                           annotation=annotation)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from responses_parity.reference_impl.citations import Citable, StreamingCitations, annotate
+from responses_parity.reference_impl.citations import Citable, StreamingCitations, annotate, cited_end
 
 CITABLE = Citable(pages={"https://example.org/a": "Page A"}, files={"file-abc123": "paris.txt"})
 TEXT = "The capital of France is Paris<|file-abc123|>. More in [A](https://example.org/a)."
@@ -41,15 +41,11 @@ def test_any_split_streams_the_cleaned_text_without_a_marker(cuts: list[int]) ->
     stream = StreamingCitations(CITABLE)
     shown, annotations = [], []
     for piece_text, new in [piece for delta in deltas for piece in stream.feed(delta)] + stream.finish():
-        assert all(_cited_end_of(annotation) == len("".join(shown)) + len(piece_text) for annotation in new)
+        assert all(cited_end(annotation) == len("".join(shown)) + len(piece_text) for annotation in new)
         shown.append(piece_text)
         annotations += new
     assert (("".join(shown), annotations)) == annotate(TEXT, CITABLE)
     assert not any("<|" in piece or "|>" in piece for piece in shown)
-
-
-def _cited_end_of(annotation: dict[str, object]) -> object:
-    return annotation["end_index"] if annotation["type"] == "url_citation" else annotation["index"]
 
 
 def test_an_annotation_streams_before_the_text_after_its_citation_in_the_same_delta() -> None:
