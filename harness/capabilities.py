@@ -37,7 +37,7 @@ def _tools(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
 
 
-def _hosted_tool(tool: dict[str, Any]) -> Capability | None:
+def hosted_tool(tool: dict[str, Any]) -> Capability | None:
     """The hosted tool a request's tool is (`web_search`, `web_search_preview`, dated
     variants: all `web_search`), or None."""
     kind = str(tool.get("type", ""))
@@ -59,7 +59,7 @@ def required_capabilities(scenario: Scenario) -> set[Capability]:
         if body.get("background") is True:
             needs.add("background")
         for tool in _tools(body):
-            if (hosted := _hosted_tool(tool)) is not None:
+            if (hosted := hosted_tool(tool)) is not None:
                 needs.add(hosted)
             if tool.get("type") == "mcp" and "server_url" in tool:
                 needs.add("request_mcp_tools")

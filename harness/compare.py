@@ -353,6 +353,13 @@ def compare_upstream(expect: UpstreamExpect, observed: Observed) -> list[Finding
                                       f"no tool output in the last model request contains "
                                       f"{expect.last_tool_output_contains!r} (outputs: {outputs})",
                                       expect.last_tool_output_contains, outputs))
+    if expect.last_tool_output_lacks is not None:
+        outputs = requests[-1]["tool_outputs"] if requests else []
+        if any(expect.last_tool_output_lacks in output for output in outputs):
+            findings.append(_mismatch(Kind.UPSTREAM_REQUEST, "expect.upstream.last_tool_output_lacks",
+                                      f"a tool output in the last model request contains "
+                                      f"{expect.last_tool_output_lacks!r} (outputs: {outputs})",
+                                      expect.last_tool_output_lacks, outputs))
     if expect.mcp_authorization is not None:
         wanted = fingerprint(f"Bearer {expect.mcp_authorization}")
         without = [call["method"] for call in observed.mcp_calls if call["headers"].get("authorization") != wanted]

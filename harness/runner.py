@@ -15,12 +15,12 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, TypeVar
 
 import httpx
 from pydantic import ValidationError
 
-from ..fixtures.upstream.script import RunScript, new_run_token, run_marker
+from ..fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
 from .attribution import Sent, attribute
 from .capabilities import missing_capability
 from .checks import no_reference_findings
@@ -109,12 +109,15 @@ class UnitFinished:
 EngineEvent = UnitStarted | UnitFinished
 
 
-def _rendered(expect: Expect, context: dict[str, Any], where: str) -> Expect:
-    """The expectation with the placeholders in its strings resolved (fields left out stay
-    left out, so they are still not compared); raises `HarnessError` when a placeholder gives
-    a value of the wrong type."""
+_Part = TypeVar("_Part", Expect, ModelTurn)
+
+
+def _rendered(spec: _Part, context: dict[str, Any], where: str) -> _Part:
+    """An expectation or a scripted model turn with the placeholders in its strings resolved
+    (fields left out stay left out, so they are still not compared); raises `HarnessError`
+    when a placeholder gives a value of the wrong type."""
     try:
-        return Expect.model_validate(render(expect.model_dump(mode="json", exclude_unset=True), context, where))
+        return type(spec).model_validate(render(spec.model_dump(mode="json", exclude_unset=True), context, where))
     except ValidationError as error:
         problem = error.errors()[0]
         field = ".".join(str(part) for part in problem["loc"])
@@ -223,6 +226,7 @@ class _Prepared:
     headers: dict[str, str]
     expect: Expect
     poll_until: Expect | None
+    turns: list[ModelTurn]
     chat: bool
     """Whether the request goes to the Chat Completions endpoint (its answer is judged as one)."""
 
@@ -241,6 +245,11 @@ class _Run:
     results: dict[int, StepResult] = field(default_factory=dict)
     upstream_expects: dict[int, UpstreamExpect] = field(default_factory=dict)
     """Each step's `expect.upstream`, rendered, judged once the run is over."""
+    turns: list[list[ModelTurn]] = field(init=False)
+    """Each step's scripted model turns: as written, placeholders resolved once the step is prepared."""
+
+    def __post_init__(self) -> None:
+        self.turns = [list(step.model) for step in self.scenario.steps]
 
 
 class Engine:
@@ -377,6 +386,7 @@ class Engine:
         return _Prepared(str(path), body, render(step.headers, run.context, f"{where}.headers"),
                          _rendered(step.expectation(run.mode), run.context, f"{where}.expect"),
                          _rendered(step.poll.until, run.context, f"{where}.poll.until") if step.poll else None,
+                         [_rendered(turn, run.context, f"{where}.model[{n}]") for n, turn in enumerate(step.model)],
                          chat=path == target.chat_path)
 
     async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
@@ -394,8 +404,8 @@ class Engine:
                     prepared.body = mark_first_user_message(prepared.body, run_marker(run.token, chain))
                 if target.rewrites.mcp_server_url is not None:
                     await self.fixtures.route_default_mcp(run.token, run.scenario.fixtures)
-                await self.fixtures.register(run.token, RunScript(steps=[s.model for s in run.scenario.steps],
-                                                                  chain_of=run.chains.chain_of))
+                run.turns[index] = prepared.turns
+                await self.fixtures.register(run.token, RunScript(steps=run.turns, chain_of=run.chains.chain_of))
             if (waited := await self._wait(run, step)) is not None:
                 return StepResult(step.id, findings=[waited])
             if not step.send:

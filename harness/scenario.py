@@ -103,6 +103,9 @@ class UpstreamExpect(_Strict):
                                   "null where the request had no tools.")
     last_tool_output_contains: str | None = Field(
         default=None, description="Text that one of the tool outputs in the last model request contains.")
+    last_tool_output_lacks: str | None = Field(
+        default=None, description="Text that none of the tool outputs in the last model request contains (e.g. "
+                                  "what a filter keeps from the model).")
     mcp_authorization: str | None = Field(
         default=None, description="Every MCP request carried `Authorization: Bearer <this>` (compared by "
                                   "fingerprint; the value never reaches a report).")
@@ -294,7 +297,9 @@ class Step(_Strict):
     send: bool = Field(default=True, description="False: send nothing, only wait (`wait`), e.g. until what an "
                                                  "earlier step started has reached the model.")
     disconnect: Disconnect | None = None
-    model: list[ModelTurn] = Field(default_factory=list, description="The scripted model's turns in this step.")
+    model: list[ModelTurn] = Field(default_factory=list, description="The scripted model's turns in this step, "
+                                                                      "with placeholders (e.g. an uploaded file's id "
+                                                                      "for a file citation).")
     expect: Expect = Field(default_factory=Expect)
     per_mode: dict[Mode, Expect] = Field(
         default_factory=dict, description="Where OpenAI itself differs by stream mode: fields set here replace "
@@ -368,7 +373,7 @@ class SearchFinds(_Strict):
                                                  "search's allowed_domains and cuts them to its max_results).")
 
 
-ModelDependent = Literal["status", "usage", "output", "interrupt", "events", "chat"]
+ModelDependent = Literal["status", "usage", "output", "interrupt", "response", "events", "chat"]
 
 
 class LiveSetup(_Strict):

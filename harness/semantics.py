@@ -3,13 +3,13 @@ uses exists, and every expectation it states can be judged. A typo would otherwi
 expectation that silently holds (`tool_runs: {ad: 0}`, `never_sent: [mcp_list_tool]`).
 
 - Tools: a name in a scripted call or an expectation is one an MCP fixture of the scenario
-  offers, or a function or custom tool one of its requests declares.
+  offers, a function or custom tool one of its requests declares, or a hosted tool's kind.
 - Item and event types, statuses, incomplete and finish reasons, Response fields and the
   fields an item expectation names are OpenAI's, as the installed `openai` SDK knows them.
 - Placeholders name an earlier step that runs in every mode this one does, an attribute its
   answer can have, or one of the built-in names; and they appear only in fields that are
-  rendered (a step's `path`, `request`, `upload`, `headers`, expectations and `poll.until`, and
-  `live.steer`).
+  rendered (a step's `path`, `request`, `upload`, `headers`, scripted `model` turns,
+  expectations and `poll.until`, and `live.steer`).
 - Expectations can be judged: stream-only ones on steps that stream, `per_mode` for modes the
   step runs in, no `upstream` inside `variants` or `poll.until` (those judge answers only).
 
@@ -29,11 +29,12 @@ from jinja2 import nodes
 
 from ..fixtures.mcp import fixture_tools
 from . import vocabulary
+from .capabilities import hosted_tool
 from .exchange import TERMINAL_EVENTS
 from .placeholders import BUILTIN_NAMES, parse_template
 from .scenario import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 
-RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "expect", "per_mode", "poll")
+RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "model", "expect", "per_mode", "poll")
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""
 STEP_VIEW = {"response": "the Response object", "output": "its output items", "status": "the HTTP status",
              "body": "the JSON body", "completion": "the chat completion"}
@@ -79,15 +80,20 @@ class Outline:
 
     @cached_property
     def tools(self) -> frozenset[str]:
-        """Every tool name the scenario may use: its fixtures' tools and the function or
-        custom tools its requests declare."""
+        """Every tool name the scenario may use: its fixtures' tools, the function or custom
+        tools its requests declare, and the hosted tools they offer, by the tool's kind
+        (`web_search`, `file_search`: the function a gateway's model calls to run one)."""
         names = {tool for fixture in self.fixtures for tool in fixture_tools(fixture)}
         for _, step in self.steps:
             for tool in (step.request or {}).get("tools") or []:
-                if isinstance(tool, dict) and tool.get("type") in ("function", "custom"):
+                if not isinstance(tool, dict):
+                    continue
+                if tool.get("type") in ("function", "custom"):
                     name = tool.get("name") or (tool.get("function") or {}).get("name")
                     if isinstance(name, str):
                         names.add(name)
+                elif (hosted := hosted_tool(tool)) is not None:
+                    names.add(hosted)
         return frozenset(names)
 
 
@@ -415,7 +421,8 @@ def _unrendered_problems(raw: Mapping[str, Any]) -> list[Problem]:
 
 def _literal_placeholders(value: Any, path: str) -> list[Problem]:
     return [Problem(where, f"{text!r}: this field is used as written, placeholders are not rendered here "
-                           "(they are in a step's path, request, upload, headers, expectations and poll.until)")
+                           "(they are in a step's path, request, upload, headers, model turns, expectations and "
+                           "poll.until)")
             for where, text in _strings(value, path) if "{{" in text or "{%" in text]
 
 

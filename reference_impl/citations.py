@@ -13,7 +13,8 @@ The hosted tools tell the model how to cite (`hosted_tools.py`): a web page as a
 
 Annotations are in the order their citation ends in the text. `StreamingCitations` does the
 same delta by delta: it holds back what could still become a marker, so no marker (or part of
-one) reaches a delta, and reports each annotation as soon as its citation is complete.
+one) reaches a delta, and reports each annotation as soon as its citation is complete, before
+the text that follows the citation (OpenAI streams `annotation.added` there, between deltas).
 """
 
 from __future__ import annotations
@@ -71,10 +72,20 @@ def _removal_offsets(markers: list[re.Match[str]]) -> Any:
     return removed_before
 
 
+Piece = tuple[str, list[dict[str, Any]]]
+"""Cleaned text to show, then the annotations whose citations end where it ends."""
+
+
+def cited_end(annotation: dict[str, Any]) -> int:
+    """Where an annotation's citation ends in the cleaned text."""
+    return annotation["end_index"] if annotation["type"] == "url_citation" else annotation["index"]
+
+
 class StreamingCitations:
-    """`annotate` applied to a text that arrives in deltas: `feed` returns the cleaned text to
-    show now and the annotations completed by this delta; `finish` what was held back. The
-    deltas shown add up to `annotate(text)[0]`, the annotations to its annotations."""
+    """`annotate` applied to a text that arrives in deltas: `feed` returns what to show now,
+    as pieces of cleaned text each followed by the annotations completed where it ends (so an
+    annotation comes before the text after its citation, even within one delta); `finish`
+    what was held back. The pieces add up to `annotate(text)`: its text and its annotations."""
 
     def __init__(self, citable: Citable) -> None:
         self._citable = citable
@@ -88,16 +99,22 @@ class StreamingCitations:
         """Whether any text came."""
         return bool(self._raw)
 
-    def feed(self, delta: str) -> tuple[str, list[dict[str, Any]]]:
+    def feed(self, delta: str) -> list[Piece]:
         self._raw += delta
         held = _MARKER_START.search(self._raw)
         return self._advance(self._raw[:held.start()] if held else self._raw)
 
-    def finish(self) -> tuple[str, list[dict[str, Any]]]:
+    def finish(self) -> list[Piece]:
         return self._advance(self._raw)
 
-    def _advance(self, settled: str) -> tuple[str, list[dict[str, Any]]]:
+    def _advance(self, settled: str) -> list[Piece]:
         cleaned, annotations = annotate(settled, self._citable)
-        new_text, new_annotations = cleaned[len(self.shown):], annotations[self._annotated:]
+        pieces: list[Piece] = []
+        start = len(self.shown)
+        for annotation in annotations[self._annotated:]:
+            end = max(start, cited_end(annotation))
+            pieces.append((cleaned[start:end], [annotation]))
+            start = end
+        pieces.append((cleaned[start:], []))
         self.shown, self._annotated = cleaned, len(annotations)
-        return new_text, new_annotations
+        return pieces

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .citations import Citable, StreamingCitations
+from .citations import Citable, Piece, StreamingCitations
 from .client import CreateRequest, response_object
 from .errors import GatewayError, UpstreamError
 from .hosted_items import INCLUDE_FILE_RESULTS, INCLUDE_WEB_SOURCES, HostedKind
@@ -125,23 +125,25 @@ class ResponsesSink:
         return OpenMessage(index, item_id, StreamingCitations(self.citable), [])
 
     def text_delta(self, handle: OpenMessage, delta: str) -> None:
-        self._show(handle, *handle.citations.feed(delta))
+        self._show(handle, handle.citations.feed(delta))
 
-    def _show(self, handle: OpenMessage, text: str, annotations: list[dict[str, Any]]) -> None:
-        """Cleaned text as a delta, then the annotations it completed."""
-        if text:
-            self.emit("response.output_text.delta", item_id=handle.item_id, output_index=handle.index,
-                      content_index=0, delta=text, logprobs=[])
-        for annotation in annotations:
-            self.emit("response.output_text.annotation.added", item_id=handle.item_id, output_index=handle.index,
-                      content_index=0, annotation_index=len(handle.annotations), annotation=annotation)
-            handle.annotations.append(annotation)
+    def _show(self, handle: OpenMessage, pieces: list[Piece]) -> None:
+        """Each piece's cleaned text as a delta, then the annotations completed where it ends."""
+        for text, completed in pieces:
+            if text:
+                self.emit("response.output_text.delta", item_id=handle.item_id, output_index=handle.index,
+                          content_index=0, delta=text, logprobs=[])
+            for annotation in completed:
+                self.emit("response.output_text.annotation.added", item_id=handle.item_id,
+                          output_index=handle.index, content_index=0, annotation_index=len(handle.annotations),
+                          annotation=annotation)
+                handle.annotations.append(annotation)
 
     def message_done(self, handle: OpenMessage, text: str, incomplete: bool) -> None:
         """`text` is the model's whole text: its deltas, if any came, added up to it."""
         if not handle.citations.fed:
-            self._show(handle, *handle.citations.feed(text))
-        self._show(handle, *handle.citations.finish())
+            self._show(handle, handle.citations.feed(text))
+        self._show(handle, handle.citations.finish())
         item_id, index, text, annotations = handle.item_id, handle.index, handle.citations.shown, handle.annotations
         self.emit("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
                   text=text, logprobs=[])

@@ -134,6 +134,14 @@ def dropped_last_input(request: dict[str, Any]) -> None:
     request["item_types"].pop()
 
 
+def searched(query: str) -> Callable[[Observed], None]:
+    return lambda observed: observed.searches.append({"query": query})
+
+
+def without_input(item_type: str) -> Callable[[Observed], None]:
+    return last_request(lambda request: request["item_types"].remove(item_type))
+
+
 # -- the claims -----------------------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -442,6 +450,58 @@ CLAIMS = [
           "grammar.sequence_numbers"),
     Claim("background-stream-resume", "mid_text", S, "streams again from any event",
           drop_events("response.output_text.delta"), "expect.events"),
+    Claim("web-search-citations", "ask", N, "`web_search_call` with its `search` action",
+          on_answer(items(i0={"action": {"type": "search", "query": "zephyr"}})), "expect.response"),
+    Claim("web-search-citations", "ask", N, "the query searched", on_upstream(lambda o: o.searches.clear()),
+          "expect.upstream.searches"),
+    Claim("web-search-citations", "ask", N, "an answer citing a result (`url_citation`)",
+          on_answer(set_("output.1.content.0.annotations", [])), "expect.response"),
+    Claim("web-search-citations", "ask", S, "OpenAI's event order with `annotation.added` between the text deltas",
+          drop_events("response.output_text.annotation.added"), "expect.events"),
+    Claim("web-search-citations", "ask", N, "only with `include`",
+          on_answer(lambda r: r["output"][0]["action"].update(sources=[{"type": "url", "url": "https://x.example"}])),
+          "expect.absent_text"),
+    Claim("web-search-citations", "with_sources", N, "the action's `sources`",
+          on_answer(lambda r: r["output"][0]["action"].pop("sources")), "expect.response"),
+    Claim("web-search-citations", "ask", N, "the search reaches the model as a function call and its output",
+          on_upstream(without_input("function_call_output")), "expect.upstream.last_input"),
+    Claim("file-search", "ask", N, "`file_search_call` with its `queries`", on_answer(items(i0={"queries": []})),
+          "expect.response"),
+    Claim("file-search", "ask", N, "`results` null without `include`",
+          on_answer(items(i0={"results": [{"file_id": "file-x"}]})), "expect.response"),
+    Claim("file-search", "with_results", N, "and filled with it (file, score, text, store)",
+          on_answer(lambda r: r["output"][0]["results"][0].pop("vector_store_id")), "expect.response"),
+    Claim("file-search", "ask", N, "a `file_citation`", on_answer(set_("output.1.content.0.annotations.0.index", 0)),
+          "expect.response"),
+    Claim("file-search", "ask", N, "the tool echo (`max_num_results: 20`, `ranking_options`, `filters: null`)",
+          on_answer(set_("tools.0.ranking_options", None)), "expect.body"),
+    Claim("file-search", "with_results", S, "the event order", drop_events("response.file_search_call.searching"),
+          "expect.events"),
+    Claim("file-search-filters", "compound", N, "a compound: the other file is kept out of the results",
+          on_answer(lambda r: r["output"][0]["results"].append(r["output"][0]["results"][0] | {"file_id": "file-x"})),
+          "expect.body"),
+    Claim("file-search-filters", "comparison", N, "and a comparison", on_answer(items(i0={"results": []})),
+          "expect.body"),
+    Claim("file-search-filters", "compound", N, "and out of what the model reads",
+          on_upstream(last_request(lambda r: r["tool_outputs"].append("The zephyr valve was last serviced in the "
+                                                                      "spring."))),
+          "expect.upstream.last_tool_output_lacks"),
+    Claim("hosted-tools-max-tool-calls", "capped", N, "the call past the budget is not run",
+          on_upstream(searched("parity zephyr valve shipping cost")), "expect.upstream.searches"),
+    Claim("hosted-tools-max-tool-calls", "capped", N, "counts web searches and MCP calls together",
+          on_upstream(no_tool_ran), "expect.upstream.tool_runs"),
+    Claim("hosted-tools-max-tool-calls", "capped", N, "end state: known variants",
+          on_answer(set_("status", "cancelled")), "expect.variants"),
+    Claim("hosted-tools-replay", "follow_up", N, "through `previous_response_id`: never searched again",
+          on_upstream(searched("parity zephyr valve torque")), "expect.upstream.searches"),
+    Claim("hosted-tools-replay", "follow_up", N, "(the model reads the same output)",
+          on_upstream(last_request(set_("tool_outputs", ["The text of these web results was not kept."]))),
+          "expect.upstream.last_tool_output_contains"),
+    Claim("hosted-tools-replay", "next_in_conversation", N,
+          "or a conversation: read again as a function call and output", on_upstream(without_input("function_call")),
+          "expect.upstream.last_input"),
+    Claim("hosted-tools-replay", "next_in_conversation", N, "never searched again",
+          on_upstream(searched("parity zephyr valve torque")), "expect.upstream.searches"),
     Claim("chat-passthrough", "ask", N, "the request passes through unchanged",
           on_upstream(last_request(set_("path", "/v1/responses"))), "expect.upstream.model_paths"),
     Claim("chat-mcp-loop", "ask", N, "the loop runs the tools", on_upstream(no_tool_ran), "expect.upstream.tool_runs"),

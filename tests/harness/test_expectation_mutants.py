@@ -26,7 +26,7 @@ from responses_parity.harness.session import Session
 from responses_parity.harness.stack import Stack
 from responses_parity.harness.targets import Target
 
-UNPRODUCED_ITEM_TYPE = "web_search_call"
+UNPRODUCED_ITEM_TYPE = "image_generation_call"
 """An output item type no fixture and no script can make the reference gateway produce."""
 WRONG = "parity_mutant"
 

@@ -102,9 +102,15 @@ steps:
     ("{{mcp.calc.url}}", "{{mcp.calk.url}}",
      "steps[0].request.tools[0].server_url: '{{mcp.calk.url}}': mcp.calk: not an MCP fixture of the scenario (add it "
      "to `mcp`) (did you mean 'calc'?)"),
-    ('{text: "3"}', '{text: "{{model}}"}',
-     "steps[0].model[1].text: '{{model}}': this field is used as written, placeholders are not rendered here (they "
-     "are in a step's path, request, upload, headers, expectations and poll.until)"),
+    ("  - id: again\n", '  - id: again\n    title: "{{model}}"\n',
+     "steps[1].title: '{{model}}': this field is used as written, placeholders are not rendered here (they "
+     "are in a step's path, request, upload, headers, model turns, expectations and poll.until)"),
+    ('{text: "3"}', '{text: "{{again.response.id}}"}',
+     "steps[0].model[1].text: '{{again.response.id}}': step 'again' comes later; a placeholder can only use earlier "
+     "steps"),
+    ("{call: {tool: add,", "{call: {tool: web_search,",
+     "steps[0].model[0].call.tool: no MCP fixture of the scenario offers a tool 'web_search', and no request "
+     "declares one (known: add, echo, fail, sleep)"),
     ("expect: {http_status: 200}", "expect: {http_status: 200, events: [response.completed]}",
      "steps[1].expect.events: is compared only on streamed answers, and this step never streams"),
     ("expect: {http_status: 200}", 'expect: {http_status: "200"}',

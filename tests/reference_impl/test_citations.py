@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from responses_parity.reference_impl.citations import Citable, StreamingCitations, annotate
+from responses_parity.reference_impl.citations import Citable, StreamingCitations, annotate, cited_end
 
 CITABLE = Citable(pages={"https://example.org/a": "Page A"}, files={"file-abc123": "paris.txt"})
 TEXT = "The capital of France is Paris<|file-abc123|>. More in [A](https://example.org/a)."
@@ -40,12 +40,20 @@ def test_any_split_streams_the_cleaned_text_without_a_marker(cuts: list[int]) ->
     deltas = [TEXT[a:b] for a, b in zip([0, *points], [*points, len(TEXT)], strict=True)]
     stream = StreamingCitations(CITABLE)
     shown, annotations = [], []
-    for delta in deltas:
-        text, new = stream.feed(delta)
-        shown.append(text)
+    for piece_text, new in [piece for delta in deltas for piece in stream.feed(delta)] + stream.finish():
+        assert all(cited_end(annotation) == len("".join(shown)) + len(piece_text) for annotation in new)
+        shown.append(piece_text)
         annotations += new
-    text, new = stream.finish()
-    shown.append(text)
-    annotations += new
     assert (("".join(shown), annotations)) == annotate(TEXT, CITABLE)
     assert not any("<|" in piece or "|>" in piece for piece in shown)
+
+
+def test_an_annotation_streams_before_the_text_after_its_citation_in_the_same_delta() -> None:
+    """As OpenAI streams it: `Paris`, the annotation, then `.` (stream-file-search__pydantic-ai__1)."""
+    stream = StreamingCitations(CITABLE)
+    cited = {"type": "file_citation", "file_id": "file-abc123", "filename": "paris.txt", "index": 5}
+    assert stream.feed("Paris<|file-abc123|>. See") == [("Paris", [cited]), (". See", [])]
+    link = {"type": "url_citation", "start_index": 11, "end_index": 37, "title": "Page A",
+            "url": "https://example.org/a"}
+    assert stream.feed(" [A](https://example.org/a) too.") + stream.finish() == [
+        (" [A](https://example.org/a)", [link]), (" too.", []), ("", [])]
