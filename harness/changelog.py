@@ -181,12 +181,13 @@ def _counted(counter: Counter[str]) -> list[str]:
 
 
 def markdown(log: Changelog, command: str | None = None) -> str:
-    """The changelog as Markdown: both sets' headings, a summary line per verdict and a table
-    per aspect, then the changes grouped by scenario, stream mode and step."""
+    """The changelog as Markdown: the commands that make it again (each set's recording, as its
+    manifest keeps it, and `command`), both sets' headings, a summary line per verdict and a
+    table per aspect, then the changes grouped by scenario, stream mode and step."""
     old, new = heading(log.old), heading(log.new)
     lines = [f"# Contract changelog: {old['name']} → {new['name']}", ""]
-    if command:
-        lines += ["Regenerate with:", "", "```sh", command, "```", ""]
+    if commands := [c for c in (log.old.manifest.get("command"), log.new.manifest.get("command"), command) if c]:
+        lines += ["Regenerate with:", "", "```sh", *commands, "```", ""]
     lines += ["| | old | new |", "|---|---|---|"]
     for label, key in (("golden set", "name"), ("target", "target"), ("gateway", "gateway"), ("version", "version"),
                        ("packages", "packages"), ("recorded at", "recorded_at"), ("model", "model"),

@@ -2,8 +2,8 @@
 
 A golden set is a folder `<golden-dir>/<name>/`: `manifest.json` (target, the gateway and its
 version when a profile started it, date, model, SDK versions, whether the model was scripted,
-the units the target could not run and why) and one file per scenario and stream mode,
-`<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format), for
+the units the target could not run and why, the command that records it again) and one file
+per scenario and stream mode, `<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format), for
 readers its contract, and the rules of the scenario's own checks it broke (`diverges`: how it
 stood against OpenAI's contract when recorded). Everything is written through the run's
 `Redactor`.
@@ -65,10 +65,11 @@ class GoldenSet:
 
 def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, target_name: str, model: str,
            scripted: bool, recorded_at: datetime, redactor: Redactor,
-           gateway: Mapping[str, Any] | None = None) -> Path:
+           gateway: Mapping[str, Any] | None = None, command: str | None = None) -> Path:
     """Write the golden set `name` under `directory` (replacing an older one); returns its folder.
     Steps the harness could not run are left out; unsupported units are listed in the manifest
-    with their reason. `gateway`: which gateway (and version) a profile started, if one did."""
+    with their reason. `gateway`: which gateway (and version) a profile started, if one did;
+    `command`: the command line that records the set again."""
     folder = directory / name
     if folder.exists():
         shutil.rmtree(folder)
@@ -92,7 +93,7 @@ def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, tar
     manifest = {"name": name, "target": target_name, "gateway": dict(gateway) if gateway is not None else None,
                 "model": model, "scripted": scripted, "recorded_at": recorded_at.isoformat(timespec="seconds"),
                 "scenario_format": FORMAT_VERSION, "units": count, "unsupported": unsupported,
-                "versions": versions()}
+                "versions": versions(), "command": command}
     redactor.write_json(folder / MANIFEST, manifest)
     return folder
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -181,9 +182,22 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, conventions:
         catalogue, results, info = _execute(redactor=redactor, conventions=conventions, **selection)
         folder = goldens.record(golden_dir, name or _set_name(info.target), results, target_name=info.target.name,
                                 model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at,
-                                redactor=redactor, gateway=info.target.gateway)
+                                redactor=redactor, gateway=info.target.gateway,
+                                command=_record_command(name, golden_dir, selection))
         conventions.console.say(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}")
         _finish(catalogue, results, info, report_dir, conventions)
+
+
+def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any]) -> str:
+    """The `parity record` command line that records the same set: what it selects, its target,
+    name and folder (other options, which may carry secrets, left out)."""
+    words = ["parity", "record", *map(str, selection["paths"]), "--target", selection["target"],
+             *(word for scenario in selection["ids"] for word in ("-s", scenario)),
+             *(word for tag in selection["tags"] for word in ("-t", tag)),
+             *(["--mode", selection["mode"]] if selection["mode"] != "both" else []),
+             *(word for folder in selection["profile_dirs"] for word in ("--profile-dir", str(folder))),
+             *(["--name", name] if name else []), "--golden-dir", str(golden_dir)]
+    return shlex.join(words)
 
 
 def _set_name(target: Target) -> str:

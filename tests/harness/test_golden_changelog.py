@@ -164,7 +164,11 @@ def test_the_markdown_changelog_heads_with_both_sets_and_sums_up_each_verdict(re
     assert code == 1 and f"changelog: {output}" in printed
     text = output.read_text()
     assert text.startswith("# Contract changelog: good → faulty\n")
-    assert f"parity golden diff {recorded['good']} {recorded['faulty']} --output {output}" in text
+    regenerate = text.split("```sh\n")[1].split("```")[0].splitlines()
+    recording = f"parity record {recorded['root']}/scenarios"
+    assert [line.split(" --target")[0] for line in regenerate[:2]] == [recording, recording]
+    assert regenerate[2] == f"parity golden diff {recorded['good']} {recorded['faulty']} --output {output}"
+    assert "--name faulty --golden-dir" in regenerate[1]
     assert "| target | " + (json.loads((recorded["good"] / "manifest.json").read_text())["target"]) in text
     for line in ("- **fixed** (now matches OpenAI's contract): 0",
                  "- **broke** (now diverges from OpenAI's contract): 2",
