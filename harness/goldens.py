@@ -3,10 +3,10 @@
 A golden set is a folder `<golden-dir>/<name>/`: `manifest.json` (target, the gateway and its
 version when a profile started it, date, model, SDK versions, whether the model was scripted,
 the units the target could not run and why, the command that records it again) and one file
-per scenario and stream mode, `<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format), for
-readers its contract, and the rules of the scenario's own checks it broke (`diverges`: how it
-stood against OpenAI's contract when recorded). Everything is written through the run's
-`Redactor`.
+per scenario and stream mode, `<scenario>/<mode>.json`, holding each step's exchange (in the
+exchange file format), for readers its contract, and the rules of the scenario's own checks it
+broke (`diverges`: how it stood against OpenAI's contract when recorded). Everything is written
+through the run's `Redactor`.
 
 A golden step is compared as an expectation: its exchange is projected to a contract, which
 states every field it holds (`expectation_of`), and the one comparer (`compare.compare`)
