@@ -16,6 +16,8 @@ contract as the scenarios state it, read from what each set kept of its scenario
 
 A field compared is judged by the scenario rules named after it (`golden.error.code` by
 `expect.error.code` and `expect.error`), stream events also by the stream grammar (`grammar.*`).
+A scenario check that passes or fails now where no compared field changed (what the gateway
+sent the model, the JSON schema, headers, list pages) is a change of its own, fixed or broke.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ _ASPECTS = {"http_status": "status", "status": "status", "incomplete_reason": "s
             "output": "output items", "interrupt": "interrupt", "events": "stream events",
             "terminal": "stream events", "usage": "usage", "chat": "chat completion"}
 _STREAM_FIELDS = frozenset({"events", "terminal"})
+_RULE_ASPECTS = {"upstream": "requests to the model", "grammar": "stream events", "schema": "schema",
+                 "headers": "headers", "response": "response fields", "response_object": "response fields",
+                 "body": "response fields", "page": "list pages", "variants": "status"}
 
 
 @dataclass(frozen=True)
@@ -57,7 +62,8 @@ class Change:
     verdict: Verdict
     message: str
     rule: str
-    """`golden.<field>` for a contract field; `golden.unit` / `golden.step` for what runs."""
+    """`golden.<field>` for a contract field; `golden.unit` / `golden.step` for what runs; the
+    scenario's rule for a check whose verdict changed on its own."""
 
 
 @dataclass(frozen=True)
@@ -131,29 +137,46 @@ def _steps(before: GoldenUnit, after: GoldenUnit, old_name: str) -> list[Change]
             changes.append(Change(before.scenario, before.mode, step, COVERAGE, Verdict.CHANGED,
                                   f"the step {which} (a step before it ended the run differently)", "golden.step"))
             continue
-        exchange = after.steps[step]
+        old_broke, new_broke = before.diverges.get(step), after.diverges.get(step)
+        exchange, fields = after.steps[step], []
         for finding in compare_with(before.steps[step], project_answer(exchange), exchange, f"golden {old_name}"):
             field = finding.rule.removeprefix("golden.")
-            verdict = _verdict(field, before.diverges.get(step), after.diverges.get(step))
+            fields.append(field)
             changes.append(Change(before.scenario, before.mode, step, _ASPECTS.get(field.split(".")[0], field),
-                                  verdict, _describe(finding, field), finding.rule))
+                                  _verdict(field, old_broke, new_broke), _describe(finding, field), finding.rule))
+        if old_broke is not None and new_broke is not None:
+            changes += [Change(before.scenario, before.mode, step, _rule_aspect(rule),
+                               Verdict.FIXED if rule in old_broke else Verdict.BROKE,
+                               f"the scenario's check {rule} {'passes' if rule in old_broke else 'fails'} now", rule)
+                        for rule in sorted(old_broke ^ new_broke)
+                        if not any(_about(rule, field) for field in fields)]
     return changes
 
 
+def _about(rule: str, field: str) -> bool:
+    """Whether a scenario rule speaks of the contract field (`output`, `error.code`): it is
+    `expect.<field>`, a rule under it, the whole part the field is in (`expect.error`), or for
+    stream events the stream grammar."""
+    top = field.split(".", maxsplit=1)[0]
+    return (rule in (f"expect.{field}", f"expect.{top}") or rule.startswith(f"expect.{field}.")
+            or (top in _STREAM_FIELDS and rule.startswith("grammar.")))
+
+
 def _verdict(field: str, old_broke: frozenset[str] | None, new_broke: frozenset[str] | None) -> Verdict:
-    """How the change of `field` (`output`, `error.code`) stands against the scenario rules
-    about it: `expect.<field>` and the rules under it, the whole part it is in (`expect.error`),
-    and for stream events the stream grammar."""
+    """How the change of `field` stands against the scenario rules about it (`_about`)."""
     if old_broke is None or new_broke is None:
         return Verdict.CHANGED
-    top = field.split(".", maxsplit=1)[0]
-
-    def breaks(rules: frozenset[str]) -> bool:
-        return any(rule in (f"expect.{field}", f"expect.{top}") or rule.startswith(f"expect.{field}.")
-                   or (top in _STREAM_FIELDS and rule.startswith("grammar.")) for rule in rules)
-
-    was, now = breaks(old_broke), breaks(new_broke)
+    was, now = (any(_about(rule, field) for rule in rules) for rules in (old_broke, new_broke))
     return Verdict.FIXED if was and not now else Verdict.BROKE if now and not was else Verdict.CHANGED
+
+
+def _rule_aspect(rule: str) -> str:
+    """The aspect of a scenario check whose verdict changed with no contract field that explains it."""
+    family, _, rest = rule.partition(".")
+    field = rest.split(".", maxsplit=1)[0]
+    if family == "expect":
+        return _RULE_ASPECTS.get(field) or _ASPECTS.get(field, "scenario checks")
+    return _RULE_ASPECTS.get(family, "scenario checks")
 
 
 def _describe(finding: Finding, field: str) -> str:
@@ -208,7 +231,7 @@ def markdown(log: Changelog, command: str | None = None) -> str:
     for change in log.changes:
         if change.scenario != scenario:
             scenario, where = change.scenario, None
-            lines += ["", f"### {scenario}", ""]
+            lines += [*([""] if lines[-1] else []), f"### {scenario}", ""]
         place = f"[{change.mode}]" + (f" step `{change.step}`" if change.step else "")
         if place != where:
             where = place

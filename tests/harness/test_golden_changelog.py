@@ -6,6 +6,7 @@ of change is reported where it happened and classified against the scenarios' co
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ def test_a_set_diffed_with_itself_has_no_change(recorded: dict[str, Path]) -> No
 def test_what_a_faulty_version_breaks_and_changes_is_classified(recorded: dict[str, Path]) -> None:
     assert changes(recorded["good"], recorded["faulty"]) == {
         ("cl-text", "nonstream", "ask", "output items", "broke"),   # the scenario states the items
+        ("cl-text", "nonstream", "ask", "schema", "broke"),         # no such item type in the SDK's schema
         ("cl-text", "nonstream", "ask", "usage", "changed"),        # ... and not usage
         ("cl-text", "stream", "ask", "stream events", "broke"),     # the stream grammar is broken
         ("cl-error", "nonstream", "ask", "error shape", "changed"),  # the scenario states no code
@@ -134,6 +136,7 @@ def test_what_a_faulty_version_breaks_and_changes_is_classified(recorded: dict[s
 def test_the_upgrade_back_fixes_what_broke(recorded: dict[str, Path]) -> None:
     assert changes(recorded["faulty"], recorded["good"]) == {
         ("cl-text", "nonstream", "ask", "output items", "fixed"),
+        ("cl-text", "nonstream", "ask", "schema", "fixed"),
         ("cl-text", "nonstream", "ask", "usage", "changed"),
         ("cl-text", "stream", "ask", "stream events", "fixed"),
         ("cl-error", "nonstream", "ask", "error shape", "changed"),
@@ -148,11 +151,12 @@ def test_a_unit_that_became_unsupported_broke_and_one_that_runs_again_is_fixed(r
     assert "broke: cl-chat [nonstream]: units run: ran, now unsupported: the scenario" in output
 
 
-def test_the_changes_say_what_was_added_and_removed(recorded: dict[str, Path]) -> None:
+def test_the_changes_say_what_was_added_and_removed_and_which_check_fails(recorded: dict[str, Path]) -> None:
     _, output = diff(recorded["good"], recorded["faulty"], "--json")
     messages = {(c["scenario"], c["mode"], c["aspect"]): c["message"] for c in json.loads(output)["changes"]}
     assert messages[("cl-error", "stream", "error shape")] == "error.code: 'missing_required_parameter' → " \
                                                               "'model_is_missing'"
+    assert re.fullmatch(r"the scenario's check schema\.\w+ fails now", messages[("cl-text", "nonstream", "schema")])
     assert messages[("cl-text", "stream", "stream events")].startswith("removed: response.output_item.done (")
     assert messages[("cl-text", "nonstream", "output items")].startswith(
         "added: output_message(completed); removed: message(completed) (")
@@ -171,7 +175,7 @@ def test_the_markdown_changelog_heads_with_both_sets_and_sums_up_each_verdict(re
     assert "--name faulty --golden-dir" in regenerate[1]
     assert "| target | " + (json.loads((recorded["good"] / "manifest.json").read_text())["target"]) in text
     for line in ("- **fixed** (now matches OpenAI's contract): 0",
-                 "- **broke** (now diverges from OpenAI's contract): 2",
+                 "- **broke** (now diverges from OpenAI's contract): 3",
                  "- **changed** (neither closer to nor further from OpenAI's contract): 3",
                  "| output items | 0 | 1 | 0 |", "| usage | 0 | 0 | 1 |", "| error shape | 0 | 0 | 2 |"):
         assert line in text
