@@ -117,10 +117,10 @@ def load(folder: Path) -> GoldenSet:
         try:
             unit = GoldenUnit(data["scenario"], data["mode"],
                               {s["step"]: Exchange.from_file(s["exchange"]) for s in data["steps"]},
-                              {s["step"]: frozenset(s["diverges"]) for s in data["steps"] if "diverges" in s})
+                              {s["step"]: _rules(s["diverges"]) for s in data["steps"] if "diverges" in s})
         except (KeyError, TypeError, AttributeError) as error:
             raise HarnessError(f"{path}: not a golden unit (needs scenario, mode and steps[].step/exchange, "
-                               "steps[].diverges a list if present; "
+                               "steps[].diverges a list of rules if present; "
                                f"{type(error).__name__}: {error})") from error
         units[(unit.scenario, unit.mode)] = unit
     try:
@@ -129,6 +129,12 @@ def load(folder: Path) -> GoldenSet:
         raise HarnessError(f"{manifest_path}: unsupported must list {{scenario, mode, reason}} objects "
                            f"({type(error).__name__}: {error})") from error
     return GoldenSet(folder.name, manifest, units, unsupported)
+
+
+def _rules(value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(rule, str) for rule in value):
+        raise TypeError(f"diverges is {value!r}, not a list of rule names")
+    return frozenset(value)
 
 
 def search_path(golden_dir: Path | None = None) -> list[Path]:

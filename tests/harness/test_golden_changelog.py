@@ -210,3 +210,9 @@ def test_a_broken_golden_set_is_named(tmp_path: Path, recorded: dict[str, Path])
     (broken / "manifest.json").write_text(json.dumps({"unsupported": [{"scenario": "x"}]}))
     code, output = diff(recorded["good"], broken)
     assert code == 2 and "manifest.json: unsupported must list {scenario, mode, reason} objects" in output
+    unit = tmp_path / "broken" / "cl-text" / "stream.json"
+    unit.parent.mkdir()
+    unit.write_text(json.dumps({"scenario": "cl-text", "mode": "stream", "steps": [
+        {"step": "ask", "diverges": "expect.output", "exchange": {"method": "POST", "url": "u"}}]}))
+    code, output = diff(recorded["good"], broken)
+    assert code == 2 and "stream.json: not a golden unit" in output and "not a list of rule names" in output
