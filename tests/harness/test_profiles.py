@@ -14,6 +14,7 @@ from responses_parity.harness.capabilities import (HOSTED_TOOLS, MEANING, Capabi
 from responses_parity.harness.fixture_client import McpFixture
 from responses_parity.harness.gateway_process import _FreePorts, installation_for
 from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.matrix import describe_target
 from responses_parity.harness.profile import ProfileError, find_profile, load_profile, profile_paths, render
 from responses_parity.harness.rewrites import Rewrites
 from responses_parity.harness.scenario import Scenario
@@ -151,6 +152,9 @@ def test_a_profile_at_another_version_installs_beside_the_shipped_one() -> None:
     assert shipped.identity()["packages"] == [f"smg=={shipped.version}"]
     assert installation_for(older).home != installation_for(shipped).home
     assert installation_for(older).context()["version"] == "1.12.0"
+    both = [describe_target(target) for target in ("smg@1.12.0", "smg")]  # two columns of one matrix
+    assert [(run.name, run.title) for run in both] == [("smg@1.12.0", "SMG 1.12.0 (OpenAI backend)"),
+                                                       ("smg", shipped.title)]
 
 
 @pytest.mark.parametrize("name", SHIPPED)
