@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from faulty_gateways import RewritingGateway, message_as_wrong_type_body, without_message_done
+from faulty_gateways import TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, without_message_done
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
@@ -23,18 +23,7 @@ from responses_parity.reference_impl import build_gateway_app
 TEST_PROFILES = Path(__file__).parent / "profiles"
 
 SCENARIOS = {
-    "cl-text.yaml": """
-        id: cl-text
-        title: text, stating its items and events but not usage
-        evidence: {recordings: [stream-text__openllmetry__1]}
-        steps:
-          - id: ask
-            request: {model: "{{model}}", input: "Hello"}
-            model: [{text: "Hi there, friend."}]
-            expect:
-              status: completed
-              output: [message]
-        """,
+    "faulty-text.yaml": TEXT_SCENARIO,
     "cl-error.yaml": """
         id: cl-error
         title: a request without a model, stating the error's type but not its code
@@ -124,10 +113,10 @@ def test_a_set_diffed_with_itself_has_no_change(recorded: dict[str, Path]) -> No
 
 def test_what_a_faulty_version_breaks_and_changes_is_classified(recorded: dict[str, Path]) -> None:
     assert changes(recorded["good"], recorded["faulty"]) == {
-        ("cl-text", "nonstream", "ask", "output items", "broke"),   # the scenario states the items
-        ("cl-text", "nonstream", "ask", "schema", "broke"),         # no such item type in the SDK's schema
-        ("cl-text", "nonstream", "ask", "usage", "changed"),        # ... and not usage
-        ("cl-text", "stream", "ask", "stream events", "broke"),     # the stream grammar is broken
+        ("faulty-text", "nonstream", "ask", "output items", "broke"),   # the scenario states the items
+        ("faulty-text", "nonstream", "ask", "schema", "broke"),         # no such item type in the SDK's schema
+        ("faulty-text", "nonstream", "ask", "usage", "changed"),        # ... and not usage
+        ("faulty-text", "stream", "ask", "stream events", "broke"),     # the stream grammar is broken
         ("cl-error", "nonstream", "ask", "error shape", "changed"),  # the scenario states no code
         ("cl-error", "stream", "ask", "error shape", "changed"),
     }
@@ -135,10 +124,10 @@ def test_what_a_faulty_version_breaks_and_changes_is_classified(recorded: dict[s
 
 def test_the_upgrade_back_fixes_what_broke(recorded: dict[str, Path]) -> None:
     assert changes(recorded["faulty"], recorded["good"]) == {
-        ("cl-text", "nonstream", "ask", "output items", "fixed"),
-        ("cl-text", "nonstream", "ask", "schema", "fixed"),
-        ("cl-text", "nonstream", "ask", "usage", "changed"),
-        ("cl-text", "stream", "ask", "stream events", "fixed"),
+        ("faulty-text", "nonstream", "ask", "output items", "fixed"),
+        ("faulty-text", "nonstream", "ask", "schema", "fixed"),
+        ("faulty-text", "nonstream", "ask", "usage", "changed"),
+        ("faulty-text", "stream", "ask", "stream events", "fixed"),
         ("cl-error", "nonstream", "ask", "error shape", "changed"),
         ("cl-error", "stream", "ask", "error shape", "changed"),
     }
@@ -156,9 +145,9 @@ def test_the_changes_say_what_was_added_and_removed_and_which_check_fails(record
     messages = {(c["scenario"], c["mode"], c["aspect"]): c["message"] for c in json.loads(output)["changes"]}
     assert messages[("cl-error", "stream", "error shape")] == "error.code: 'missing_required_parameter' → " \
                                                               "'model_is_missing'"
-    assert re.fullmatch(r"the scenario's check schema\.\w+ fails now", messages[("cl-text", "nonstream", "schema")])
-    assert messages[("cl-text", "stream", "stream events")].startswith("removed: response.output_item.done (")
-    assert messages[("cl-text", "nonstream", "output items")].startswith(
+    assert re.fullmatch(r"the scenario's check schema\.\w+ fails now", messages[("faulty-text", "nonstream", "schema")])
+    assert messages[("faulty-text", "stream", "stream events")].startswith("removed: response.output_item.done (")
+    assert messages[("faulty-text", "nonstream", "output items")].startswith(
         "added: output_message(completed); removed: message(completed) (")
 
 
@@ -179,7 +168,7 @@ def test_the_markdown_changelog_heads_with_both_sets_and_sums_up_each_verdict(re
                  "- **changed** (neither closer to nor further from OpenAI's contract): 3",
                  "| output items | 0 | 1 | 0 |", "| usage | 0 | 0 | 1 |", "| error shape | 0 | 0 | 2 |"):
         assert line in text
-    text_section = text.split("### cl-text\n")[1].split("###")[0]
+    text_section = text.split("### faulty-text\n")[1].split("###")[0]
     assert ("- [nonstream] step `ask`\n  - **changed** · usage: usage: present → absent\n"
             "  - **broke** · output items: added: output_message") in text_section
     assert "- [stream] step `ask`\n  - **broke** · stream events: removed: response.output_item.done" in text_section
@@ -210,9 +199,9 @@ def test_a_broken_golden_set_is_named(tmp_path: Path, recorded: dict[str, Path])
     (broken / "manifest.json").write_text(json.dumps({"unsupported": [{"scenario": "x"}]}))
     code, output = diff(recorded["good"], broken)
     assert code == 2 and "manifest.json: unsupported must list {scenario, mode, reason} objects" in output
-    unit = tmp_path / "broken" / "cl-text" / "stream.json"
+    unit = tmp_path / "broken" / "faulty-text" / "stream.json"
     unit.parent.mkdir()
-    unit.write_text(json.dumps({"scenario": "cl-text", "mode": "stream", "steps": [
+    unit.write_text(json.dumps({"scenario": "faulty-text", "mode": "stream", "steps": [
         {"step": "ask", "diverges": "expect.output", "exchange": {"method": "POST", "url": "u"}}]}))
     code, output = diff(recorded["good"], broken)
     assert code == 2 and "stream.json: not a golden unit" in output and "not a list of rule names" in output
