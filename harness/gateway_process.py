@@ -78,10 +78,14 @@ class Installation:
     home: Path
     venv: Path | None = None
     python_version: str | None = None
+    version: str | None = None
+    """The gateway's release (the profile's `version`)."""
 
     def context(self) -> dict[str, Any]:
         """The template variables about the installation."""
-        context = {"home": str(self.home), "harness_python": sys.executable}
+        context: dict[str, Any] = {"home": str(self.home), "harness_python": sys.executable}
+        if self.version is not None:
+            context["version"] = self.version
         if self.venv is not None:
             context |= {"venv": str(self.venv), "bin": str(self.venv / "bin"),
                         "python": str(self.venv / "bin" / "python"), "python_version": self.python_version}
@@ -90,10 +94,10 @@ class Installation:
 
 def installation_for(profile: Profile) -> Installation:
     if profile.install is None:
-        return Installation(cache_dir() / "gateways" / profile.name)
+        return Installation(cache_dir() / "gateways" / profile.name, version=profile.version)
     digest = hashlib.sha256(profile.install.model_dump_json().encode()).hexdigest()[:12]
     home = cache_dir() / "gateways" / f"{profile.name}-{digest}"
-    return Installation(home, home / "venv", profile.install.python)
+    return Installation(home, home / "venv", profile.install.python, profile.version)
 
 
 def _run_logged(command: list[str], log: Path, cwd: Path, what: str) -> None:

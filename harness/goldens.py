@@ -1,9 +1,12 @@
 """Goldens: what one target did, saved so any other target can be compared with it offline.
 
-A golden set is a folder `<golden-dir>/<name>/`: `manifest.json` (target, date, model, SDK
-versions, whether the model was scripted) and one file per scenario and stream mode,
-`<scenario>/<mode>.json`, holding each step's exchange (in the exchange file format) and, for
-readers, its contract. Everything is written through the run's `Redactor`.
+A golden set is a folder `<golden-dir>/<name>/`: `manifest.json` (target, the gateway and its
+version when a profile started it, date, model, SDK versions, whether the model was scripted,
+the units the target could not run and why, the command that records it again) and one file
+per scenario and stream mode, `<scenario>/<mode>.json`, holding each step's exchange (in the
+exchange file format), for readers its contract, and the rules of the scenario's own checks it
+broke (`diverges`: how it stood against OpenAI's contract when recorded). Everything is written
+through the run's `Redactor`.
 
 A golden step is compared as an expectation: its exchange is projected to a contract, which
 states every field it holds (`expectation_of`), and the one comparer (`compare.compare`)
@@ -17,8 +20,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +45,9 @@ class GoldenUnit:
     mode: Mode
     steps: dict[str, Exchange]
     """Step id -> its exchange."""
+    diverges: dict[str, frozenset[str]]
+    """Step id -> the rules of the scenario's checks its answer broke (steps of a set recorded
+    before this was kept are absent: not judged)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +55,8 @@ class GoldenSet:
     name: str
     manifest: dict[str, Any]
     units: dict[tuple[str, str], GoldenUnit]
+    unsupported: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(scenario, mode) -> why the target could not run it, for the units it did not."""
 
     @property
     def scripted(self) -> bool:
@@ -56,28 +64,36 @@ class GoldenSet:
 
 
 def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, target_name: str, model: str,
-           scripted: bool, recorded_at: datetime, redactor: Redactor) -> Path:
+           scripted: bool, recorded_at: datetime, redactor: Redactor,
+           gateway: Mapping[str, Any] | None = None, command: str | None = None) -> Path:
     """Write the golden set `name` under `directory` (replacing an older one); returns its folder.
-    Steps the harness could not run are left out; unsupported units are not written."""
+    Steps the harness could not run are left out; unsupported units are listed in the manifest
+    with their reason. `gateway`: which gateway (and version) a profile started, if one did;
+    `command`: the command line that records the set again."""
     folder = directory / name
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    count = 0
+    count, unsupported = 0, []
     for result in results:
+        if result.unsupported is not None:
+            unsupported.append({"scenario": result.scenario.id, "mode": result.mode, "reason": result.unsupported})
+            continue
         steps = [step for step in result.steps if step.exchange is not None and step.contract is not None]
-        if result.unsupported is not None or not steps:
+        if not steps:
             continue
         document = {"scenario": result.scenario.id, "mode": result.mode, "steps": [
             {"step": step.step_id, "contract": step.contract.to_dict() if step.contract else None,
+             "diverges": sorted({finding.rule for finding in step.findings if finding.fails}),
              "exchange": step.exchange.to_file() if step.exchange else None} for step in steps]}
         path = folder / result.scenario.id / f"{result.mode}.json"
         path.parent.mkdir(exist_ok=True)
         redactor.write_json(path, document)
         count += 1
-    manifest = {"name": name, "target": target_name, "model": model, "scripted": scripted,
-                "recorded_at": recorded_at.isoformat(timespec="seconds"), "scenario_format": FORMAT_VERSION,
-                "units": count, "versions": versions()}
+    manifest = {"name": name, "target": target_name, "gateway": dict(gateway) if gateway is not None else None,
+                "model": model, "scripted": scripted, "recorded_at": recorded_at.isoformat(timespec="seconds"),
+                "scenario_format": FORMAT_VERSION, "units": count, "unsupported": unsupported,
+                "versions": versions(), "command": command}
     redactor.write_json(folder / MANIFEST, manifest)
     return folder
 
@@ -100,12 +116,25 @@ def load(folder: Path) -> GoldenSet:
         data = _read(path)
         try:
             unit = GoldenUnit(data["scenario"], data["mode"],
-                              {s["step"]: Exchange.from_file(s["exchange"]) for s in data["steps"]})
+                              {s["step"]: Exchange.from_file(s["exchange"]) for s in data["steps"]},
+                              {s["step"]: _rules(s["diverges"]) for s in data["steps"] if "diverges" in s})
         except (KeyError, TypeError, AttributeError) as error:
-            raise HarnessError(f"{path}: not a golden unit (needs scenario, mode and steps[].step/exchange; "
+            raise HarnessError(f"{path}: not a golden unit (needs scenario, mode and steps[].step/exchange, "
+                               "steps[].diverges a list of rules if present; "
                                f"{type(error).__name__}: {error})") from error
         units[(unit.scenario, unit.mode)] = unit
-    return GoldenSet(folder.name, manifest, units)
+    try:
+        unsupported = {(unit["scenario"], unit["mode"]): unit["reason"] for unit in manifest.get("unsupported", [])}
+    except (KeyError, TypeError, AttributeError) as error:
+        raise HarnessError(f"{manifest_path}: unsupported must list {{scenario, mode, reason}} objects "
+                           f"({type(error).__name__}: {error})") from error
+    return GoldenSet(folder.name, manifest, units, unsupported)
+
+
+def _rules(value: Any) -> frozenset[str]:
+    if not isinstance(value, list) or not all(isinstance(rule, str) for rule in value):
+        raise TypeError(f"diverges is {value!r}, not a list of rule names")
+    return frozenset(value)
 
 
 def search_path(golden_dir: Path | None = None) -> list[Path]:
@@ -234,34 +263,3 @@ def missing_fields(golden: Any, actual: Any, path: str = "") -> list[str]:
                 if isinstance(want, dict) and isinstance(got, dict) and want.get("type") == got.get("type")
                 for found in missing_fields(want, got, f"{path}[{index}]")]
     return []
-
-
-@dataclass(frozen=True)
-class GoldenChange:
-    scenario: str
-    mode: str
-    step: str | None
-    finding: Finding
-
-
-def diff_sets(old: GoldenSet, new: GoldenSet) -> list[GoldenChange]:
-    """What changed from one golden set to another (OpenAI drifts): units and steps that
-    appeared or went away, and every contract-level difference, as `new` compared with `old`."""
-    changes = []
-    for key in sorted(set(old.units) | set(new.units)):
-        before, after = old.units.get(key), new.units.get(key)
-        if before is None or after is None:
-            where = new.name if before is None else old.name
-            changes.append(GoldenChange(*key, None, Finding(Kind.VARIANT, Severity.WARNING, "golden.unit",
-                                                            f"only {where} has this scenario run")))
-            continue
-        for step in [*before.steps, *(s for s in after.steps if s not in before.steps)]:
-            if step not in before.steps or step not in after.steps:
-                changes.append(GoldenChange(*key, step, Finding(Kind.VARIANT, Severity.WARNING, "golden.step",
-                                                                f"only {new.name if step in after.steps else old.name}"
-                                                                " has this step")))
-                continue
-            exchange = after.steps[step]
-            changes += [GoldenChange(*key, step, finding) for finding in
-                        compare_with(before.steps[step], project_answer(exchange), exchange, f"golden {old.name}")]
-    return changes

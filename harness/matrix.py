@@ -159,7 +159,8 @@ class TargetRun:
 
 
 def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
-    """A target's title, rewrites, lacks and notes, from its profile if it has one."""
+    """A target's title, rewrites, lacks and notes, from its profile if it has one; a profile
+    at another version (`smg@1.12.0`) is a target of its own, named with its version."""
     if name == REFERENCE:
         return TargetRun(name, "reference gateway (embedded, this project's executable spec)")
     if name == OPENAI:
@@ -170,8 +171,8 @@ def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
         profile = None  # reported when the run tries to open it
     if profile is None:
         return TargetRun(name, name, lacks_declared=False)
-    return TargetRun(profile.name, profile.title, rewrites=profile.rewrite.describe(), lacks=dict(profile.lacks),
-                     notes=list(profile.notes))
+    return TargetRun(f"{profile.name}@{profile.version}" if "@" in name else profile.name, profile.title,
+                     rewrites=profile.rewrite.describe(), lacks=dict(profile.lacks), notes=list(profile.notes))
 
 
 def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mode]], base: TargetOptions,

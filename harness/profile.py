@@ -10,10 +10,13 @@ Every string in `install.steps`, `start` and `target` is a Jinja template. What 
 - `mcp.<fixture>.base_url`: where each MCP fixture listens (`/mcp` there is its default run);
 - `ports.<name>`: a free loopback port, the same for every use of one name (`ports.http` is the
   port the gateway must serve on); `secret`: a random token for this start (a master key);
-- `model`: the model name scenarios use; `python_version`: `install.python`.
+- `model`: the model name scenarios use; `python_version`: `install.python`;
+- `version`: the profile's `version`, which `title` and `install.packages` may use too.
 
 Profiles are found by name among the shipped ones (`harness/gateways/`) and in folders the user
-names; a path to a `.yaml` file is a profile too. `ProfileError` names the file and the field.
+names; a path to a `.yaml` file is a profile too. `<profile>@<version>` (`smg@1.12.0`) is the
+profile with its `version` replaced: the same gateway at another release, installed beside the
+first. `ProfileError` names the file and the field.
 """
 
 from __future__ import annotations
@@ -77,6 +80,9 @@ class TargetSpec(_Strict):
 
 class Profile(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
+    version: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9.+!*-]*$",
+                                description="The gateway's release, `{{ version }}` in the title, packages and "
+                                            "templates; `<name>@<version>` replaces it.")
     title: str
     homepage: str | None = None
     install: InstallSpec | None = Field(default=None, description="None: nothing to install (the command is on "
@@ -87,6 +93,12 @@ class Profile(_Strict):
                                          description="Capability -> why the gateway lacks it (with a source).")
     rewrite: Rewrites = Field(default_factory=Rewrites)
     notes: list[str] = Field(default_factory=list, description="Workarounds the profile applies, and why.")
+
+    def identity(self) -> dict[str, Any]:
+        """What a run or golden set names the gateway by: profile, title, version, and the
+        packages it installs (pinned)."""
+        return {"profile": self.name, "title": self.title, "version": self.version,
+                "packages": list(self.install.packages) if self.install else []}
 
 
 _ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
@@ -100,16 +112,36 @@ def render(template: str, context: Mapping[str, Any], where: str) -> str:
         raise ProfileError(f"{where}: {error}") from error
 
 
-def load_profile(path: Path) -> Profile:
+def load_profile(path: Path, version: str | None = None) -> Profile:
+    """The profile in `path`, at `version` if one is given, with `{{ version }}` filled in in
+    its title and install.packages."""
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as error:
         raise ProfileError(f"{path}: cannot read it as YAML ({error})") from error
+    if version is not None:
+        if not isinstance(data, dict) or "version" not in data:
+            raise ProfileError(f"{path}: has no `version` to replace with {version!r} (add `version:` and use "
+                               "`{{ version }}` in install.packages)")
+        data["version"] = version
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors())
         raise ProfileError(f"{path}: {problems}") from error
+    return _with_version(profile, path)
+
+
+def _with_version(profile: Profile, path: Path) -> Profile:
+    """`{{ version }}` filled in in the title and install.packages (other templates get it at start)."""
+    context = {"version": profile.version} if profile.version is not None else {}
+    title = render(profile.title, context, f"{path}: title")
+    if profile.install is None:
+        return profile.model_copy(update={"title": title})
+    packages = [render(package, context, f"{path}: install.packages[{index}]")
+                for index, package in enumerate(profile.install.packages)]
+    return profile.model_copy(update={"title": title,
+                                      "install": profile.install.model_copy(update={"packages": packages})})
 
 
 def profile_paths(dirs: Iterable[Path] = ()) -> dict[str, Path]:
@@ -122,17 +154,26 @@ def profile_paths(dirs: Iterable[Path] = ()) -> dict[str, Path]:
 
 
 def find_profile(target: str, dirs: Iterable[Path] = ()) -> Profile | None:
-    """The profile `target` names (a profile name, or a path to a profile file), or None when
-    `target` is no profile (a URL, `reference`, `openai`)."""
-    if target.endswith((".yaml", ".yml")):
-        path = Path(target)
-        if not path.is_file():
-            raise ProfileError(f"{target}: no such profile file")
-        return load_profile(path)
-    path = profile_paths(dirs).get(target)
-    if path is None:
+    """The profile `target` names (a profile name, or a path to a profile file, either with
+    `@<version>` after it), or None when `target` is no profile (a URL, `reference`, `openai`)."""
+    if "://" in target:
         return None
-    profile = load_profile(path)
+    named, at, version = target.rpartition("@")
+    if not at:
+        named, version = target, None
+    elif not version:
+        raise ProfileError(f"{target}: write <profile>@<version>, e.g. smg@1.12.0")
+    if named.endswith((".yaml", ".yml")):
+        path = Path(named)
+        if not path.is_file():
+            raise ProfileError(f"{named}: no such profile file")
+        return load_profile(path, version)
+    path = profile_paths(dirs).get(named)
+    if path is None:
+        if version is not None:
+            raise ProfileError(f"{target}: no profile named {named!r}")
+        return None
+    profile = load_profile(path, version)
     if profile.name != path.stem:
         raise ProfileError(f"{path}: name {profile.name!r} differs from the file's name {path.stem!r}")
     return profile

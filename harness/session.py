@@ -135,7 +135,7 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
                             model=gateway.model, headers=gateway.headers | _extra_headers(options),
                             timeout_s=options.timeout_s, max_answer_bytes=options.max_answer_bytes,
                             retries=options.retries or 0, lacks=profile.lacks,
-                            rewrites=profile.rewrite)
+                            rewrites=profile.rewrite, gateway=profile.identity())
             yield Session(target, stack, gateway=gateway)
         finally:
             gateway.stop()

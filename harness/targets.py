@@ -50,6 +50,9 @@ class Target:
     """Capabilities the gateway is known to lack -> why (from its profile)."""
     rewrites: Rewrites = field(default_factory=Rewrites)
     """How requests are rewritten for this gateway (from its profile)."""
+    gateway: Mapping[str, Any] | None = None
+    """Which gateway a profile started: `Profile.identity()` (profile, title, version,
+    packages); None for a target the harness did not start from a profile."""
 
     @property
     def conversations_path(self) -> str:

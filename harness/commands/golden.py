@@ -11,9 +11,9 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from .. import baseline, goldens
+from .. import baseline, changelog, goldens
 from ..findings import HarnessError
-from .console import EXIT_FAILED, EXIT_OK, out
+from .console import EXIT_FAILED, EXIT_OK, err, out
 
 
 @click.group("golden")
@@ -24,20 +24,34 @@ def golden_group() -> None:
 @golden_group.command("diff")
 @click.argument("old", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.argument("new", type=click.Path(exists=True, file_okay=False, path_type=Path))
-def golden_diff(old: Path, new: Path) -> None:
-    """What changed between two golden sets (e.g. OpenAI a month apart). Exit 1 if anything did."""
+@click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write the changelog as Markdown here.")
+@click.option("--json", "json_document", is_flag=True, help="Print the changelog as JSON on standard output.")
+def golden_diff(old: Path, new: Path, output: Path | None, json_document: bool) -> None:
+    """The contract-level changelog from one golden set to another (a gateway before and after an
+    upgrade, OpenAI a month apart): each change by scenario, mode and step, with its aspect and
+    whether it now matches OpenAI's contract (fixed), no longer does (broke) or neither
+    (changed). Exit 1 if anything changed."""
     try:
-        before, after = goldens.load(old), goldens.load(new)
+        log = changelog.changelog(goldens.load(old), goldens.load(new))
     except HarnessError as problem:
         raise click.UsageError(str(problem)) from problem
-    changes = goldens.diff_sets(before, after)
-    for change in changes:
-        where = f"{change.scenario} [{change.mode}]" + (f" step {change.step}" if change.step else "")
-        out.print(escape(f"{where}: {change.finding.severity} ({change.finding.kind}, {change.finding.rule}): "
-                         f"{change.finding.message}"), soft_wrap=True)
-    out.print(f"{len(changes)} change(s) from {before.name} ({before.manifest.get('recorded_at')}) to "
-              f"{after.name} ({after.manifest.get('recorded_at')})", soft_wrap=True)
-    sys.exit(EXIT_FAILED if changes else EXIT_OK)
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(changelog.markdown(log, f"parity golden diff {old} {new} --output {output}"))
+    if json_document:
+        click.echo(json.dumps(log.to_dict(), indent=2))
+    else:
+        for change in log.changes:
+            where = f"{change.scenario} [{change.mode}]" + (f" step {change.step}" if change.step else "")
+            out.print(escape(f"{change.verdict}: {where}: {change.aspect}: {change.message}"), soft_wrap=True)
+        counts = log.counts()
+        out.print(escape(f"{len(log.changes)} change(s) from {log.old.name} ({log.old.manifest.get('recorded_at')}) "
+                         f"to {log.new.name} ({log.new.manifest.get('recorded_at')}): "
+                         + ", ".join(f"{counts[v]} {v}" for v in changelog.Verdict)), soft_wrap=True)
+    if output is not None:
+        (err if json_document else out).print(escape(f"changelog: {output}"), soft_wrap=True)
+    sys.exit(EXIT_FAILED if log.changes else EXIT_OK)
 
 
 @click.group("baseline")

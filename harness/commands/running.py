@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shlex
 import sys
 import time
 from collections.abc import Callable
@@ -31,6 +32,7 @@ from ..report import RunInfo, results_document, tally, tally_line, write_reports
 from ..runner import Judge, ScenarioResult, units_of
 from ..scenario import Mode
 from ..session import open_session
+from ..targets import Target
 from .catalogue import load_catalogue
 from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, redacted_consoles, say
@@ -166,8 +168,9 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
 @click.command("record")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click_options(*SELECTION_OPTIONS, *TARGET_OPTIONS, RECORD_GOLDEN_DIR)
-@click.option("--name", default=None, help="Name of the golden set (default: the target's name; required for a "
-                                           "URL target).")
+@click.option("--name", default=None, help="Name of the golden set (default: a profiled gateway's name and "
+                                           "version, e.g. smg-1.13.0; another target's name; required for a URL "
+                                           "target).")
 @_conventions
 def record(*, report_dir: Path, name: str | None, golden_dir: Path, conventions: Conventions,
            **selection: Any) -> None:
@@ -177,11 +180,31 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, conventions:
         raise click.UsageError("name the golden set of a URL target with --name")
     with redacted_consoles() as redactor:
         catalogue, results, info = _execute(redactor=redactor, conventions=conventions, **selection)
-        folder = goldens.record(golden_dir, name or target, results, target_name=info.target.name,
+        folder = goldens.record(golden_dir, name or _set_name(info.target), results, target_name=info.target.name,
                                 model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at,
-                                redactor=redactor)
+                                redactor=redactor, gateway=info.target.gateway,
+                                command=_record_command(name, golden_dir, selection))
         conventions.console.say(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}")
         _finish(catalogue, results, info, report_dir, conventions)
+
+
+def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any]) -> str:
+    """The `parity record` command line that records the same set: what it selects, its target,
+    name and folder (other options, which may carry secrets, left out)."""
+    words = ["parity", "record", *map(str, selection["paths"]), "--target", selection["target"],
+             *(word for scenario in selection["ids"] for word in ("-s", scenario)),
+             *(word for tag in selection["tags"] for word in ("-t", tag)),
+             *(["--mode", selection["mode"]] if selection["mode"] != "both" else []),
+             *(word for folder in selection["profile_dirs"] for word in ("--profile-dir", str(folder))),
+             *(["--name", name] if name else []), "--golden-dir", str(golden_dir)]
+    return shlex.join(words)
+
+
+def _set_name(target: Target) -> str:
+    """A profiled gateway's golden set is named after it and its version (`smg-1.13.0`), so the
+    sets before and after an upgrade sit side by side; another target's after the target."""
+    version = (target.gateway or {}).get("version")
+    return f"{target.name}-{version}" if version else target.name
 
 
 @click.command("matrix")

@@ -13,6 +13,21 @@ from responses_parity.harness.sse import parse_sse
 
 Events = list[dict[str, Any]]
 
+TEXT_SCENARIO = """
+id: faulty-text
+title: text
+evidence: {recordings: [stream-text__openllmetry__1]}
+steps:
+  - id: ask
+    request: {model: "{{model}}", input: "Hello"}
+    model: [{text: "Hi there, friend."}]
+    expect:
+      status: completed
+      output: [message]
+"""
+"""A text scenario stating its status and output items (not usage, not its events), for the
+gateways below to get wrong."""
+
 
 class RewritingGateway:
     """Rewrites the events of streamed answers, the body of JSON ones answered 200 and, with

@@ -6,6 +6,7 @@ from openai_streams import message_item, response, sse_text, text_events
 
 from responses_parity.harness.contract import Interrupt, collapse, project
 from responses_parity.harness.exchange import Exchange
+from responses_parity.harness.goldens import compare_with
 
 
 def test_a_stream_and_its_json_twin_project_to_the_same_items() -> None:
@@ -38,6 +39,15 @@ def test_an_error_body_projects_its_envelope() -> None:
     assert contract.http_status == 400 and contract.status is None
     assert (contract.error.type, contract.error.code, contract.error.param, contract.error.has_message) == (
         "invalid_request_error", "missing_required_parameter", "model", True)
+
+
+def test_an_error_code_that_is_no_string_projects_as_its_json_text_and_compares_with_a_golden() -> None:
+    """smg 1.12.0 answers `code: 400`: a golden of that answer must still state an expectation."""
+    exchange = Exchange("POST", "u", status=400, body={"error": {"message": "bad", "type": "Bad Request", "code": 400,
+                                                                 "param": None}})
+    contract = project(exchange)
+    assert (contract.error.type, contract.error.code, contract.error.param) == ("Bad Request", "400", None)
+    assert compare_with(exchange, contract, exchange, "golden smg") == []
 
 
 def test_mcp_calls_count_as_gateway_tool_calls() -> None:

@@ -7,25 +7,12 @@ from typing import Any
 
 import pytest
 from faulty_gateways import (
-    RewritingGateway, message_as_wrong_type_body, message_as_wrong_type_events, numbered_from_one,
+    TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, message_as_wrong_type_events, numbered_from_one,
     without_message_done,
 )
 
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
-
-TEXT_SCENARIO = """
-id: faulty-text
-title: text
-evidence: {recordings: [stream-text__openllmetry__1]}
-steps:
-  - id: ask
-    request: {model: "{{model}}", input: "Hello"}
-    model: [{text: "Hi there, friend."}]
-    expect:
-      status: completed
-      output: [message]
-"""
 
 
 @pytest.fixture

@@ -12,8 +12,9 @@ import pytest
 from responses_parity.harness.capabilities import (HOSTED_TOOLS, MEANING, Capability, missing_capability,
                                                     required_capabilities)
 from responses_parity.harness.fixture_client import McpFixture
-from responses_parity.harness.gateway_process import _FreePorts
+from responses_parity.harness.gateway_process import _FreePorts, installation_for
 from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.matrix import describe_target
 from responses_parity.harness.profile import ProfileError, find_profile, load_profile, profile_paths, render
 from responses_parity.harness.rewrites import Rewrites
 from responses_parity.harness.scenario import Scenario
@@ -141,3 +142,39 @@ def test_rewrites_touch_only_what_they_name() -> None:
         "litellm_proxy/mcp/calc", "https://mcp.example.org/mcp", None]
     assert Rewrites().apply(body, fixtures) == body
     assert body["input"] == "hi"  # the scenario's own request is never changed in place
+
+
+def test_a_profile_at_another_version_installs_beside_the_shipped_one() -> None:
+    shipped, older = find_profile("smg"), find_profile("smg@1.12.0")
+    assert shipped is not None and older is not None and shipped.version != "1.12.0"
+    assert older.identity() == {"profile": "smg", "title": "SMG 1.12.0 (OpenAI backend)", "version": "1.12.0",
+                                "packages": ["smg==1.12.0"]}
+    assert shipped.identity()["packages"] == [f"smg=={shipped.version}"]
+    assert installation_for(older).home != installation_for(shipped).home
+    assert installation_for(older).context()["version"] == "1.12.0"
+    both = [describe_target(target) for target in ("smg@1.12.0", "smg")]  # two columns of one matrix
+    assert [(run.name, run.title) for run in both] == [("smg@1.12.0", "SMG 1.12.0 (OpenAI backend)"),
+                                                       ("smg", shipped.title)]
+
+
+@pytest.mark.parametrize("name", SHIPPED)
+def test_every_shipped_profile_can_be_recorded_at_another_version(name: str) -> None:
+    profile = find_profile(f"{name}@9.9.9")
+    assert profile is not None and profile.version == "9.9.9" and "9.9.9" in profile.title
+    assert profile.install is not None and "{{" not in "".join(profile.install.packages)
+    assert any(package.endswith("==9.9.9") for package in profile.install.packages)
+
+
+def test_a_version_a_profile_cannot_take_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ProfileError, match=r"smg@: write <profile>@<version>"):
+        find_profile("smg@")
+    with pytest.raises(ProfileError, match="no profile named 'nothing'"):
+        find_profile("nothing@1.0")
+    with pytest.raises(ProfileError, match=r"has no `version` to replace with '2.0'"):
+        find_profile("reference-process@2.0", [TEST_PROFILES])
+    with pytest.raises(ProfileError, match=r"version: String should match pattern"):
+        find_profile("smg@1.0;rm")
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\ntitle: mine {{ version }}\nstart: {command: [x], ready: {path: /h}}\n")
+    with pytest.raises(ProfileError, match=rf"{path}: title: 'version' is undefined"):
+        find_profile(str(path))
