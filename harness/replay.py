@@ -1,0 +1,73 @@
+"""Replaying captured requests against another target and diffing the contracts of the two
+answers (`parity replay`).
+
+The requests go in the order they were captured. A request that names an earlier answer's id
+(`previous_response_id`, an approval's or a function output's id, a stored response's id in
+its path) is sent with the id the target gave in its own answer at the same place
+(`capture.answer_ids`). Each new answer is judged against the captured one as against a
+golden (`goldens.compare_with`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from .capture import Captured, answer_ids, id_at, replace_ids
+from .checks import defect_findings
+from .contract import project_answer
+from .exchange import Exchange
+from .findings import Finding, Kind, Severity
+from .goldens import compare_with
+from .targets import Target, send
+
+
+@dataclass(frozen=True)
+class Replayed:
+    captured: Captured
+    answer: Exchange
+    """The target's answer to the request sent again."""
+    findings: list[Finding]
+    """How it differs from the captured answer."""
+
+    @property
+    def differs(self) -> bool:
+        return any(finding.severity >= Severity.WARNING for finding in self.findings)
+
+
+def _answer(exchange: Exchange) -> dict[str, Any] | None:
+    """The object whose ids later requests may name: the Response, or any JSON object body."""
+    return exchange.response_object() or (exchange.body if isinstance(exchange.body, dict) else None)
+
+
+def _path_with(path: str, replacements: dict[str, str]) -> str:
+    bare, mark, query = path.partition("?")
+    return "/".join(replacements.get(part, part) for part in bare.split("/")) + mark + query
+
+
+def _judged(captured: Captured, answer: Exchange) -> list[Finding]:
+    recorded = captured.exchange
+    findings = defect_findings(answer)
+    if answer.transport_error:
+        return [*findings, Finding(Kind.TRANSPORT, Severity.ERROR, "transport", answer.transport_error)]
+    if recorded.transport_error or recorded.disconnected:
+        return [*findings, Finding(Kind.VARIANT, Severity.NOTE, "replay.incomplete_capture",
+                                   "the captured answer did not arrive whole; nothing to compare with")]
+    return findings + compare_with(recorded, project_answer(answer), answer, f"captured {captured.path.name}")
+
+
+async def replay(captures: list[Captured], target: Target, client: httpx.AsyncClient) -> list[Replayed]:
+    """Send each captured request to `target`, in order, and judge each answer."""
+    replacements: dict[str, str] = {}
+    replayed = []
+    for captured in captures:
+        recorded = captured.exchange
+        answer = await send(client, target, recorded.method, _path_with(captured.request_path, replacements),
+                            replace_ids(recorded.request_body, replacements))
+        new = _answer(answer)
+        replacements |= {old: found for old, place in answer_ids(_answer(recorded)).items()
+                         if (found := id_at(new, place)) is not None}
+        replayed.append(Replayed(captured, answer, _judged(captured, answer)))
+    return replayed
