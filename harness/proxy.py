@@ -47,7 +47,7 @@ from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .live_checks import LiveStream
 from .redaction import SECRET_KEYS, Redactor
-from .targets import failure_reason
+from .targets import CONNECT_DEADLINE_S, failure_reason
 from .wire import read_body, read_stream
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
@@ -105,14 +105,12 @@ class RecordingProxy:
     `/v1/responses` goes to `<upstream>/v1/responses`) and writing captures to `captures`."""
 
     def __init__(self, upstream: str, captures: Path, on_event: Callable[[ProxyEvent], None],
-                 redactor: Redactor | None = None, max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES,
-                 timeout_s: float | None = None) -> None:
+                 redactor: Redactor | None = None, max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES) -> None:
         self.upstream = upstream.rstrip("/")
         self.captures = captures
         self.on_event = on_event
         self.redactor = redactor or Redactor()
         self.max_answer_bytes = max_answer_bytes
-        self._timeout = httpx.Timeout(timeout_s, connect=10.0)
         self._numbers = itertools.count(1)
         self._client: httpx.AsyncClient | None = None
         self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=METHODS)], lifespan=self._lifespan)
@@ -120,7 +118,8 @@ class RecordingProxy:
     @asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
         self.captures.mkdir(parents=True, exist_ok=True)
-        async with httpx.AsyncClient(timeout=self._timeout, follow_redirects=False) as client:
+        # No read deadline: a client's stream lasts as long as the client and the upstream want.
+        async with httpx.AsyncClient(timeout=httpx.Timeout(None, connect=CONNECT_DEADLINE_S)) as client:
             self._client = client
             yield
 
