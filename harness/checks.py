@@ -49,9 +49,14 @@ def event_findings(event: SseEvent, position: int, chat: bool, current: bool = F
     return check_event(payload, position, current)
 
 
-def defect_findings(exchange: Exchange) -> list[Finding]:
-    """What is wrong with the bytes of the answer (`Exchange.defects`), as findings."""
-    return [Finding(Kind.WIRE, Severity.ERROR, f"wire.{defect.rule}", defect.message) for defect in exchange.defects]
+def delivery_findings(exchange: Exchange) -> list[Finding]:
+    """What went wrong in getting the answer: its bytes (`Exchange.defects`), and why it did not
+    arrive whole (`Exchange.transport_error`)."""
+    findings = [Finding(Kind.WIRE, Severity.ERROR, f"wire.{defect.rule}", defect.message)
+                for defect in exchange.defects]
+    if exchange.transport_error:
+        findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
+    return findings
 
 
 def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> list[Finding]:

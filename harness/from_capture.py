@@ -121,11 +121,11 @@ def scenario_text(captures: list[Captured], scenario_id: str) -> str:
     (`ValueError` naming the problem otherwise)."""
     chat = all("chat/completions" in c.request_path for c in captures)
     fixtures = _fixtures_for(captures)
-    placeholders: dict[str, str] = {url: "{{mcp.%s.url}}" % fixture for url, fixture in fixtures.items()}
+    placeholders: dict[str, str] = {url: f"{{{{mcp.{fixture}.url}}}}" for url, fixture in fixtures.items()}
     steps = []
     for number, captured in enumerate(captures, 1):
         steps.append(_step(number, captured, placeholders, chat))
-        placeholders |= {old: "{{step%d.%s}}" % (number, place)
+        placeholders |= {old: f"{{{{step{number}.{place}}}}}"
                          for old, place in answer_ids(captured.exchange.response_object()).items()}
     first = captures[0].exchange.meta
     upstream = first.get("upstream") or captures[0].exchange.url

@@ -41,7 +41,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .capture import capture_name
-from .checks import defect_findings, no_reference_findings
+from .checks import delivery_findings, no_reference_findings
 from .defaults import DEFAULT_MAX_ANSWER_BYTES
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
@@ -92,7 +92,7 @@ class _Recording:
 
     def keep(self, chunk: bytes) -> list[Finding]:
         """Keep `chunk` (up to the limit); the findings the events it completes add."""
-        if self.size + len(chunk) > self.limit:
+        if self.exchange.truncated_after is not None or self.size + len(chunk) > self.limit:
             self.exchange.truncated_after = self.size
             return []
         self.chunks.append(chunk)
@@ -189,8 +189,8 @@ class RecordingProxy:
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
-            if recording is not None:
-                self._finish(recording)
+                if recording is not None:  # checking a long stream takes a while: off the event loop
+                    await anyio.to_thread.run_sync(self._finish, recording)
 
     def _report(self, recording: _Recording, findings: list[Finding]) -> None:
         for finding in findings:
@@ -211,7 +211,7 @@ class RecordingProxy:
             exchange.meta["note"] = (f"the answer was forwarded whole; only its first {exchange.truncated_after} "
                                      "bytes were recorded (--max-answer-mb)")
         elif exchange.transport_error is None and not exchange.disconnected:
-            findings = defect_findings(exchange)
+            findings = delivery_findings(exchange)
             if not exchange.unreadable:
                 findings += no_reference_findings(exchange, recording.chat, current=True)
             self._report(recording, recording.live.unseen(findings) if recording.live else findings)

@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from .capture import Captured, answer_ids, id_at, replace_ids
-from .checks import defect_findings
+from .checks import delivery_findings
 from .contract import project_answer
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
@@ -49,9 +49,9 @@ def _path_with(path: str, replacements: dict[str, str]) -> str:
 
 def _judged(captured: Captured, answer: Exchange) -> list[Finding]:
     recorded = captured.exchange
-    findings = defect_findings(answer)
+    findings = delivery_findings(answer)
     if answer.transport_error:
-        return [*findings, Finding(Kind.TRANSPORT, Severity.ERROR, "transport", answer.transport_error)]
+        return findings
     if recorded.transport_error or recorded.disconnected:
         return [*findings, Finding(Kind.VARIANT, Severity.NOTE, "replay.incomplete_capture",
                                    "the captured answer did not arrive whole; nothing to compare with")]

@@ -15,7 +15,7 @@ import httpx
 
 from ..capture import read_captures
 from ..from_capture import scenario_text
-from ..findings import Finding, HarnessError, Severity
+from ..findings import Finding, HarnessError
 from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
 from ..proxy import Found, ProxyEvent, Recorded, RecordingProxy
 from ..redaction import Redactor
@@ -49,8 +49,9 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
 
 
 @click.command("proxy")
-@click.option("--upstream", required=True, help="Base URL requests are forwarded to (a gateway's, or "
-                                                "https://api.openai.com): /v1/responses goes to <upstream>/v1/responses.")
+@click.option("--upstream", required=True,
+              help="Base URL requests are forwarded to (a gateway's, or https://api.openai.com): "
+                   "/v1/responses goes to <upstream>/v1/responses.")
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PROXY_PORT, show_default=True,
               help="Loopback port to listen on (0: any free one).")
 @click.option("--captures", type=click.Path(file_okay=False, path_type=Path), default=Path("captures"),

@@ -57,7 +57,8 @@ def start(tmp_path: Path) -> Iterator[Callable[..., ParityProcess]]:
         yield starting
 
 
-def start_proxy(start: Callable[..., ParityProcess], upstream: str, captures: Path, *extra: str) -> tuple[ParityProcess, str]:
+def start_proxy(start: Callable[..., ParityProcess], upstream: str, captures: Path,
+                *extra: str) -> tuple[ParityProcess, str]:
     proxy = start([str(PARITY), "proxy", "--upstream", upstream, "--port", "0", "--captures", str(captures), *extra],
                   f"proxy-{captures.name}")
     return proxy, proxy.wait_for(LISTENING)["url"]
@@ -296,9 +297,20 @@ def test_a_capture_becomes_a_scenario_that_loads_and_passes(start: Callable[...,
         assert [item["type"] for item in scenario["steps"][0]["expect"]["output"]] == \
             ["mcp_list_tools", "mcp_approval_request"]
         assert scenario["steps"][0]["model"] == [{"call": {"tool": "add", "arguments": {"a": 4, "b": 5}}}]
+        assert approve["model"] == [{"text": "4 + 5 = 9."}]  # the approved call was the model's in step 1
         assert scenario["mcp"] == ["calc"]
         assert scenario["steps"][0]["request"]["tools"][0]["server_url"] == "{{mcp.calc.url}}"
         assert MCP_TOKEN not in text
         ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
                              capture_output=True, text=True, timeout=300, check=False)
         assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("command", [["replay", "--target", "http://127.0.0.1:9"], ["scenario", "from-capture"]])
+def test_a_file_that_is_no_capture_is_a_usage_error_naming_it(command: list[str], tmp_path: Path) -> None:
+    broken = tmp_path / "0001-post-v1-responses.json"
+    broken.write_text('{"request": {"method": "POST"}}')
+    ran = subprocess.run([str(PARITY), command[0], *command[1:], str(broken)], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert ran.returncode == 2
+    assert f"{broken}: not a captured exchange" in ran.stderr
