@@ -71,23 +71,33 @@ def read_captures(paths: list[Path]) -> list[Captured]:
     return [read_capture(file) for file in files]
 
 
-def answer_ids(answer: dict[str, Any] | None) -> dict[str, str]:
-    """The ids a Response hands out -> where they sit in it: `response.id`, `output[N].id`,
+def answer_of(exchange: Exchange) -> dict[str, Any] | None:
+    """The object whose ids later requests may name: the Response, else any JSON object body
+    (a conversation, an item list)."""
+    return exchange.response_object() or (exchange.body if isinstance(exchange.body, dict) else None)
+
+
+def answer_ids(exchange: Exchange) -> dict[str, str]:
+    """The ids an answer hands out -> where they sit in it, as a scenario's placeholders name
+    them: `response.id` (`body.id` for an answer that is no Response), `output[N].id`,
     `output[N].call_id`."""
+    answer = answer_of(exchange)
     if not isinstance(answer, dict):
         return {}
-    ids = {answer["id"]: "response.id"} if isinstance(answer.get("id"), str) else {}
+    root = "response" if exchange.response_object() is not None else "body"
+    ids = {answer["id"]: f"{root}.id"} if isinstance(answer.get("id"), str) else {}
     for index, item in enumerate(answer.get("output") or []):
         if isinstance(item, dict):
             ids |= {item[name]: f"output[{index}].{name}" for name in ID_FIELDS if isinstance(item.get(name), str)}
     return ids
 
 
-def id_at(answer: dict[str, Any] | None, place: str) -> str | None:
+def id_at(exchange: Exchange, place: str) -> str | None:
     """The id at `place` (as `answer_ids` names it) in another answer, or None when it has none there."""
+    answer = answer_of(exchange)
     if not isinstance(answer, dict):
         return None
-    if place == "response.id":
+    if place in ("response.id", "body.id"):
         return answer.get("id") if isinstance(answer.get("id"), str) else None
     index, _, name = place.removeprefix("output[").partition("].")
     output = answer.get("output") or []

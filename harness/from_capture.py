@@ -126,7 +126,7 @@ def scenario_text(captures: list[Captured], scenario_id: str) -> str:
     for number, captured in enumerate(captures, 1):
         steps.append(_step(number, captured, placeholders, chat))
         placeholders |= {old: f"{{{{step{number}.{place}}}}}"
-                         for old, place in answer_ids(captured.exchange.response_object()).items()}
+                         for old, place in answer_ids(captured.exchange).items()}
     first = captures[0].exchange.meta
     upstream = first.get("upstream") or captures[0].exchange.url
     date = str(first.get("captured_at") or datetime.now(UTC).isoformat(timespec="seconds"))[:10]

@@ -11,8 +11,6 @@ golden (`goldens.compare_with`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
 import httpx
 
 from .capture import Captured, answer_ids, id_at, replace_ids
@@ -35,11 +33,6 @@ class Replayed:
     @property
     def differs(self) -> bool:
         return any(finding.severity >= Severity.WARNING for finding in self.findings)
-
-
-def _answer(exchange: Exchange) -> dict[str, Any] | None:
-    """The object whose ids later requests may name: the Response, or any JSON object body."""
-    return exchange.response_object() or (exchange.body if isinstance(exchange.body, dict) else None)
 
 
 def _path_with(path: str, replacements: dict[str, str]) -> str:
@@ -66,8 +59,7 @@ async def replay(captures: list[Captured], target: Target, client: httpx.AsyncCl
         recorded = captured.exchange
         answer = await send(client, target, recorded.method, _path_with(captured.request_path, replacements),
                             replace_ids(recorded.request_body, replacements))
-        new = _answer(answer)
-        replacements |= {old: found for old, place in answer_ids(_answer(recorded)).items()
-                         if (found := id_at(new, place)) is not None}
+        replacements |= {old: found for old, place in answer_ids(recorded).items()
+                         if (found := id_at(answer, place)) is not None}
         replayed.append(Replayed(captured, answer, _judged(captured, answer)))
     return replayed

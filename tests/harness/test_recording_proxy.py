@@ -246,9 +246,9 @@ def test_an_answer_the_upstream_breaks_off_is_cut_for_the_client_too_and_a_findi
     assert "broke off" in capture["transport_error"]
 
 
-def capture_flow(start: Callable[..., ParityProcess], stack: Stack, captures: Path) -> list[Path]:
+def capture_flow(start: Callable[..., ParityProcess], stack: Stack, captures: Path, stream: bool = False) -> list[Path]:
     _, url = start_proxy(start, f"{stack.reference_url}", captures)
-    sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), stack.mcp["calc"].base_url + "/mcp", stream=False)
+    sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), stack.mcp["calc"].base_url + "/mcp", stream)
     return captured_files(captures, 5)
 
 
@@ -301,6 +301,23 @@ def test_a_capture_becomes_a_scenario_that_loads_and_passes(start: Callable[...,
         assert scenario["mcp"] == ["calc"]
         assert scenario["steps"][0]["request"]["tools"][0]["server_url"] == "{{mcp.calc.url}}"
         assert MCP_TOKEN not in text
+        ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_a_streamed_conversation_becomes_a_scenario_that_passes(start: Callable[..., ParityProcess],
+                                                                tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS) as stack:
+        capture_flow(start, stack, tmp_path / "captures", stream=True)
+        out = tmp_path / "captured.yaml"
+        drafted = subprocess.run([str(PARITY), "scenario", "from-capture", str(tmp_path / "captures"), "-o", str(out),
+                                  "--id", "streamed-flow"], capture_output=True, text=True, timeout=120, check=False)
+        assert drafted.returncode == 0, drafted.stderr
+        scenario = yaml.safe_load(out.read_text())
+        assert [step["stream"] for step in scenario["steps"]] == [True] * 5
+        assert scenario["steps"][0]["expect"]["terminal"] == "response.completed"
+        assert scenario["steps"][4]["request"]["input"][0]["call_id"] == "{{step4.output[0].call_id}}"
         ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
                              capture_output=True, text=True, timeout=300, check=False)
         assert ran.returncode == 0, ran.stdout + ran.stderr
