@@ -1,5 +1,6 @@
 """Replaying captured requests against another target and diffing the contracts of the two
-answers (`parity replay`).
+answers (`parity replay`). A target the replay starts (the reference gateway, a profile) talks
+to a scripted upstream that plays the model turns the captured answers show (`captured_model`).
 
 The requests go in the order they were captured. A request that names an earlier answer's id
 (`previous_response_id`, an approval's or a function output's id, a stored response's id in
@@ -13,11 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 import httpx
 
+from ..fixtures.upstream.script import AdHocScript
 from .capture import Captured, answer_ids, id_at, replace_ids
 from .checks import delivery_findings
 from .contract import project_answer
 from .exchange import Exchange
 from .findings import Finding, Kind, Severity
+from .from_capture import model_turns
 from .goldens import compare_with
 from .targets import Target, send
 
@@ -49,6 +52,14 @@ def _judged(captured: Captured, answer: Exchange) -> list[Finding]:
         return [*findings, Finding(Kind.VARIANT, Severity.NOTE, "replay.incomplete_capture",
                                    "the captured answer did not arrive whole; nothing to compare with")]
     return findings + compare_with(recorded, project_answer(answer), answer, f"captured {captured.path.name}")
+
+
+def captured_model(captures: list[Captured]) -> AdHocScript | None:
+    """The model turns the captured answers show (`from_capture.model_turns`), in order: what a
+    scripted upstream plays for a target the replay starts (the reference gateway, a profile),
+    so that it answers as the captured target's model did. None when they show none."""
+    turns = [turn for captured in captures for turn in model_turns(captured.exchange.response_object())]
+    return AdHocScript.model_validate({"turns": turns}) if turns else None
 
 
 async def replay(captures: list[Captured], target: Target, client: httpx.AsyncClient) -> list[Replayed]:

@@ -19,7 +19,7 @@ from ..findings import Finding, HarnessError
 from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
 from ..proxy import Found, ProxyEvent, Recorded, RecordingProxy
 from ..redaction import Redactor
-from ..replay import Replayed, replay
+from ..replay import Replayed, captured_model, replay
 from ..session import open_session
 from ..stack import ServerThread
 from .click_options import click_options
@@ -91,7 +91,8 @@ def _show(replayed: Replayed, as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print each exchange's result as a JSON line.")
 def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) -> None:
     """Send the captured requests (folders of `parity proxy` captures, or files) again to
-    --target, in order, and diff the contract of each new answer with the captured one.
+    --target, in order, and diff the contract of each new answer with the captured one. The
+    reference gateway or a profile's talks to a scripted model playing the captured turns.
     Exit 1 if any differs, 2 if a capture cannot be read or the target not reached."""
     try:
         options = target_options(values)
@@ -103,7 +104,7 @@ def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) 
         sys.exit(EXIT_USAGE)
     with redacted_consoles() as redactor:
         try:
-            with open_session(options, (), redactor=redactor) as session:
+            with open_session(options, (), redactor=redactor, script=captured_model(recorded)) as session:
                 async def go() -> list[Replayed]:
                     async with httpx.AsyncClient() as client:
                         return await replay(recorded, session.target, client)

@@ -264,6 +264,16 @@ def test_replay_maps_ids_and_finds_no_difference_against_the_same_behaviour(
     assert not any(line["differs"] for line in lines)
 
 
+def test_replay_against_the_reference_gateway_plays_the_captured_model_turns(
+        start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS) as stack:
+        capture_flow(start, stack, tmp_path / "captures", stream=True)
+        same = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert same.stdout.count(": same contract (status 200)") == 5
+
+
 def test_replay_reports_each_exchange_whose_contract_differs(start: Callable[..., ParityProcess],
                                                              tmp_path: Path) -> None:
     with stack_with(FLOW_TURNS) as stack:
