@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from .exchange import Exchange
 from .findings import HarnessError
@@ -42,12 +43,10 @@ class Captured:
     def request_path(self) -> str:
         """The path (and query) the client asked for."""
         recorded = self.exchange.meta.get("path")
-        return recorded if isinstance(recorded, str) else _path_of(self.exchange.url)
-
-
-def _path_of(url: str) -> str:
-    without_scheme = url.partition("://")[2] or url
-    return "/" + without_scheme.partition("/")[2]
+        if isinstance(recorded, str):
+            return recorded
+        url = urlsplit(self.exchange.url)
+        return (url.path or "/") + (f"?{url.query}" if url.query else "")
 
 
 def read_capture(path: Path) -> Captured:
