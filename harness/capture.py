@@ -114,3 +114,9 @@ def replace_ids(value: Any, replacements: dict[str, str]) -> Any:
     if isinstance(value, list):
         return [replace_ids(item, replacements) for item in value]
     return value
+
+
+def replace_ids_in_path(path: str, replacements: dict[str, str]) -> str:
+    """`path` (with its query) with every segment that is exactly one of the ids replaced."""
+    bare, mark, query = path.partition("?")
+    return "/".join(replacements.get(part, part) for part in bare.split("/")) + mark + query

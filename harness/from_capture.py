@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from ..fixtures.mcp import FIXTURE_SERVERS, fixture_tools
-from .capture import Captured, answer_ids, replace_ids
+from .capture import Captured, answer_ids, replace_ids, replace_ids_in_path
 from .contract import project_answer
 from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from .goldens import expectation_of
@@ -87,12 +87,12 @@ def _fixtures_for(captures: list[Captured]) -> dict[str, str]:
 
 
 def _templated_path(path: str, placeholders: dict[str, str]) -> str:
-    bare, mark, query = path.partition("?")
+    """`path` with the surface's prefix and the ids of earlier answers as placeholders."""
     for prefix, placeholder in SURFACE_PATHS.items():
-        if bare == prefix or bare.startswith(prefix + "/"):
-            bare = placeholder + bare[len(prefix):]
+        if path.partition("?")[0] == prefix or path.startswith((prefix + "/", prefix + "?")):
+            path = placeholder + path[len(prefix):]
             break
-    return "/".join(placeholders.get(part, part) for part in bare.split("/")) + mark + query
+    return replace_ids_in_path(path, placeholders)
 
 
 def _step(number: int, captured: Captured, placeholders: dict[str, str], chat: bool) -> dict[str, Any]:

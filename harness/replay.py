@@ -12,10 +12,11 @@ golden (`goldens.compare_with`).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 import httpx
 
 from ..fixtures.upstream.script import AdHocScript
-from .capture import Captured, answer_ids, id_at, replace_ids
+from .capture import Captured, answer_ids, id_at, replace_ids, replace_ids_in_path
 from .checks import delivery_findings
 from .contract import project_answer
 from .exchange import Exchange
@@ -36,11 +37,6 @@ class Replayed:
     @property
     def differs(self) -> bool:
         return any(finding.severity >= Severity.WARNING for finding in self.findings)
-
-
-def _path_with(path: str, replacements: dict[str, str]) -> str:
-    bare, mark, query = path.partition("?")
-    return "/".join(replacements.get(part, part) for part in bare.split("/")) + mark + query
 
 
 def _judged(captured: Captured, answer: Exchange) -> list[Finding]:
@@ -68,7 +64,7 @@ async def replay(captures: list[Captured], target: Target, client: httpx.AsyncCl
     replayed = []
     for captured in captures:
         recorded = captured.exchange
-        answer = await send(client, target, recorded.method, _path_with(captured.request_path, replacements),
+        answer = await send(client, target, recorded.method, replace_ids_in_path(captured.request_path, replacements),
                             replace_ids(recorded.request_body, replacements))
         replacements |= {old: found for old, place in answer_ids(recorded).items()
                          if (found := id_at(answer, place)) is not None}

@@ -14,8 +14,8 @@ import click
 import httpx
 
 from ..capture import read_captures
-from ..from_capture import scenario_text
 from ..findings import Finding, HarnessError
+from ..from_capture import scenario_text
 from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
 from ..proxy import Found, ProxyEvent, Recorded, RecordingProxy
 from ..redaction import Redactor

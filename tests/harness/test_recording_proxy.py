@@ -4,6 +4,7 @@ targets; `parity replay` and `parity scenario from-capture` on what it captured.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import time
@@ -129,10 +130,7 @@ def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(stream: bool, st
 def agent_run(base_url: str, mcp_url: str, stream: bool) -> tuple[Any, list[Any]]:
     """The openai-agents Runner with a hosted MCP tool and a function tool: its final output
     and the raw items it produced."""
-    import asyncio
-
-    from agents import (Agent, HostedMCPTool, OpenAIResponsesModel, Runner, function_tool,
-                        set_tracing_disabled)
+    from agents import Agent, HostedMCPTool, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
 
     @function_tool
     def get_weather(city: str) -> str:
