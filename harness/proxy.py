@@ -11,9 +11,10 @@ each exchange of the API surfaces the harness knows, and checks them without a r
 - `/v1/responses` (and `/{id}`, `/input_items`, `/cancel`), `/v1/chat/completions` and
   `/v1/conversations/**` (under any prefix) are recorded and checked; other paths are
   forwarded, neither recorded nor checked.
-- Each exchange is written to the capture folder (`capture.py`), secrets removed by the
-  proxy's `Redactor`, which learns every secret a request carries (its credential headers,
-  its body's secret fields) before anything of that request is written.
+- Each exchange is written to the capture folder (`capture.py`) once it ended (a file appears
+  under its name only whole), secrets removed by the proxy's `Redactor`, which learns every
+  secret a request carries (its credential headers, its body's secret fields) before anything
+  of that request is written.
 - An upstream that cannot be reached or does not speak HTTP gives the client a 502 in
   OpenAI's error envelope, and a finding; one that breaks off an answer ends the relayed
   answer there, and is a finding. The proxy itself keeps serving.
@@ -215,7 +216,9 @@ class RecordingProxy:
             if not exchange.unreadable:
                 findings += no_reference_findings(exchange, recording.chat, current=True)
             self._report(recording, recording.live.unseen(findings) if recording.live else findings)
-        self.redactor.write_json(self.captures / recording.name, exchange.to_file())
+        partial = self.captures / f"{recording.name}.partial"  # a reader of the folder never sees half a file
+        self.redactor.write_json(partial, exchange.to_file())
+        partial.replace(self.captures / recording.name)
         self.on_event(Recorded(recording.name, exchange))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -125,6 +126,8 @@ def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(stream: bool, st
         assert json.loads(text)["response"]["sse" if stream else "body"], file
     assert "<redacted>" in files[0].read_text()  # the MCP tool's authorization, removed by value
     assert API_KEY not in proxy.output()
+    proxy.wait_for(r"^0005-post-v1-responses\.json: POST /v1/responses -> 200")
+    assert not re.search(r"^\S+\.json: (error|warning) ", proxy.output(), re.MULTILINE), proxy.output()
 
 
 def agent_run(base_url: str, mcp_url: str, stream: bool) -> tuple[Any, list[Any]]:
