@@ -38,23 +38,32 @@ def _arguments(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def model_turns(answer: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The model turns an answer's output suggests: the calls the model made (several in a row
-    as one turn), then its text. A call the gateway ran after an approval was made by the
-    model in an earlier answer, so it is no turn here."""
+    """The model turns an answer's output suggests: the calls the model made, then its text.
+    Calls in a row of one kind are one turn (parallel calls); a call the gateway ran (an
+    `mcp_call`) followed by one the client runs means the gateway asked the model again in
+    between. A call the gateway ran after an approval was made by the model in an earlier
+    answer, so it is no turn here."""
     turns: list[dict[str, Any]] = []
     calls: list[dict[str, Any]] = []
+    ran_by_gateway: bool | None = None
+
+    def close_turn() -> None:
+        if calls:
+            turns.append({"calls": list(calls)} if len(calls) > 1 else {"call": calls[0]})
+            calls.clear()
+
     for item in (answer or {}).get("output") or []:
         kind = item.get("type") if isinstance(item, dict) else None
         if kind in CALLS and not item.get("approval_request_id"):
+            if ran_by_gateway is not None and ran_by_gateway != (kind == "mcp_call"):
+                close_turn()
+            ran_by_gateway = kind == "mcp_call"
             calls.append({"tool": item.get("name") or "tool", "arguments": _arguments(item)})
         elif kind == "message":
-            if calls:
-                turns.append({"calls": calls} if len(calls) > 1 else {"call": calls[0]})
-                calls = []
+            close_turn()
             text = "".join(part.get("text", "") for part in item.get("content") or [] if isinstance(part, dict))
             turns.append({"text": text})
-    if calls:
-        turns.append({"calls": calls} if len(calls) > 1 else {"call": calls[0]})
+    close_turn()
     return turns
 
 
@@ -145,8 +154,9 @@ def _review_notes(fixtures: dict[str, str]) -> str:
     lines = [
         "# Drafted by `parity scenario from-capture`: review before committing.",
         "# - `model:` of each step is guessed from the output items of the captured answer (the calls",
-        "#   the model made, then its text); the scripted model plays these turns. Fix them where the",
-        "#   gateway called the model more often (an MCP call runs, then the model is asked again).",
+        "#   the model made, then its text); the scripted model plays these turns. Calls in a row of",
+        "#   one kind are taken for one turn (parallel calls): split them where the model made them",
+        "#   one at a time.",
         "# - Each step runs once, streamed or not as captured (`stream:`); drop `stream` and `modes`",
         "#   to run every step both ways, and move `events`/`terminal` to `per_mode: {stream: ...}`.",
     ]

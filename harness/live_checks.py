@@ -29,7 +29,7 @@ class LiveStream:
         self._chat = chat
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending = ""
-        self.events: list[SseEvent] = []
+        self._events: list[SseEvent] = []
         self._seen: set[tuple[str, str]] = set()
 
     def feed(self, chunk: bytes) -> list[Finding]:
@@ -38,16 +38,16 @@ class LiveStream:
         if not ends:
             return []
         complete, self._pending = self._pending[:ends[-1]], self._pending[ends[-1]:]
-        start = len(self.events)
-        self.events += parse_sse(complete)
+        start = len(self._events)
+        self._events += parse_sse(complete)
         return self._new(self._findings_from(start))
 
     def _findings_from(self, start: int) -> list[Finding]:
-        findings = framing_conformance(self.events)
+        findings = framing_conformance(self._events)
         if not self._chat:
-            findings += sequence_conformance(self.events)
-        for position in range(start, len(self.events)):
-            findings += event_findings(self.events[position], position, self._chat, current=True)
+            findings += sequence_conformance(self._events)
+        for position in range(start, len(self._events)):
+            findings += event_findings(self._events[position], position, self._chat, current=True)
         return findings
 
     def _new(self, findings: list[Finding]) -> list[Finding]:

@@ -147,10 +147,10 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
                  redactor: Redactor | None = None, script: AdHocScript | None = None) -> Iterator[Session]:
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
     (installing a gateway takes minutes). A scripted upstream the session starts answers
-    requests without a run marker from `script` (replayed traffic). The session's redactor is `redactor` (default: a new
-    one), told before any run the target's header values (API key, extra and profile headers)
-    and the admin key of the reference gateways the session starts; a gateway's log is
-    rewritten through it once the gateway has stopped."""
+    requests without a run marker from `script` (replayed traffic). The session's redactor is
+    `redactor` (default: a new one), told before any run the target's header values (API key,
+    extra and profile headers) and the admin key of the reference gateways the session starts;
+    a gateway's log is rewritten through it once the gateway has stopped."""
     started: Session | None = None
     try:
         with _started(options, mcp_names, say, script) as started:

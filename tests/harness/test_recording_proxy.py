@@ -168,12 +168,16 @@ def test_the_agents_sdk_gets_the_same_run_through_the_proxy(stream: bool, start:
         direct = agent_run(f"{stack.reference_url}/v1", stack.mcp["calc"].base_url + "/mcp", stream)
         _, url = start_proxy(start, f"{stack.reference_url}", tmp_path / "captures")
         proxied = agent_run(f"{url}/v1", stack.mcp["calc"].base_url + "/mcp", stream)
-    assert direct[0] == "42, and 18 °C."
-    assert stable(proxied) == stable(direct)
-    files = captured_files(tmp_path / "captures", 2)
-    checked = check_exchange(files)
-    assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert not any(API_KEY in file.read_text() for file in files)
+        assert direct[0] == "42, and 18 °C."
+        assert stable(proxied) == stable(direct)
+        files = captured_files(tmp_path / "captures", 2)
+        checked = check_exchange(files)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert not any(API_KEY in file.read_text() for file in files)
+        # Replayed against a reference gateway of its own, whose model plays the captured turns: the same contracts.
+        replayed = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
+                                  capture_output=True, text=True, timeout=120, check=False)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
 @contextmanager
