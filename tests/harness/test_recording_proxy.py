@@ -22,6 +22,7 @@ from openai import AsyncOpenAI, OpenAI
 from parity_process import DEADLINE_S, PARITY, ParityProcess, running
 
 from responses_parity.fixtures.upstream.script import AdHocScript
+from responses_parity.harness.from_capture import model_turns
 from responses_parity.harness.stack import Stack
 
 API_KEY = "sk-proxy-test-secret-4f7a9c2e1b"
@@ -346,3 +347,20 @@ def test_a_file_that_is_no_capture_is_a_usage_error_naming_it(command: list[str]
                          timeout=120, check=False)
     assert ran.returncode == 2
     assert f"{broken}: not a captured exchange" in ran.stderr
+
+
+def _call(kind: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "name": name, "arguments": '{"a": 1}', **extra}
+
+
+@pytest.mark.parametrize(("output", "turns"), [
+    ([{"type": "mcp_list_tools"}, _call("mcp_call", "add"), _call("function_call", "get_weather")],
+     [{"call": {"tool": "add", "arguments": {"a": 1}}}, {"call": {"tool": "get_weather", "arguments": {"a": 1}}}]),
+    ([_call("function_call", "f"), _call("function_call", "g")],
+     [{"calls": [{"tool": "f", "arguments": {"a": 1}}, {"tool": "g", "arguments": {"a": 1}}]}]),
+    ([_call("mcp_call", "add", approval_request_id="mcpr_1"),
+      {"type": "message", "content": [{"type": "output_text", "text": "5"}]}], [{"text": "5"}]),
+], ids=["a-gateway-run-call-then-a-client-call-is-two-turns", "client-calls-in-a-row-are-one-turn",
+        "an-approved-call-is-no-turn-of-its-own"])
+def test_model_turns_follow_who_ran_each_call(output: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
+    assert model_turns({"output": output}) == turns
