@@ -17,6 +17,7 @@ from .exchange import Exchange
 from .findings import Finding, Kind, Severity
 from .grammar import check_chat_stream, check_stream
 from .schemas import Where, check_error_envelope, check_event, check_payload
+from .sse import SseEvent
 
 
 def resumed_after(url: str) -> int | None:
@@ -36,16 +37,33 @@ def _is_error_answer(exchange: Exchange) -> bool:
     return isinstance(body, dict) and "error" in body and body.get("object") is None
 
 
-def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> list[Finding]:
+def event_findings(event: SseEvent, position: int, chat: bool, current: bool = False) -> list[Finding]:
+    """The SDK schema findings of the `position`th event of a stream (a chunk on the chat
+    surface, where an `error` event has no schema)."""
+    payload = event.payload
+    if payload is None:
+        return []
     if chat:
-        return check_chat_stream(exchange.events) + [
-            finding for position, event in enumerate(exchange.events) if event.payload is not None
-            and "error" not in event.payload
-            for finding in check_payload("chat.completion.chunk", event.payload, Where(f"chunk {position}", "chunk"),
-                                         current)]
-    return check_stream(exchange.events, resumed_after(exchange.url)) + [
-        finding for position, event in enumerate(exchange.events) if event.payload is not None
-        for finding in check_event(event.payload, position, current)]
+        return [] if "error" in payload else check_payload("chat.completion.chunk", payload,
+                                                           Where(f"chunk {position}", "chunk"), current)
+    return check_event(payload, position, current)
+
+
+def delivery_findings(exchange: Exchange) -> list[Finding]:
+    """What went wrong in getting the answer: its bytes (`Exchange.defects`), and why it did not
+    arrive whole (`Exchange.transport_error`)."""
+    findings = [Finding(Kind.WIRE, Severity.ERROR, f"wire.{defect.rule}", defect.message)
+                for defect in exchange.defects]
+    if exchange.transport_error:
+        findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
+    return findings
+
+
+def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> list[Finding]:
+    grammar = check_chat_stream(exchange.events) if chat else check_stream(exchange.events,
+                                                                           resumed_after(exchange.url))
+    return grammar + [finding for position, event in enumerate(exchange.events)
+                      for finding in event_findings(event, position, chat, current)]
 
 
 def approval_link_findings(exchange: Exchange) -> list[Finding]:

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from ..fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
 from .attribution import Sent, attribute
 from .capabilities import missing_capability
-from .checks import no_reference_findings
+from .checks import delivery_findings, no_reference_findings
 from .compare import StreamReference, compare, compare_upstream, stream_reference, upstream_anomalies
 from .conditions import wait_until
 from .contract import Contract, chat_completion, project, project_chat, streamed_sequence
@@ -537,10 +537,7 @@ def judge_answer(expect: Expect, exchange: Exchange, chat: bool,
     streams, so the engine runs it off the event loop (the other runs' streams keep being
     read while it works)."""
     contract = project_chat(exchange) if chat else project(exchange)
-    findings = [Finding(Kind.WIRE, Severity.ERROR, f"wire.{defect.rule}", defect.message)
-                for defect in exchange.defects]
-    if exchange.transport_error:
-        findings.append(Finding(Kind.TRANSPORT, Severity.ERROR, "transport", exchange.transport_error))
+    findings = delivery_findings(exchange)
     if exchange.transport_error or exchange.unreadable:
         return contract, findings
     if with_checks:

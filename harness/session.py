@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
+from ..fixtures.upstream.script import AdHocScript
 from .defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
 from .findings import HarnessError
 from .fixture_client import FixtureClient, McpFixture
@@ -82,9 +83,9 @@ class Session:
         return learn_then_tell
 
 
-def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:
+def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None) -> Stack:
     if options.target == REFERENCE:
-        return Stack(mcp_names=mcp_names, with_reference=True)
+        return Stack(mcp_names=mcp_names, with_reference=True, adhoc_script=script)
     upstream = options.upstream.rstrip("/").removesuffix("/v1")  # its model base URL names it too
     if (announced := running_upstream(upstream)) is not None:
         return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced.mcp,
@@ -94,7 +95,7 @@ def _stack_for(options: TargetOptions, mcp_names: Iterable[str]) -> Stack:
         raise HarnessError(f"no scripted upstream answers at {upstream}, and one can only be started "
                            f"on a loopback address with a port")
     return Stack(mcp_names=mcp_names, with_reference=False, upstream_port=parts.port,
-                 mcp_ports=fixture_ports(parts.port), search_port=search_port(parts.port))
+                 mcp_ports=fixture_ports(parts.port), search_port=search_port(parts.port), adhoc_script=script)
 
 
 def _openai_session(options: TargetOptions) -> Session:
@@ -121,11 +122,11 @@ def _extra_headers(options: TargetOptions) -> dict[str, str]:
 
 @contextmanager
 def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Iterable[str],
-                      say: Callable[[str], None]) -> Iterator[Session]:
+                      say: Callable[[str], None], script: AdHocScript | None) -> Iterator[Session]:
     """A gateway from its profile: installed on first use, started against a fresh scripted
     upstream and the MCP fixtures, stopped on exit."""
     installation = install(profile, say)
-    with Stack(mcp_names=mcp_names, with_reference=False) as stack:
+    with Stack(mcp_names=mcp_names, with_reference=False, adhoc_script=script) as stack:
         assert stack.upstream_url is not None
         say(f"starting {profile.title} ...")
         gateway = start(profile, installation, upstream=stack.upstream_url, mcp=stack.mcp, model=options.model)
@@ -143,15 +144,16 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
 
 @contextmanager
 def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None] = lambda line: None,
-                 redactor: Redactor | None = None) -> Iterator[Session]:
+                 redactor: Redactor | None = None, script: AdHocScript | None = None) -> Iterator[Session]:
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
-    (installing a gateway takes minutes). The session's redactor is `redactor` (default: a new
-    one), told before any run the target's header values (API key, extra and profile headers)
-    and the admin key of the reference gateways the session starts; a gateway's log is
-    rewritten through it once the gateway has stopped."""
+    (installing a gateway takes minutes). A scripted upstream the session starts answers
+    requests without a run marker from `script` (replayed traffic). The session's redactor is
+    `redactor` (default: a new one), told before any run the target's header values (API key,
+    extra and profile headers) and the admin key of the reference gateways the session starts;
+    a gateway's log is rewritten through it once the gateway has stopped."""
     started: Session | None = None
     try:
-        with _started(options, mcp_names, say) as started:
+        with _started(options, mcp_names, say, script) as started:
             if redactor is not None:
                 started.redactor = redactor
             started.redactor.add(*started.target.headers.values(), started.stack.admin_key if started.stack else None)
@@ -162,7 +164,8 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
 
 
 @contextmanager
-def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None]) -> Iterator[Session]:
+def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None],
+             script: AdHocScript | None) -> Iterator[Session]:
     if options.target == OPENAI:
         yield _openai_session(options)
         return
@@ -171,14 +174,14 @@ def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[st
     except ProfileError as error:
         raise HarnessError(str(error)) from error
     if profile is not None:
-        with _profiled_session(profile, options, mcp_names, say) as session:
+        with _profiled_session(profile, options, mcp_names, say, script) as session:
             yield session
         return
     if not options.target.startswith(("http://", "https://")) and options.target != REFERENCE:
         known = ", ".join(sorted(profile_paths(options.profile_dirs)))
         raise HarnessError(f"unknown target {options.target!r}: give {REFERENCE}, {OPENAI}, a profile ({known}), "
                            f"a profile file, or a gateway's base URL")
-    with _stack_for(options, mcp_names) as stack:
+    with _stack_for(options, mcp_names, script) as stack:
         base_url = stack.reference_url if options.target == REFERENCE else options.target
         assert base_url is not None
         yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,

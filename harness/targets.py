@@ -205,7 +205,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
         else:
             exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
     except httpx.HTTPError as error:
-        exchange.transport_error = f"{type(error).__name__}: {_reason(error)}"
+        exchange.transport_error = f"{type(error).__name__}: {failure_reason(error)}"
     finally:
         if trigger is not None:
             trigger.cancel()
@@ -215,7 +215,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
     return exchange
 
 
-def _reason(error: BaseException) -> str:
+def failure_reason(error: BaseException) -> str:
     """The first cause in the chain that says something (a reset connection says nothing at
     the top)."""
     cause: BaseException | None = error

@@ -57,10 +57,10 @@ def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> 
                                    f"alone; give the part's own options after its name")
         return
     adhoc = _script(script)
-    _serve_forever(Stack(mcp_names=FIXTURE_SERVERS, with_reference=False, upstream_port=port,
-                         mcp_ports=fixture_ports(port) if port else {}, search_port=search_port(port) if port else 0,
-                         adhoc_script=adhoc).__enter__,
-                   lambda stack: _announce(stack, as_json), Stack.close)
+    serve_forever(Stack(mcp_names=FIXTURE_SERVERS, with_reference=False, upstream_port=port,
+                        mcp_ports=fixture_ports(port) if port else {}, search_port=search_port(port) if port else 0,
+                        adhoc_script=adhoc).__enter__,
+                  lambda stack: _announce(stack, as_json), Stack.close)
 
 
 def _settings(stack: Stack, allowance: GuardAllowance) -> dict[str, Any]:
@@ -110,8 +110,8 @@ def _announce(stack: Stack, as_json: bool) -> None:
         say(line)
 
 
-def _serve_forever(start: Callable[[], Served], announce: Callable[[Served], None],
-                   stop: Callable[[Served], None]) -> None:
+def serve_forever(start: Callable[[], Served], announce: Callable[[Served], None],
+                  stop: Callable[[Served], None]) -> None:
     """Start what `start` starts, announce it, and serve until Ctrl-C, then `stop` it; a port
     that cannot be listened on is a one-line error and exit 2."""
     try:
@@ -128,8 +128,8 @@ def _serve_forever(start: Callable[[], Served], announce: Callable[[Served], Non
 
 
 def _serve_app(app: Any, port: int, what: str) -> None:
-    _serve_forever(lambda: ServerThread(app, port).start(),
-                   lambda server: out.print(f"{what} listening on {server.url} (Ctrl-C to stop)"), ServerThread.stop)
+    serve_forever(lambda: ServerThread(app, port).start(),
+                  lambda server: out.print(f"{what} listening on {server.url} (Ctrl-C to stop)"), ServerThread.stop)
 
 
 @serve.command("upstream")

@@ -1,0 +1,147 @@
+"""Commands on real traffic: `parity proxy` records and checks it as it flows, `parity replay`
+sends it again to another target and diffs the contracts, `parity scenario from-capture`
+drafts a scenario from it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+import httpx
+
+from ..capture import read_captures
+from ..findings import Finding, HarnessError
+from ..from_capture import scenario_text
+from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
+from ..proxy import Found, ProxyEvent, Recorded, RecordingProxy
+from ..redaction import Redactor
+from ..replay import Replayed, captured_model, replay
+from ..session import open_session
+from ..stack import ServerThread
+from .click_options import click_options
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, redacted_consoles, say
+from .serve import serve_forever
+
+DEFAULT_PROXY_PORT = 8650
+
+
+def _finding_line(where: str, finding: Finding) -> str:
+    return f"{where}: {finding.severity} {finding.rule}: {finding.message}"
+
+
+def _finding_json(where: str, finding: Finding) -> str:
+    return json.dumps({"capture": where} | finding.to_dict(), default=str)
+
+
+def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
+    def show(event: ProxyEvent) -> None:
+        if isinstance(event, Found):
+            say(_finding_json(event.capture, event.finding) if as_json else _finding_line(event.capture, event.finding))
+        elif isinstance(event, Recorded) and not as_json:
+            exchange = event.exchange
+            what = exchange.transport_error or f"{exchange.status}{' (stream)' if exchange.streamed else ''}"
+            say(f"{event.capture}: {exchange.method} {exchange.meta.get('path')} -> {what}")
+    return show
+
+
+@click.command("proxy")
+@click.option("--upstream", required=True,
+              help="Base URL requests are forwarded to (a gateway's, or https://api.openai.com): "
+                   "/v1/responses goes to <upstream>/v1/responses.")
+@click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PROXY_PORT, show_default=True,
+              help="Loopback port to listen on (0: any free one).")
+@click.option("--captures", type=click.Path(file_okay=False, path_type=Path), default=Path("captures"),
+              show_default=True, help="Folder the exchanges are written to, one file each.")
+@click.option("--json", "as_json", is_flag=True, help="Print each finding as a JSON line.")
+@click_options(MAX_ANSWER_MB)
+def proxy_command(upstream: str, port: int, captures: Path, as_json: bool, max_answer_mb: float) -> None:
+    """Forward a client's traffic to UPSTREAM unchanged, record every Responses, Chat Completions
+    and Conversations exchange (secrets removed) and print the findings of the checks that need
+    no reference as they occur: one line each, the capture file, the rule and what is wrong.
+    Point the client's base URL at http://127.0.0.1:PORT/v1."""
+    if not upstream.startswith(("http://", "https://")):
+        raise click.BadParameter(f"{upstream!r} is not an http(s) URL", param_hint="--upstream")
+    with redacted_consoles() as redactor:
+        proxy = RecordingProxy(upstream, captures, _printer(as_json), redactor,
+                               max_answer_bytes=int(max_answer_mb * 2**20))
+        serve_forever(lambda: ServerThread(proxy.app, port).start(),
+                      lambda server: say(f"parity proxy listening on {server.url} -> {proxy.upstream}; "
+                                         f"captures in {captures} (Ctrl-C to stop)"),
+                      ServerThread.stop)
+
+
+def _show(replayed: Replayed, as_json: bool) -> None:
+    name = replayed.captured.path.name
+    if as_json:
+        say(json.dumps({"capture": name, "status": replayed.answer.status, "differs": replayed.differs,
+                        "findings": [finding.to_dict() for finding in replayed.findings]}, default=str))
+        return
+    say(f"{name}: {'differs' if replayed.differs else 'same contract'} (status {replayed.answer.status})")
+    for finding in replayed.findings:
+        say(f"    {finding.severity} {finding.rule}: {finding.message}")
+
+
+@click.command("replay")
+@click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click_options(*TARGET_OPTIONS)
+@click.option("--json", "as_json", is_flag=True, help="Print each exchange's result as a JSON line.")
+def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) -> None:
+    """Send the captured requests (folders of `parity proxy` captures, or files) again to
+    --target, in order, and diff the contract of each new answer with the captured one. The
+    reference gateway or a profile's talks to a scripted model playing the captured turns.
+    Exit 1 if any differs, 2 if a capture cannot be read or the target not reached."""
+    try:
+        options = target_options(values)
+        recorded = read_captures(list(captures))
+    except OptionError as problem:
+        raise click.BadParameter(problem.problem, param_hint=f"--{problem.option.name}") from problem
+    except HarnessError as problem:
+        error(str(problem))
+        sys.exit(EXIT_USAGE)
+    with redacted_consoles() as redactor:
+        try:
+            with open_session(options, (), redactor=redactor, script=captured_model(recorded)) as session:
+                async def go() -> list[Replayed]:
+                    async with httpx.AsyncClient() as client:
+                        return await replay(recorded, session.target, client)
+                results = asyncio.run(go())
+        except HarnessError as problem:
+            error(str(problem))
+            sys.exit(EXIT_USAGE)
+        for result in results:
+            _show(result, as_json)
+        differing = sum(result.differs for result in results)
+        if not as_json:
+            say(f"{len(results)} exchange(s) replayed against {options.target}: {differing} differ")
+    sys.exit(EXIT_FAILED if differing else EXIT_OK)
+
+
+@click.group("scenario")
+def scenario_group() -> None:
+    """Work with scenario files."""
+
+
+@scenario_group.command("from-capture")
+@click.argument("files", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
+@click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The scenario file to write (default: standard output).")
+@click.option("--id", "scenario_id", default="captured", show_default=True, help="The scenario's id.")
+def from_capture_command(files: tuple[Path, ...], output: Path | None, scenario_id: str) -> None:
+    """Draft a scenario from captured exchanges (files, or a folder of them, in order): one step
+    per request, each expecting the captured answer's contract. Review it before committing:
+    its top comments say what a capture cannot tell."""
+    try:
+        text = scenario_text(read_captures(list(files)), scenario_id)
+    except (HarnessError, ValueError) as problem:
+        error(str(problem))
+        sys.exit(EXIT_USAGE)
+    text = Redactor().redact_text(text)
+    if output is None:
+        out.file.write(text)
+        return
+    output.write_text(text, encoding="utf-8")
+    say(f"wrote {output}; check it with: parity validate {output}")

@@ -1,0 +1,366 @@
+"""`parity proxy` as a user runs it (a child process on loopback) between the official SDKs and
+the reference gateway (scripted upstream, the calc MCP fixture), and in front of misbehaving
+targets; `parity replay` and `parity scenario from-capture` on what it captured."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from hostile_target import HostileTarget
+from openai import AsyncOpenAI, OpenAI
+from parity_process import DEADLINE_S, PARITY, ParityProcess, running
+
+from responses_parity.fixtures.upstream.script import AdHocScript
+from responses_parity.harness.from_capture import model_turns
+from responses_parity.harness.stack import Stack
+
+API_KEY = "sk-proxy-test-secret-4f7a9c2e1b"
+MCP_TOKEN = "mcp-token-9d8c7b6a5f4e"
+VOLATILE = {"id", "created_at", "completed_at", "call_id", "approval_request_id", "previous_response_id", "item_id",
+            "response_id", "obfuscation"}
+FLOW_TURNS: list[dict[str, Any]] = [
+    {"call": {"tool": "add", "arguments": {"a": 2, "b": 3}}}, {"text": "2 + 3 = 5."},          # MCP call
+    {"call": {"tool": "add", "arguments": {"a": 4, "b": 5}}}, {"text": "4 + 5 = 9."},          # approval
+    {"call": {"tool": "get_weather", "arguments": {"city": "Paris"}}}, {"text": "Sunny, 18 °C."},  # function
+]
+WEATHER = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
+           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
+LISTENING = r"parity proxy listening on (?P<url>http://\S+) "
+
+
+def stable(value: Any) -> Any:
+    """An SDK object as plain data, without what differs between two runs (ids, times)."""
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {key: stable(item) for key, item in value.items() if key not in VOLATILE}
+    if isinstance(value, list | tuple):
+        return [stable(item) for item in value]
+    return value
+
+
+def stack_with(turns: list[dict[str, Any]]) -> Stack:
+    return Stack(mcp_names=["calc"], with_reference=True, adhoc_script=AdHocScript.model_validate({"turns": turns}))
+
+
+@pytest.fixture
+def start(tmp_path: Path) -> Iterator[Callable[..., ParityProcess]]:
+    with running(tmp_path) as starting:
+        yield starting
+
+
+def start_proxy(start: Callable[..., ParityProcess], upstream: str, captures: Path,
+                *extra: str) -> tuple[ParityProcess, str]:
+    proxy = start([str(PARITY), "proxy", "--upstream", upstream, "--port", "0", "--captures", str(captures), *extra],
+                  f"proxy-{captures.name}")
+    return proxy, proxy.wait_for(LISTENING)["url"]
+
+
+def sdk_flow(client: OpenAI, mcp_url: str, stream: bool) -> list[Any]:
+    """An MCP call, an approval, a function call round trip: every answer the SDK parsed (with
+    `stream`, every event too)."""
+    seen: list[Any] = []
+
+    def create(**request: Any) -> Any:
+        if not stream:
+            seen.append(client.responses.create(model="parity-model", **request))
+            return seen[-1]
+        events = list(client.responses.create(model="parity-model", stream=True, **request))
+        seen.extend(events)
+        return events[-1].response
+
+    calc = {"type": "mcp", "server_label": "calc", "server_url": mcp_url, "authorization": MCP_TOKEN}
+    create(input="What is 2 + 3?", tools=[calc | {"require_approval": "never"}])
+    asked = create(input="What is 4 + 5?", tools=[calc | {"require_approval": "always"}])
+    approval = next(item for item in asked.output if item.type == "mcp_approval_request")
+    create(previous_response_id=asked.id, tools=[calc | {"require_approval": "always"}],
+           input=[{"type": "mcp_approval_response", "approval_request_id": approval.id, "approve": True}])
+    first = create(input="Weather in Paris?", tools=[WEATHER])
+    call = next(item for item in first.output if item.type == "function_call")
+    create(previous_response_id=first.id, tools=[WEATHER],
+           input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"celsius": 18}'}])
+    return seen
+
+
+def check_exchange(files: list[Path]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(PARITY), "check-exchange", "--current", *map(str, files)], capture_output=True,
+                          text=True, timeout=120, check=False)
+
+
+def captured_files(folder: Path, count: int) -> list[Path]:
+    """The capture files once `count` are written (each is written when its answer ended)."""
+    deadline = time.monotonic() + DEADLINE_S
+    while len(files := sorted(folder.glob("*.json"))) < count:
+        assert time.monotonic() < deadline, f"only {len(files)} of {count} captures written"
+        time.sleep(0.05)  # poll interval while the proxy finishes writing
+    return files
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(stream: bool, start: Callable[..., ParityProcess],
+                                                                tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS * 2) as stack:
+        gateway, mcp_url = f"{stack.reference_url}", stack.mcp["calc"].base_url + "/mcp"
+        direct = sdk_flow(OpenAI(base_url=f"{gateway}/v1", api_key=API_KEY), mcp_url, stream)
+        proxy, url = start_proxy(start, gateway, tmp_path / "captures")
+        proxied = sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), mcp_url, stream)
+    assert [type(answer) for answer in proxied] == [type(answer) for answer in direct]
+    assert stable(proxied) == stable(direct)
+    files = captured_files(tmp_path / "captures", 5)
+    assert len(files) == 5
+    checked = check_exchange(files)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    for file in files:
+        text = file.read_text()
+        assert API_KEY not in text and MCP_TOKEN not in text, file
+        assert json.loads(text)["response"]["sse" if stream else "body"], file
+    assert "<redacted>" in files[0].read_text()  # the MCP tool's authorization, removed by value
+    assert API_KEY not in proxy.output()
+    proxy.wait_for(r"^0005-post-v1-responses\.json: POST /v1/responses -> 200")
+    assert not re.search(r"^\S+\.json: (error|warning) ", proxy.output(), re.MULTILINE), proxy.output()
+
+
+def agent_run(base_url: str, mcp_url: str, stream: bool) -> tuple[Any, list[Any]]:
+    """The openai-agents Runner with a hosted MCP tool and a function tool: its final output
+    and the raw items it produced."""
+    from agents import Agent, HostedMCPTool, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return f"18 °C in {city}"
+
+    async def go() -> tuple[Any, list[Any]]:
+        set_tracing_disabled(True)
+        client = AsyncOpenAI(base_url=base_url, api_key=API_KEY)
+        calc = HostedMCPTool(tool_config={"type": "mcp", "server_label": "calc", "require_approval": "never",
+                                          "server_url": mcp_url})
+        agent = Agent(name="assistant", tools=[calc, get_weather],
+                      model=OpenAIResponsesModel(model="parity-model", openai_client=client))
+        if stream:
+            result = Runner.run_streamed(agent, "19 + 23, and the weather in Paris?")
+            async for _ in result.stream_events():
+                pass
+        else:
+            result = await Runner.run(agent, "19 + 23, and the weather in Paris?")
+        return result.final_output, [item.raw_item for item in result.new_items]
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_the_agents_sdk_gets_the_same_run_through_the_proxy(stream: bool, start: Callable[..., ParityProcess],
+                                                            tmp_path: Path) -> None:
+    pytest.importorskip("agents", reason="the openai-agents SDK comes with the test extra: .[test]")
+    turns = [{"call": {"tool": "add", "arguments": {"a": 19, "b": 23}}},
+             {"call": {"tool": "get_weather", "arguments": {"city": "Paris"}}}, {"text": "42, and 18 °C."}]
+    with stack_with(turns * 2) as stack:
+        direct = agent_run(f"{stack.reference_url}/v1", stack.mcp["calc"].base_url + "/mcp", stream)
+        _, url = start_proxy(start, f"{stack.reference_url}", tmp_path / "captures")
+        proxied = agent_run(f"{url}/v1", stack.mcp["calc"].base_url + "/mcp", stream)
+        assert direct[0] == "42, and 18 °C."
+        assert stable(proxied) == stable(direct)
+        files = captured_files(tmp_path / "captures", 2)
+        checked = check_exchange(files)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        assert not any(API_KEY in file.read_text() for file in files)
+        # Replayed against a reference gateway of its own, whose model plays the captured turns: the same contracts.
+        replayed = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
+                                  capture_output=True, text=True, timeout=120, check=False)
+        assert replayed.returncode == 0, replayed.stdout + replayed.stderr
+
+
+@contextmanager
+def streaming(url: str) -> Iterator[httpx.Response]:
+    """A streamed request to `url`, its answer open until the block ends."""
+    with httpx.Client(timeout=DEADLINE_S) as client, \
+            client.stream("POST", url, json={"model": "m", "input": "hi", "stream": True}) as answer:
+        yield answer
+
+
+def test_findings_of_a_misbehaving_stream_are_printed_while_it_flows(start: Callable[..., ParityProcess],
+                                                                      tmp_path: Path) -> None:
+    # `endless` numbers its events 0, 2, 2, ... and never ends: the finding must come mid-stream.
+    with HostileTarget() as hostile:
+        proxy, url = start_proxy(start, hostile.url("endless"), tmp_path / "captures")
+        with streaming(f"{url}/v1/responses") as answer:
+            chunks = answer.iter_bytes()
+            received = next(chunks)
+            while b"response.output_text.delta" not in received:
+                received += next(chunks)
+            found = proxy.wait_for(r"^0001-post-v1-responses\.json: error grammar\.sequence_numbers: .*$")
+            assert next(chunks)  # the stream is still open: the finding came before its end
+            assert not answer.is_closed
+        assert "event 1 (response.output_text.delta) has sequence_number 2, expected 1" in found.group(0)
+
+
+def test_json_findings_name_the_capture_and_the_rule(start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    with HostileTarget() as hostile:
+        proxy, url = start_proxy(start, hostile.url("invalid-utf8-json"), tmp_path / "captures", "--json")
+        assert httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 200
+        line = json.loads(proxy.wait_for(r'^\{"capture": "0001-post-v1-responses.json".*$').group(0))
+    assert line["rule"] == "wire.encoding" and line["severity"] == "error"
+
+
+def test_the_stream_is_relayed_before_the_target_sends_its_end(start: Callable[..., ParityProcess],
+                                                                tmp_path: Path) -> None:
+    # `drip` sends response.created, then one byte at a time, without end: a buffering proxy
+    # would never hand the client its first event.
+    with HostileTarget() as hostile:
+        _, url = start_proxy(start, hostile.url("drip"), tmp_path / "captures")
+        with streaming(f"{url}/v1/responses") as answer:
+            first = next(answer.iter_lines())
+    assert first == "event: response.created"
+
+
+@pytest.mark.parametrize("behaviour", ["close-silently", "not-http", "refused"])
+def test_an_upstream_that_fails_is_a_502_in_openais_envelope_and_a_finding(
+        behaviour: str, start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    with HostileTarget() as hostile:
+        upstream = "http://127.0.0.1:9" if behaviour == "refused" else hostile.url(behaviour)
+        proxy, url = start_proxy(start, upstream, tmp_path / "captures")
+        first = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
+        again = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
+        proxy.wait_for(r"^0002-post-v1-responses\.json: error proxy\.upstream: the upstream .* gave no answer")
+    for answer in (first, again):  # the proxy keeps serving after a failure
+        assert answer.status_code == 502
+        error = answer.json()["error"]
+        assert error["type"] == "server_error" and error["code"] == "upstream_unreachable" and error["message"]
+    assert "proxy.upstream" in proxy.output()
+
+
+def test_an_answer_the_upstream_breaks_off_is_cut_for_the_client_too_and_a_finding(
+        start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    with HostileTarget() as hostile:
+        proxy, url = start_proxy(start, hostile.url("reset"), tmp_path / "captures")
+        for _ in range(2):  # the proxy keeps serving after the first
+            with pytest.raises(httpx.RemoteProtocolError):
+                httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
+        proxy.wait_for(r"^0002-post-v1-responses\.json: error proxy\.upstream: the upstream .* broke off its answer")
+        capture = json.loads(captured_files(tmp_path / "captures", 2)[0].read_text())
+    assert "broke off" in capture["transport_error"]
+
+
+def capture_flow(start: Callable[..., ParityProcess], stack: Stack, captures: Path, stream: bool = False) -> list[Path]:
+    _, url = start_proxy(start, f"{stack.reference_url}", captures)
+    sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), stack.mcp["calc"].base_url + "/mcp", stream)
+    return captured_files(captures, 5)
+
+
+def test_replay_maps_ids_and_finds_no_difference_against_the_same_behaviour(
+        start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS * 2) as stack:
+        capture_flow(start, stack, tmp_path / "captures")
+        same = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", f"{stack.reference_url}",
+                               "--json"], capture_output=True, text=True, timeout=120, check=False)
+    assert same.returncode == 0, same.stdout + same.stderr
+    lines = [json.loads(line) for line in same.stdout.splitlines()]
+    assert [line["status"] for line in lines] == [200] * 5
+    assert not any(line["differs"] for line in lines)
+
+
+def test_replay_against_the_reference_gateway_plays_the_captured_model_turns(
+        start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS) as stack:
+        capture_flow(start, stack, tmp_path / "captures", stream=True)
+        same = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
+                              capture_output=True, text=True, timeout=120, check=False)
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert same.stdout.count(": same contract (status 200)") == 5
+
+
+def test_replay_reports_each_exchange_whose_contract_differs(start: Callable[..., ParityProcess],
+                                                             tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS) as stack:
+        capture_flow(start, stack, tmp_path / "captures")
+    with stack_with([{"text": "No tools today."}] * 5) as other:
+        differs = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target",
+                                  f"{other.reference_url}"], capture_output=True, text=True, timeout=120, check=False)
+    assert differs.returncode == 1, differs.stdout + differs.stderr
+    assert "0001-post-v1-responses.json: differs" in differs.stdout
+    assert "golden.output" in differs.stdout
+
+
+def test_a_capture_becomes_a_scenario_that_loads_and_passes(start: Callable[..., ParityProcess],
+                                                            tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS) as stack:
+        files = capture_flow(start, stack, tmp_path / "captures")
+        out = tmp_path / "captured.yaml"
+        drafted = subprocess.run([str(PARITY), "scenario", "from-capture", *map(str, files[1:3]), "-o", str(out)],
+                                 capture_output=True, text=True, timeout=120, check=False)
+        assert drafted.returncode == 0, drafted.stderr
+        validated = subprocess.run([str(PARITY), "validate", str(out)], capture_output=True, text=True, timeout=120,
+                                   check=False)
+        assert validated.returncode == 0, validated.stdout + validated.stderr
+        text = out.read_text()
+        scenario = yaml.safe_load(text)
+        assert text.startswith("# Drafted by `parity scenario from-capture`: review before committing.")
+        assert scenario["evidence"]["note"].startswith(f"captured from {stack.reference_url} on ")
+        approve = scenario["steps"][1]
+        assert approve["request"]["previous_response_id"] == "{{step1.response.id}}"
+        assert approve["request"]["input"][0]["approval_request_id"].startswith("{{step1.output[")
+        assert [item["type"] for item in scenario["steps"][0]["expect"]["output"]] == \
+            ["mcp_list_tools", "mcp_approval_request"]
+        assert scenario["steps"][0]["model"] == [{"call": {"tool": "add", "arguments": {"a": 4, "b": 5}}}]
+        assert approve["model"] == [{"text": "4 + 5 = 9."}]  # the approved call was the model's in step 1
+        assert scenario["mcp"] == ["calc"]
+        assert scenario["steps"][0]["request"]["tools"][0]["server_url"] == "{{mcp.calc.url}}"
+        assert MCP_TOKEN not in text
+        ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+def test_a_streamed_conversation_becomes_a_scenario_that_passes(start: Callable[..., ParityProcess],
+                                                                tmp_path: Path) -> None:
+    with stack_with(FLOW_TURNS) as stack:
+        capture_flow(start, stack, tmp_path / "captures", stream=True)
+        out = tmp_path / "captured.yaml"
+        drafted = subprocess.run([str(PARITY), "scenario", "from-capture", str(tmp_path / "captures"), "-o", str(out),
+                                  "--id", "streamed-flow"], capture_output=True, text=True, timeout=120, check=False)
+        assert drafted.returncode == 0, drafted.stderr
+        scenario = yaml.safe_load(out.read_text())
+        assert [step["stream"] for step in scenario["steps"]] == [True] * 5
+        assert scenario["steps"][0]["expect"]["terminal"] == "response.completed"
+        assert scenario["steps"][4]["request"]["input"][0]["call_id"] == "{{step4.output[0].call_id}}"
+        ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
+                             capture_output=True, text=True, timeout=300, check=False)
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+
+
+@pytest.mark.parametrize("command", [["replay", "--target", "http://127.0.0.1:9"], ["scenario", "from-capture"]])
+def test_a_file_that_is_no_capture_is_a_usage_error_naming_it(command: list[str], tmp_path: Path) -> None:
+    broken = tmp_path / "0001-post-v1-responses.json"
+    broken.write_text('{"request": {"method": "POST"}}')
+    ran = subprocess.run([str(PARITY), command[0], *command[1:], str(broken)], capture_output=True, text=True,
+                         timeout=120, check=False)
+    assert ran.returncode == 2
+    assert f"{broken}: not a captured exchange" in ran.stderr
+
+
+def _call(kind: str, name: str, **extra: Any) -> dict[str, Any]:
+    return {"type": kind, "name": name, "arguments": '{"a": 1}', **extra}
+
+
+@pytest.mark.parametrize(("output", "turns"), [
+    ([{"type": "mcp_list_tools"}, _call("mcp_call", "add"), _call("function_call", "get_weather")],
+     [{"call": {"tool": "add", "arguments": {"a": 1}}}, {"call": {"tool": "get_weather", "arguments": {"a": 1}}}]),
+    ([_call("function_call", "f"), _call("function_call", "g")],
+     [{"calls": [{"tool": "f", "arguments": {"a": 1}}, {"tool": "g", "arguments": {"a": 1}}]}]),
+    ([_call("mcp_call", "add", approval_request_id="mcpr_1"),
+      {"type": "message", "content": [{"type": "output_text", "text": "5"}]}], [{"text": "5"}]),
+], ids=["a-gateway-run-call-then-a-client-call-is-two-turns", "client-calls-in-a-row-are-one-turn",
+        "an-approved-call-is-no-turn-of-its-own"])
+def test_model_turns_follow_who_ran_each_call(output: list[dict[str, Any]], turns: list[dict[str, Any]]) -> None:
+    assert model_turns({"output": output}) == turns
