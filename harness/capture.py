@@ -61,10 +61,16 @@ def read_capture(path: Path) -> Captured:
     return Captured(path, Exchange.from_file(data))
 
 
+def exchange_files(paths: list[Path]) -> list[Path]:
+    """These files, with each folder replaced by its `*.json` files in name order (a capture
+    folder's order of capture)."""
+    return [file for path in paths for file in (sorted(path.glob("*.json")) if path.is_dir() else [path])]
+
+
 def read_captures(paths: list[Path]) -> list[Captured]:
-    """The exchanges in these files and folders (a folder's `*.json` files in name order, which
-    is the order of capture); `HarnessError` when one is unreadable or there are none."""
-    files = [file for path in paths for file in (sorted(path.glob("*.json")) if path.is_dir() else [path])]
+    """The exchanges in these files and folders (`exchange_files`); `HarnessError` when one is
+    unreadable or there are none."""
+    files = exchange_files(paths)
     if not files:
         raise HarnessError(f"no capture files in {', '.join(map(str, paths))}")
     return [read_capture(file) for file in files]

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from ..capture import exchange_files
 from ..checks import no_reference_findings
 from ..exchange import Exchange
 from ..findings import Finding, HarnessError, Severity
@@ -47,19 +48,24 @@ def _exchanges_in(path: Path) -> list[Exchange]:
 
 
 @click.command("check-exchange")
-@click.argument("files", nargs=-1, required=True, type=click.Path(path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option("--surface", type=click.Choice(["auto", "responses", "chat"]), default="auto", show_default=True,
               help="Which endpoint the exchanges come from (auto: tell from the answer).")
 @click.option("--current", is_flag=True,
               help="The exchanges were captured just now (a gateway's traffic today): a field the openai SDK "
                    "requires and they lack is a warning, not drift of older traffic.")
-def check_exchange(files: tuple[Path, ...], surface: str, current: bool) -> None:
+def check_exchange(paths: tuple[Path, ...], surface: str, current: bool) -> None:
     """Run every no-reference check (SDK schema, stream grammar) on exchange files.
 
     A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}}, a
-    list of such objects, or a golden unit (`parity record`'s `<scenario>/<mode>.json`). Exit 1
-    if any error-level finding, 2 if a file could not be read."""
+    list of such objects, or a golden unit (`parity record`'s `<scenario>/<mode>.json`); a folder
+    stands for its `*.json` files (a `parity proxy` capture folder). Exit 1 if any error-level
+    finding, 2 if a file could not be read or a folder holds none."""
     chat = None if surface == "auto" else surface == "chat"
+    files = tuple(exchange_files(list(paths)))
+    if not files:
+        error(f"no exchange files in {', '.join(map(str, paths))}")
+        sys.exit(EXIT_USAGE)
     counts = {severity: 0 for severity in Severity}
     unreadable = 0
     for path in files:

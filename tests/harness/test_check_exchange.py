@@ -60,6 +60,11 @@ def test_a_broken_answer_fails_and_an_unreadable_file_is_named(tmp_path: Path) -
     assert code == 2
     assert f"{tmp_path / 'garbage.json'}: cannot read it as JSON" in output
     assert f"{broken}[0]: error" in output
+    code, output = invoke("check-exchange", str(tmp_path))  # a folder: its *.json files, in name order
+    assert code == 2 and output.index(f"{broken}[0]: error") < output.index(f"{tmp_path / 'garbage.json'}: cannot")
+    (tmp_path / "empty").mkdir()
+    code, output = invoke("check-exchange", str(tmp_path / "empty"))
+    assert code == 2 and "no exchange files in" in output
 
 
 def test_an_error_answer_without_the_envelope_is_an_error(tmp_path: Path) -> None:
