@@ -278,6 +278,15 @@ _VECTOR_STORE_COLUMNS = "id, name, created_at, metadata, expires_after, last_act
 _VECTOR_STORE_FILE_COLUMNS = "vector_store_id, file_id, created_at, usage_bytes, attributes, chunking, last_error"
 
 
+def _upgrade(db: sqlite3.Connection) -> None:
+    """A database an earlier version of the gateway wrote gains the columns added since
+    (`CREATE TABLE IF NOT EXISTS` adds only whole tables): a vector store's `last_active_at`
+    starts at its creation."""
+    if "last_active_at" not in {row[1] for row in db.execute("PRAGMA table_info(vector_stores)")}:
+        db.execute("ALTER TABLE vector_stores ADD COLUMN last_active_at INTEGER NOT NULL DEFAULT 0")
+        db.execute("UPDATE vector_stores SET last_active_at = created_at")
+
+
 class SqliteStore:
     """Both stores in one SQLite database (`:memory:` keeps nothing across restarts), keeping
     what `retention` says as of `clock` (seconds since the epoch)."""
@@ -293,6 +302,7 @@ class SqliteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
         self._db.executescript(_SCHEMA)
+        self._transaction(_upgrade)
         self._transaction(self._open)
 
     def _open(self, db: sqlite3.Connection) -> None:

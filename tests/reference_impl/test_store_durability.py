@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 from pathlib import Path
 
@@ -121,3 +122,22 @@ def test_opening_a_store_fails_what_a_process_that_died_left_unfinished(tmp_path
     assert left_events[2]["error"]["code"] == "server_error"
     assert left_events[-1]["response"] == left.response
     assert finished is not None and finished.response == done
+
+
+def test_a_database_from_before_vector_store_activity_is_upgraded_in_place(tmp_path: Path) -> None:
+    """The vector_stores table as the gateway wrote it before stores kept their last activity:
+    opening it adds the column, each store active since its creation, and loses no store."""
+    database = tmp_path / "older.sqlite3"
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE vector_stores (id TEXT PRIMARY KEY, name TEXT NOT NULL, created_at INTEGER NOT NULL, "
+                   "metadata TEXT NOT NULL, expires_after TEXT)")
+        db.execute("INSERT INTO vector_stores VALUES ('vs_old', 'notes', 1700000000, '{}', NULL)")
+    store = SqliteStore(str(database))
+    try:
+        found = asyncio.run(store.get_vector_store("vs_old"))
+    finally:
+        store.close()
+    assert found is not None and (found.name, found.created_at, found.last_active_at) == ("notes", 1700000000,
+                                                                                          1700000000)
+    reopened = SqliteStore(str(database))  # a second start finds nothing left to upgrade
+    reopened.close()
