@@ -10,9 +10,11 @@ A replayed `web_search_call` / `file_search_call` item (stateless input, or a co
 items) is never searched again: it becomes the function call and an output rendered from what
 the item holds. A `file_search_call` with `results` reads exactly as it did: a conversation
 keeps them whatever `include` said (its item listings show them only with `include`, see
-`as_listed`), stateless input has them when its response was asked for them. Without them, and
-for a `web_search_call` (whose item never holds the pages' text: at most `action.sources`, their
-URLs), the output lists what is left and says the rest was not kept. Through
+`as_listed`), stateless input has them when its response was asked for them. A conversation
+keeps a `web_search_call`'s pages too, as its sources with their titles and snippets
+(`kept_sources`; listings show only `{type, url}`, and only with `include`), so it reads as it
+did. Without them (stateless input holds at most `action.sources`, the URLs), the output lists
+what is left and says the rest was not kept. Through
 `previous_response_id` nothing is rendered again: the stored transcript holds the output the
 model read.
 """
@@ -88,11 +90,23 @@ def failure_text(kind: HostedKind, reason: str) -> str:
     return f"The {kind.replace('_', ' ')} failed: {reason}"
 
 
+def kept_sources(pages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A web search's pages as a conversation keeps them: OpenAI's `{type: url, url}` sources,
+    with the title and snippet the model read (`as_listed` never shows those two)."""
+    return [{"type": "url", "url": page["url"], "title": page["title"], "snippet": page.get("snippet") or ""}
+            for page in pages]
+
+
 def as_listed(item: dict[str, Any], include: Collection[str]) -> dict[str, Any]:
-    """A kept item as a listing shows it: a `file_search_call`'s results only when `include`
-    asks for them."""
+    """A kept item as a listing shows it: a `file_search_call`'s results and a
+    `web_search_call`'s sources (`{type, url}`) only when `include` asks for them."""
     if item.get("type") == "file_search_call" and INCLUDE_FILE_RESULTS not in include:
         return item | {"results": None}
+    if item.get("type") == "web_search_call" and "sources" in (action := item.get("action") or {}):
+        listed = {key: value for key, value in action.items() if key != "sources"}
+        if INCLUDE_WEB_SOURCES in include:
+            listed["sources"] = [{"type": source.get("type"), "url": source.get("url")} for source in action["sources"]]
+        return item | {"action": listed}
     return item
 
 
@@ -104,9 +118,13 @@ def replayed(item: dict[str, Any], call_id: str) -> list[ToolCall | ToolOutput]:
         action = item.get("action") or {}
         query = action.get("query") or ""
         arguments = {"query": query}
-        sources = [source["url"] for source in action.get("sources") or [] if source.get("url")]
-        output = "The text of these web results was not kept." + (
-            "".join(f"\n- {url}" for url in sources) if sources else f" The search was for {_quoted([query])}.")
+        sources = [source for source in action.get("sources") or [] if isinstance(source, dict) and source.get("url")]
+        if sources and all(isinstance(source.get("title"), str) for source in sources):
+            output = web_results_text(query, sources)  # kept by a conversation: the pages as the model read them
+        else:
+            output = "The text of these web results was not kept." + (
+                "".join(f"\n- {source['url']}" for source in sources) if sources
+                else f" The search was for {_quoted([query])}.")
     else:
         queries = list(item.get("queries") or [])
         arguments = {"queries": queries}

@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from .citations import Citable, Piece, StreamingCitations
 from .client import CreateRequest, response_object
 from .errors import GatewayError, UpstreamError
-from .hosted_items import INCLUDE_FILE_RESULTS, INCLUDE_WEB_SOURCES, HostedKind
+from .hosted_items import INCLUDE_FILE_RESULTS, INCLUDE_WEB_SOURCES, HostedKind, kept_sources
 from .hosted_tools import HostedOutcome
 from .ids import new_id
 from .loop.actions import Completed, Exhausted, Failed, Outcome
@@ -53,8 +53,9 @@ class ResponsesSink:
         self.citable = Citable()
         """What this response's hosted searches found, for the messages that cite it."""
         self.web_searches = 0
-        self._file_results: dict[str, list[dict[str, Any]]] = {}
-        """Each file search's results by item id, whatever `include` shows the client."""
+        self._kept: dict[str, dict[str, Any]] = {}
+        """What a conversation keeps of each hosted search, by item id, whatever `include` shows
+        the client: a file search's `results`, a web search's `action` with its pages as sources."""
 
     def snapshot(self, status: str, output: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
         return response_object(self.request, response_id=self.response_id, created_at=self.created_at,
@@ -109,10 +110,9 @@ class ResponsesSink:
         return [item for item in self.output if item is not None]
 
     def kept_output(self, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Output items as a conversation keeps them: file searches with their results (see
+        """Output items as a conversation keeps them: hosted searches with what they found (see
         `hosted_items.as_listed`), so a later turn reads them as the model did."""
-        return [item | {"results": self._file_results[item["id"]]} if item.get("id") in self._file_results else item
-                for item in output]
+        return [item | self._kept.get(item.get("id"), {}) for item in output]
 
     # -- messages --------------------------------------------------------------------------
 
@@ -214,10 +214,11 @@ class ResponsesSink:
             if INCLUDE_WEB_SOURCES in self.request.include:
                 action["sources"] = [{"type": "url", "url": page["url"]} for page in results]
             item["action"] = action
+            self._kept[handle.item_id] = {"action": action | {"sources": kept_sources(results)}}
         else:
             item |= {"queries": list(outcome.queries),
                      "results": results if INCLUDE_FILE_RESULTS in self.request.include else None}
-            self._file_results[handle.item_id] = results
+            self._kept[handle.item_id] = {"results": results}
         self.citable.learn(kind == "web_search", results)
         self.done(handle.index, item)
 

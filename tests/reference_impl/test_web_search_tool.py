@@ -137,6 +137,25 @@ def test_a_search_is_not_run_again_through_previous_response_id(stack: Stack, cl
     assert PAGE["snippet"] in upstream_requests(stack, run)[-1]["tool_outputs"][0]
 
 
+def test_a_search_in_a_conversation_reads_again_as_the_model_read_it(stack: Stack, client: OpenAI) -> None:
+    """A conversation keeps the pages (listings show only `{type, url}` sources, and only with
+    `include`); the next turn reads the same output, and nothing is searched again."""
+    run, _ = searched_for(stack, lambda query: [*one_search(query), [{"text": "Still sunny."}]])
+    conversation = client.conversations.create()
+    tools = [{"type": "web_search"}]
+    client.responses.create(model="m", input=f"Weather? {run_marker(run, 0)}", tools=tools, conversation=conversation.id)
+    plain = [item for item in client.conversations.items.list(conversation.id) if item.type == "web_search_call"]
+    assert [item.action.model_dump(exclude_none=True).get("sources") for item in plain] == [None]
+    included = client.conversations.items.list(conversation.id, include=["web_search_call.action.sources"])
+    assert [item.model_dump()["action"]["sources"] for item in included if item.type == "web_search_call"] == [
+        [{"type": "url", "url": PAGE["url"]}, {"type": "url", "url": OTHER["url"]}]]
+    second = client.responses.create(model="m", input="Sure?", tools=tools, conversation=conversation.id)
+    assert [item.type for item in second.output] == ["message"]
+    assert len(searches(stack, run)) == 1
+    first_answer, replayed = upstream_requests(stack, run)[1:]
+    assert replayed["tool_outputs"] == first_answer["tool_outputs"] and OTHER["snippet"] in replayed["tool_outputs"][0]
+
+
 @pytest.fixture
 def chat_gateway(stack: Stack) -> Iterator[str]:
     config = reference_config(stack.upstream_url or "", stack.search_url, chat_hosted_tools=({"type": "web_search"},))
