@@ -152,7 +152,8 @@ steps:
 ])
 def test_an_upload_step_is_checked_naming_the_field(tmp_path: Path, old: str, new: str, message: str) -> None:
     assert old in UPLOAD
-    text = UPLOAD.replace(old, new) + ("  - id: later\n    method: GET\n    path: /v1/files\n" if "later" in new else "")
+    later = "  - id: later\n    method: GET\n    path: /v1/files\n" if "later" in new else ""
+    text = UPLOAD.replace(old, new) + later
     assert catalogue_messages(tmp_path, text) == [f"scenario 'upload': {message}"]
 
 

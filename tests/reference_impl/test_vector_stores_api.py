@@ -209,7 +209,8 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
 
 def test_a_type_file_search_does_not_read_is_refused_and_nothing_is_attached(client: OpenAI,
                                                                             http: httpx.Client) -> None:
-    text, table, bare = upload(client, "Readable."), upload(client, "a,b\n1,2", "data.csv"), upload(client, "x", "README")
+    text, table = upload(client, "Readable."), upload(client, "a,b\n1,2", "data.csv")
+    bare = upload(client, "x", "README")
     name = f"refused-{secrets.token_hex(4)}"
     answer = http.post("/vector_stores", json={"name": name, "file_ids": [text.id, table.id]})
     assert answer.status_code == 400 and answer.json()["error"] == {

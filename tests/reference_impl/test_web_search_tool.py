@@ -143,7 +143,8 @@ def test_a_search_in_a_conversation_reads_again_as_the_model_read_it(stack: Stac
     run, _ = searched_for(stack, lambda query: [*one_search(query), [{"text": "Still sunny."}]])
     conversation = client.conversations.create()
     tools = [{"type": "web_search"}]
-    client.responses.create(model="m", input=f"Weather? {run_marker(run, 0)}", tools=tools, conversation=conversation.id)
+    client.responses.create(model="m", input=f"Weather? {run_marker(run, 0)}", tools=tools,
+                            conversation=conversation.id)
     plain = [item for item in client.conversations.items.list(conversation.id) if item.type == "web_search_call"]
     assert [item.action.model_dump(exclude_none=True).get("sources") for item in plain] == [None]
     included = client.conversations.items.list(conversation.id, include=["web_search_call.action.sources"])
