@@ -1,16 +1,17 @@
-"""The outbound address policy: where the loop may connect (MCP servers, on both surfaces).
+"""The outbound address policy: where the gateway may connect (MCP servers, on both surfaces,
+and web search backends).
 
 Before any connection the host is resolved (the resolver is a parameter, so tests use a fake
-one) and every address it resolves to is checked. By default only globally routable unicast
-addresses are reached: what Python's `ipaddress` calls `is_global` (the IANA special-purpose
-registries), less multicast, and less the registry entries that interpreters without CPython's
-fix for gh-113171 (3.11.7 among them) still call global. The `block` setting adds ranges; the
-`allow` setting overrides everything.
+one) and every address it resolves to is checked. By default only globally reachable unicast
+addresses are reached: those IANA's special-purpose registries call globally reachable or do not
+list (`special_addresses`, data the project ships, not the running Python's `is_global`), less
+multicast. The `block` setting adds ranges; the `allow` setting overrides everything.
 
-An IPv6 address that carries an IPv4 address is judged by both: IPv4-mapped (::ffff:0:0/96),
-IPv4-compatible (::/96, deprecated), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96,
-and the local-use 64:ff9b:1::/48 read as a /96) and 6to4 (2002::/16, the IPv4 address in bits
-16..48). Either one in an allowed range lets it through, so allowing 127.0.0.0/8 also allows
+An IPv6 address that carries an IPv4 address is judged by both: IPv4-compatible (::/96,
+deprecated), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96, and the local-use
+64:ff9b:1::/48 read as a /96) and 6to4 (2002::/16, the IPv4 address in bits 16..48). An
+IPv4-mapped address (::ffff:0:0/96) is its IPv4 address to the socket, so that alone judges it.
+Either one in an allowed range lets it through, so allowing 127.0.0.0/8 also allows
 ::ffff:127.0.0.1; otherwise both must pass.
 
 A blocked destination fails closed: the request never reaches the inner transport, and the
@@ -31,43 +32,28 @@ from typing import Any
 
 import httpx2
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-Resolver = Callable[[str], Awaitable[list[str]]]
+from .special_addresses import IpAddress, IpNetwork, registry
 
+Resolver = Callable[[str], Awaitable[list[str]]]
 
 def _networks(cidrs: Iterable[str]) -> tuple[IpNetwork, ...]:
     return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
-
-
-def _named(names: dict[str, list[str]]) -> tuple[tuple[IpNetwork, str], ...]:
-    return tuple((network, name) for name, cidrs in names.items() for network in _networks(cidrs))
 
 
 def _containing(ip: IpAddress, networks: Iterable[IpNetwork]) -> IpNetwork | None:
     return next((network for network in networks if ip in network), None)
 
 
-# The registry entries that CPython's ipaddress encodes since gh-113171 (3.12.4, 3.13).
-_NOT_GLOBAL_SINCE_GH_113171 = _networks(["192.0.0.0/24", "64:ff9b:1::/48", "2002::/16"])
-_STILL_GLOBAL_SINCE_GH_113171 = _networks(["192.0.0.9/32", "192.0.0.10/32"])
+_MULTICAST = _networks(["224.0.0.0/4", "ff00::/8"])
+"""IANA's multicast address spaces, which the special-purpose registries do not list."""
 
-_CARRIERS = _named({"IPv4-compatible": ["::/96"], "IPv4-translated": ["::ffff:0:0:0/96"],
-                    "NAT64": ["64:ff9b::/96"], "NAT64 local-use": ["64:ff9b:1::/48"]})
+_IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+
+_CARRIERS = tuple((ipaddress.IPv6Network(cidr), form) for cidr, form in (
+    ("::/96", "IPv4-compatible"), ("::ffff:0:0:0/96", "IPv4-translated"), ("64:ff9b::/96", "NAT64"),
+    ("64:ff9b:1::/48", "NAT64 local-use")))
 """Forms that carry an IPv4 address in their last 32 bits (`ipaddress` itself reads the
 IPv4-mapped and 6to4 ones)."""
-
-_RANGE_NAMES = _named({
-    "unspecified": ["0.0.0.0/32", "::/128"], "this-network": ["0.0.0.0/8"], "loopback": ["127.0.0.0/8", "::1/128"],
-    "private": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"], "carrier-grade NAT": ["100.64.0.0/10"],
-    "link-local": ["169.254.0.0/16", "fe80::/10"], "IETF protocol assignments": ["192.0.0.0/24", "2001::/23"],
-    "documentation": ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"],
-    "benchmarking": ["198.18.0.0/15"], "multicast": ["224.0.0.0/4", "ff00::/8"],
-    "limited broadcast": ["255.255.255.255/32"], "reserved": ["240.0.0.0/4"], "discard-only": ["100::/64"],
-    "NAT64 local-use": ["64:ff9b:1::/48"], "6to4": ["2002::/16"], "unique local": ["fc00::/7"],
-})
-"""The registries' ranges by name, the most specific first: for messages only, since what is
-blocked is decided by `_globally_routable`."""
 
 
 class DestinationBlocked(httpx2.TransportError):
@@ -79,13 +65,19 @@ async def system_resolver(host: str) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-def _globally_routable(ip: IpAddress) -> bool:
-    """Whether the address is a globally routable unicast one, by the IANA registries."""
-    if ip.is_multicast:
-        return False
-    if _containing(ip, _STILL_GLOBAL_SINCE_GH_113171) is not None:
-        return True
-    return ip.is_global and _containing(ip, _NOT_GLOBAL_SINCE_GH_113171) is None
+def _unreachable_range(ip: IpAddress) -> tuple[str, IpNetwork] | None:
+    """The range that makes `ip` not globally reachable, by name (the registry's, lowercased),
+    or None when it is reachable: multicast, or the most specific registry entry holding it says
+    so. An IPv4-mapped address is left to its IPv4 address (the registry's entry for
+    ::ffff:0:0/96 describes the IPv6 form on the wire, which a socket never sends)."""
+    if (network := _containing(ip, _MULTICAST)) is not None:
+        return "multicast", network
+    if ip in _IPV4_MAPPED:
+        return None
+    entry = registry().entry_for(ip)
+    if entry is None or entry.reachable:
+        return None
+    return entry.name.lower(), entry.block
 
 
 def _carried_ipv4(ip: IpAddress) -> tuple[str, ipaddress.IPv4Address] | None:
@@ -101,13 +93,9 @@ def _carried_ipv4(ip: IpAddress) -> tuple[str, ipaddress.IPv4Address] | None:
     return None if form is None else (form, ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF))
 
 
-def _range_name(ip: IpAddress) -> tuple[str, IpNetwork | None]:
-    return next(((name, network) for network, name in _RANGE_NAMES if ip in network), ("special-purpose", None))
-
-
 @dataclass(frozen=True)
 class OutboundPolicy:
-    """Globally routable addresses may be reached unless `blocked` holds them; `allowed`
+    """Globally reachable addresses may be reached unless `blocked` holds them; `allowed`
     overrides both."""
 
     blocked: tuple[IpNetwork, ...] = ()
@@ -135,12 +123,10 @@ class OutboundPolicy:
         """Why `ip` may not be reached, or None; `carried` says how an IPv6 address carried it."""
         if (network := _containing(ip, self.blocked)) is not None:
             return f"{carried + ' is ' if carried else ''}in {network}, a range the gateway's settings block"
-        if _globally_routable(ip):
+        if (unreachable := _unreachable_range(ip)) is None:
             return None
-        name, network = _range_name(ip)
-        if carried is not None:
-            return f"not globally routable ({name} {carried})"
-        return f"not globally routable ({name} {f'range {network}' if network else 'address'})"
+        name, network = unreachable
+        return f"not globally routable ({name} {carried if carried else f'range {network}'})"
 
 
 class GuardedTransport(httpx2.AsyncBaseTransport):
@@ -189,8 +175,9 @@ def _transport_sharing_one_tls_context() -> Callable[[], httpx2.AsyncBaseTranspo
 def guarded_client_factory(policy: OutboundPolicy, resolver: Resolver = system_resolver,
                            inner: Callable[[], httpx2.AsyncBaseTransport] | None = None,
                            ) -> Callable[..., httpx2.AsyncClient]:
-    """An `httpx2.AsyncClient` factory for the `mcp` SDK's transports, every client guarded;
-    `inner` makes the transport under the guard (default: HTTP transports sharing one TLS context)."""
+    """An `httpx2.AsyncClient` factory for the `mcp` SDK's transports and the web search
+    providers, every client guarded; `inner` makes the transport under the guard (default: HTTP
+    transports sharing one TLS context)."""
     inner = inner or _transport_sharing_one_tls_context()
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
