@@ -14,10 +14,11 @@ IPv4-mapped address (::ffff:0:0/96) is its IPv4 address to the socket, so that a
 Either one in an allowed range lets it through, so allowing 127.0.0.0/8 also allows
 ::ffff:127.0.0.1; otherwise both must pass.
 
-A blocked destination fails closed: the request never reaches the inner transport, and the
-error names the range, and for a carried address the form that carried it. Plain-HTTP
-requests are sent to the address that was checked, so a second lookup cannot send them
-elsewhere.
+A blocked destination fails closed: the request never reaches the transport under the guard,
+and the error names the range, and for a carried address the form that carried it. A request
+the guard lets through carries the address it checked (`CHECKED_ADDRESS`), and `PinnedTransport`
+connects there and nowhere else, so a second lookup cannot send it elsewhere; the URL keeps the
+host name, so over https TLS sends it (SNI) and verifies the certificate against it.
 """
 
 from __future__ import annotations
@@ -30,11 +31,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore2
 import httpx2
 
 from .special_addresses import IpAddress, IpNetwork, registry
 
 Resolver = Callable[[str], Awaitable[list[str]]]
+
+CHECKED_ADDRESS = "responses_parity.checked_address"
+"""The request extension in which the guard hands the address it checked to the transport under it."""
+
 
 def _networks(cidrs: Iterable[str]) -> tuple[IpNetwork, ...]:
     return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
@@ -130,6 +136,9 @@ class OutboundPolicy:
 
 
 class GuardedTransport(httpx2.AsyncBaseTransport):
+    """Resolves and checks each request's host before `inner` sees the request, and hands
+    `inner` the address it checked (`CHECKED_ADDRESS`); `PinnedTransport` connects there."""
+
     def __init__(self, inner: httpx2.AsyncBaseTransport, policy: OutboundPolicy,
                  resolver: Resolver = system_resolver) -> None:
         self._inner = inner
@@ -151,23 +160,67 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             if (reason := self._policy.why_blocked(address)) is not None:
                 raise DestinationBlocked(f"{host} resolves to {address}, which the gateway's outbound policy "
                                          f"blocks: {reason}", request=request)
-        if request.url.scheme == "http":
-            request.url = request.url.copy_with(host=addresses[0])
+        request.extensions[CHECKED_ADDRESS] = addresses[0]
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _transport_sharing_one_tls_context() -> Callable[[], httpx2.AsyncBaseTransport]:
-    """Transports that share one TLS context, made on first use: a new context loads the CA
-    bundle again (about 30 ms of CPU), once per MCP session otherwise."""
+class _PinnedBackend(httpcore2.AsyncNetworkBackend):
+    """Opens a connection to a host name only at the address its guard checked last for it
+    (`checked`, by host as the URL spells it); a host with none is refused."""
+
+    def __init__(self, checked: dict[str, str]) -> None:
+        self._checked = checked
+        self._backend = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> httpcore2.AsyncNetworkStream:
+        address = self._checked.get(host)
+        if address is None:
+            raise httpcore2.ConnectError(f"{host} was not checked by the outbound guard")
+        return await self._backend.connect_tcp(address, port, timeout, local_address, socket_options)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable[Any] | None = None) -> httpcore2.AsyncNetworkStream:
+        raise httpcore2.ConnectError("the outbound guard checks no Unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+class PinnedTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's HTTP transport, connecting each request only to the address its guard checked
+    (`CHECKED_ADDRESS`), never to a new lookup of the host name; a request without one is
+    refused. The URL keeps the host name, so TLS sends it (SNI) and verifies the certificate
+    against it, and connections are pooled by host name. httpx2's transport takes no network
+    backend, so the pool it makes is replaced by the same pool (httpx2's default limits) given one."""
+
+    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+        super().__init__(verify=ssl_context)
+        self._checked: dict[str, str] = {}
+        self._pool = httpcore2.AsyncConnectionPool(ssl_context=ssl_context, max_connections=100,
+                                                   max_keepalive_connections=20, keepalive_expiry=5.0,
+                                                   network_backend=_PinnedBackend(self._checked))
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        address = request.extensions.get(CHECKED_ADDRESS)
+        if address is None:
+            raise DestinationBlocked(f"{request.url.host} was not checked by the outbound guard", request=request)
+        self._checked[request.url.raw_host.decode("ascii")] = address
+        return await super().handle_async_request(request)
+
+
+def _pinned_transports() -> Callable[[], httpx2.AsyncBaseTransport]:
+    """Pinned transports that share one TLS context, made on first use: a new context loads the
+    CA bundle again (about 30 ms of CPU), once per MCP session otherwise."""
     context: list[ssl.SSLContext] = []
 
     def transport() -> httpx2.AsyncBaseTransport:
         if not context:
             context.append(httpx2.create_ssl_context())
-        return httpx2.AsyncHTTPTransport(verify=context[0])
+        return PinnedTransport(context[0])
 
     return transport
 
@@ -176,9 +229,9 @@ def guarded_client_factory(policy: OutboundPolicy, resolver: Resolver = system_r
                            inner: Callable[[], httpx2.AsyncBaseTransport] | None = None,
                            ) -> Callable[..., httpx2.AsyncClient]:
     """An `httpx2.AsyncClient` factory for the `mcp` SDK's transports and the web search
-    providers, every client guarded; `inner` makes the transport under the guard (default: HTTP
-    transports sharing one TLS context)."""
-    inner = inner or _transport_sharing_one_tls_context()
+    providers, every client guarded; `inner` makes the transport under the guard (default:
+    pinned transports sharing one TLS context)."""
+    inner = inner or _pinned_transports()
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:

@@ -2,7 +2,8 @@
 registries, shipped as data, say: the most specific entry judges), IPv4 addresses carried by
 IPv6 forms judged too, the settings' ranges, the allowlist, and that a blocked destination is
 never connected to. No test here opens a connection to a non-loopback address: resolvers are
-fake, and the inner transports either fail closed or only record."""
+fake, and the inner transports either fail closed or only record (test_outbound_pinning.py
+connects for real, on loopback)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,13 @@ import pytest
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.stack import ServerThread, Stack
 from responses_parity.reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
-from responses_parity.reference_impl.outbound import DestinationBlocked, GuardedTransport, OutboundPolicy, Resolver
+from responses_parity.reference_impl.outbound import (
+    CHECKED_ADDRESS,
+    DestinationBlocked,
+    GuardedTransport,
+    OutboundPolicy,
+    Resolver,
+)
 from responses_parity.reference_impl.special_addresses import DATA_FILE, registry
 
 HOST = "tools.example.com"
@@ -31,13 +38,14 @@ class FailClosed(httpx2.AsyncBaseTransport):
 
 
 class Recording(httpx2.AsyncBaseTransport):
-    """An inner transport for reachable destinations: records where it was asked to connect."""
+    """An inner transport for reachable destinations: records where it was asked to connect (the
+    URL at the address the guard checked, as `PinnedTransport` connects)."""
 
     def __init__(self) -> None:
         self.reached: list[str] = []
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        self.reached.append(str(request.url))
+        self.reached.append(str(request.url.copy_with(host=request.extensions[CHECKED_ADDRESS])))
         return httpx2.Response(204)
 
 
