@@ -15,6 +15,7 @@ import ssl
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Literal
 
 import httpx
 import httpx2
@@ -178,12 +179,12 @@ async def test_a_request_the_guard_did_not_check_is_refused_before_any_connectio
 
 @pytest.mark.parametrize("transport", ["streamable_http", "sse"])
 async def test_mcp_over_https_reaches_the_checked_address(
-        ca: trustme.CA, trusting: ssl.SSLContext, transport: str) -> None:
+        ca: trustme.CA, trusting: ssl.SSLContext, transport: Literal["streamable_http", "sse"]) -> None:
     """The `mcp` SDK's clients, on both transports, come from the guarded factory."""
     path = "/mcp" if transport == "streamable_http" else "/sse"
     async with checked_and_decoy(ca, "https", FIXTURE_SERVERS["calc"]()) as (checked, decoy), \
             McpConnector(10, guarded(trusting)) as connector:
-        server = McpServer("calc", f"https://{HOST}:{checked.port}{path}", transport)  # type: ignore[arg-type]
+        server = McpServer("calc", f"https://{HOST}:{checked.port}{path}", transport)
         listed = await connector.list_tools(server)
         called = await connector.call_tool(server, "add", {"a": 2, "b": 3})
     assert "add" in {tool.name for tool in listed}
