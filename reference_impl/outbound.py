@@ -1,22 +1,24 @@
-"""The outbound address policy: where the loop may connect (MCP servers, on both surfaces).
+"""The outbound address policy: where the gateway may connect (MCP servers, on both surfaces,
+and web search backends).
 
 Before any connection the host is resolved (the resolver is a parameter, so tests use a fake
-one) and every address it resolves to is checked. By default only globally routable unicast
-addresses are reached: what Python's `ipaddress` calls `is_global` (the IANA special-purpose
-registries), less multicast, and less the registry entries that interpreters without CPython's
-fix for gh-113171 (3.11.7 among them) still call global. The `block` setting adds ranges; the
-`allow` setting overrides everything.
+one) and every address it resolves to is checked. By default only globally reachable unicast
+addresses are reached: those IANA's special-purpose registries call globally reachable or do not
+list (`special_addresses`, data the project ships, not the running Python's `is_global`), less
+multicast. The `block` setting adds ranges; the `allow` setting overrides everything.
 
-An IPv6 address that carries an IPv4 address is judged by both: IPv4-mapped (::ffff:0:0/96),
-IPv4-compatible (::/96, deprecated), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96,
-and the local-use 64:ff9b:1::/48 read as a /96) and 6to4 (2002::/16, the IPv4 address in bits
-16..48). Either one in an allowed range lets it through, so allowing 127.0.0.0/8 also allows
+An IPv6 address that carries an IPv4 address is judged by both: IPv4-compatible (::/96,
+deprecated), IPv4-translated (::ffff:0:0:0/96), NAT64 (64:ff9b::/96, and the local-use
+64:ff9b:1::/48 read as a /96) and 6to4 (2002::/16, the IPv4 address in bits 16..48). An
+IPv4-mapped address (::ffff:0:0/96) is its IPv4 address to the socket, so that alone judges it.
+Either one in an allowed range lets it through, so allowing 127.0.0.0/8 also allows
 ::ffff:127.0.0.1; otherwise both must pass.
 
-A blocked destination fails closed: the request never reaches the inner transport, and the
-error names the range, and for a carried address the form that carried it. Plain-HTTP
-requests are sent to the address that was checked, so a second lookup cannot send them
-elsewhere.
+A blocked destination fails closed: the request never reaches the transport under the guard,
+and the error names the range, and for a carried address the form that carried it. A request
+the guard lets through carries the address it checked (`CHECKED_ADDRESS`), and `PinnedTransport`
+connects there and nowhere else, so a second lookup cannot send it elsewhere; the URL keeps the
+host name, so over https TLS sends it (SNI) and verifies the certificate against it.
 """
 
 from __future__ import annotations
@@ -29,45 +31,35 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import httpcore2
 import httpx2
 
-IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-IpNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+from .special_addresses import IpAddress, IpNetwork, registry
+
 Resolver = Callable[[str], Awaitable[list[str]]]
+
+CHECKED_ADDRESS = "responses_parity.checked_address"
+"""The request extension in which the guard hands the address it checked to the transport under it."""
 
 
 def _networks(cidrs: Iterable[str]) -> tuple[IpNetwork, ...]:
     return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
 
 
-def _named(names: dict[str, list[str]]) -> tuple[tuple[IpNetwork, str], ...]:
-    return tuple((network, name) for name, cidrs in names.items() for network in _networks(cidrs))
-
-
 def _containing(ip: IpAddress, networks: Iterable[IpNetwork]) -> IpNetwork | None:
     return next((network for network in networks if ip in network), None)
 
 
-# The registry entries that CPython's ipaddress encodes since gh-113171 (3.12.4, 3.13).
-_NOT_GLOBAL_SINCE_GH_113171 = _networks(["192.0.0.0/24", "64:ff9b:1::/48", "2002::/16"])
-_STILL_GLOBAL_SINCE_GH_113171 = _networks(["192.0.0.9/32", "192.0.0.10/32"])
+_MULTICAST = _networks(["224.0.0.0/4", "ff00::/8"])
+"""IANA's multicast address spaces, which the special-purpose registries do not list."""
 
-_CARRIERS = _named({"IPv4-compatible": ["::/96"], "IPv4-translated": ["::ffff:0:0:0/96"],
-                    "NAT64": ["64:ff9b::/96"], "NAT64 local-use": ["64:ff9b:1::/48"]})
+_IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+
+_CARRIERS = tuple((ipaddress.IPv6Network(cidr), form) for cidr, form in (
+    ("::/96", "IPv4-compatible"), ("::ffff:0:0:0/96", "IPv4-translated"), ("64:ff9b::/96", "NAT64"),
+    ("64:ff9b:1::/48", "NAT64 local-use")))
 """Forms that carry an IPv4 address in their last 32 bits (`ipaddress` itself reads the
 IPv4-mapped and 6to4 ones)."""
-
-_RANGE_NAMES = _named({
-    "unspecified": ["0.0.0.0/32", "::/128"], "this-network": ["0.0.0.0/8"], "loopback": ["127.0.0.0/8", "::1/128"],
-    "private": ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"], "carrier-grade NAT": ["100.64.0.0/10"],
-    "link-local": ["169.254.0.0/16", "fe80::/10"], "IETF protocol assignments": ["192.0.0.0/24", "2001::/23"],
-    "documentation": ["192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24", "2001:db8::/32"],
-    "benchmarking": ["198.18.0.0/15"], "multicast": ["224.0.0.0/4", "ff00::/8"],
-    "limited broadcast": ["255.255.255.255/32"], "reserved": ["240.0.0.0/4"], "discard-only": ["100::/64"],
-    "NAT64 local-use": ["64:ff9b:1::/48"], "6to4": ["2002::/16"], "unique local": ["fc00::/7"],
-})
-"""The registries' ranges by name, the most specific first: for messages only, since what is
-blocked is decided by `_globally_routable`."""
 
 
 class DestinationBlocked(httpx2.TransportError):
@@ -79,13 +71,19 @@ async def system_resolver(host: str) -> list[str]:
     return sorted({str(info[4][0]) for info in infos})
 
 
-def _globally_routable(ip: IpAddress) -> bool:
-    """Whether the address is a globally routable unicast one, by the IANA registries."""
-    if ip.is_multicast:
-        return False
-    if _containing(ip, _STILL_GLOBAL_SINCE_GH_113171) is not None:
-        return True
-    return ip.is_global and _containing(ip, _NOT_GLOBAL_SINCE_GH_113171) is None
+def _unreachable_range(ip: IpAddress) -> tuple[str, IpNetwork] | None:
+    """The range that makes `ip` not globally reachable, by name (the registry's, lowercased),
+    or None when it is reachable: multicast, or the most specific registry entry holding it says
+    so. An IPv4-mapped address is left to its IPv4 address (the registry's entry for
+    ::ffff:0:0/96 describes the IPv6 form on the wire, which a socket never sends)."""
+    if (network := _containing(ip, _MULTICAST)) is not None:
+        return "multicast", network
+    if ip in _IPV4_MAPPED:
+        return None
+    entry = registry().entry_for(ip)
+    if entry is None or entry.reachable:
+        return None
+    return entry.name.lower(), entry.block
 
 
 def _carried_ipv4(ip: IpAddress) -> tuple[str, ipaddress.IPv4Address] | None:
@@ -101,13 +99,9 @@ def _carried_ipv4(ip: IpAddress) -> tuple[str, ipaddress.IPv4Address] | None:
     return None if form is None else (form, ipaddress.IPv4Address(int(ip) & 0xFFFF_FFFF))
 
 
-def _range_name(ip: IpAddress) -> tuple[str, IpNetwork | None]:
-    return next(((name, network) for network, name in _RANGE_NAMES if ip in network), ("special-purpose", None))
-
-
 @dataclass(frozen=True)
 class OutboundPolicy:
-    """Globally routable addresses may be reached unless `blocked` holds them; `allowed`
+    """Globally reachable addresses may be reached unless `blocked` holds them; `allowed`
     overrides both."""
 
     blocked: tuple[IpNetwork, ...] = ()
@@ -135,15 +129,16 @@ class OutboundPolicy:
         """Why `ip` may not be reached, or None; `carried` says how an IPv6 address carried it."""
         if (network := _containing(ip, self.blocked)) is not None:
             return f"{carried + ' is ' if carried else ''}in {network}, a range the gateway's settings block"
-        if _globally_routable(ip):
+        if (unreachable := _unreachable_range(ip)) is None:
             return None
-        name, network = _range_name(ip)
-        if carried is not None:
-            return f"not globally routable ({name} {carried})"
-        return f"not globally routable ({name} {f'range {network}' if network else 'address'})"
+        name, network = unreachable
+        return f"not globally routable ({name} {carried if carried else f'range {network}'})"
 
 
 class GuardedTransport(httpx2.AsyncBaseTransport):
+    """Resolves and checks each request's host before `inner` sees the request, and hands
+    `inner` the address it checked (`CHECKED_ADDRESS`); `PinnedTransport` connects there."""
+
     def __init__(self, inner: httpx2.AsyncBaseTransport, policy: OutboundPolicy,
                  resolver: Resolver = system_resolver) -> None:
         self._inner = inner
@@ -165,23 +160,67 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             if (reason := self._policy.why_blocked(address)) is not None:
                 raise DestinationBlocked(f"{host} resolves to {address}, which the gateway's outbound policy "
                                          f"blocks: {reason}", request=request)
-        if request.url.scheme == "http":
-            request.url = request.url.copy_with(host=addresses[0])
+        request.extensions[CHECKED_ADDRESS] = addresses[0]
         return await self._inner.handle_async_request(request)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def _transport_sharing_one_tls_context() -> Callable[[], httpx2.AsyncBaseTransport]:
-    """Transports that share one TLS context, made on first use: a new context loads the CA
-    bundle again (about 30 ms of CPU), once per MCP session otherwise."""
+class _PinnedBackend(httpcore2.AsyncNetworkBackend):
+    """Opens a connection to a host name only at the address its guard checked last for it
+    (`checked`, by host as the URL spells it); a host with none is refused."""
+
+    def __init__(self, checked: dict[str, str]) -> None:
+        self._checked = checked
+        self._backend = httpcore2.AnyIOBackend()
+
+    async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None) -> httpcore2.AsyncNetworkStream:
+        address = self._checked.get(host)
+        if address is None:
+            raise httpcore2.ConnectError(f"{host} was not checked by the outbound guard")
+        return await self._backend.connect_tcp(address, port, timeout, local_address, socket_options)
+
+    async def connect_unix_socket(self, path: str, timeout: float | None = None,
+                                  socket_options: Iterable[Any] | None = None) -> httpcore2.AsyncNetworkStream:
+        raise httpcore2.ConnectError("the outbound guard checks no Unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await self._backend.sleep(seconds)
+
+
+class PinnedTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's HTTP transport, connecting each request only to the address its guard checked
+    (`CHECKED_ADDRESS`), never to a new lookup of the host name; a request without one is
+    refused. The URL keeps the host name, so TLS sends it (SNI) and verifies the certificate
+    against it, and connections are pooled by host name. httpx2's transport takes no network
+    backend, so the pool it makes is replaced by the same pool (httpx2's default limits) given one."""
+
+    def __init__(self, ssl_context: ssl.SSLContext) -> None:
+        super().__init__(verify=ssl_context)
+        self._checked: dict[str, str] = {}
+        self._pool = httpcore2.AsyncConnectionPool(ssl_context=ssl_context, max_connections=100,
+                                                   max_keepalive_connections=20, keepalive_expiry=5.0,
+                                                   network_backend=_PinnedBackend(self._checked))
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        address = request.extensions.get(CHECKED_ADDRESS)
+        if address is None:
+            raise DestinationBlocked(f"{request.url.host} was not checked by the outbound guard", request=request)
+        self._checked[request.url.raw_host.decode("ascii")] = address
+        return await super().handle_async_request(request)
+
+
+def _pinned_transports() -> Callable[[], httpx2.AsyncBaseTransport]:
+    """Pinned transports that share one TLS context, made on first use: a new context loads the
+    CA bundle again (about 30 ms of CPU), once per MCP session otherwise."""
     context: list[ssl.SSLContext] = []
 
     def transport() -> httpx2.AsyncBaseTransport:
         if not context:
             context.append(httpx2.create_ssl_context())
-        return httpx2.AsyncHTTPTransport(verify=context[0])
+        return PinnedTransport(context[0])
 
     return transport
 
@@ -189,9 +228,10 @@ def _transport_sharing_one_tls_context() -> Callable[[], httpx2.AsyncBaseTranspo
 def guarded_client_factory(policy: OutboundPolicy, resolver: Resolver = system_resolver,
                            inner: Callable[[], httpx2.AsyncBaseTransport] | None = None,
                            ) -> Callable[..., httpx2.AsyncClient]:
-    """An `httpx2.AsyncClient` factory for the `mcp` SDK's transports, every client guarded;
-    `inner` makes the transport under the guard (default: HTTP transports sharing one TLS context)."""
-    inner = inner or _transport_sharing_one_tls_context()
+    """An `httpx2.AsyncClient` factory for the `mcp` SDK's transports and the web search
+    providers, every client guarded; `inner` makes the transport under the guard (default:
+    pinned transports sharing one TLS context)."""
+    inner = inner or _pinned_transports()
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:

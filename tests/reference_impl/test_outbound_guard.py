@@ -1,11 +1,15 @@
-"""The outbound policy: only globally routable addresses by default, IPv4 addresses carried by
+"""The outbound policy: only globally routable addresses by default (as IANA's special-purpose
+registries, shipped as data, say: the most specific entry judges), IPv4 addresses carried by
 IPv6 forms judged too, the settings' ranges, the allowlist, and that a blocked destination is
 never connected to. No test here opens a connection to a non-loopback address: resolvers are
-fake, and the inner transports either fail closed or only record."""
+fake, and the inner transports either fail closed or only record (test_outbound_pinning.py
+connects for real, on loopback)."""
 
 from __future__ import annotations
 
 import asyncio
+import re
+from importlib.resources import files
 
 import httpx
 import httpx2
@@ -14,7 +18,14 @@ import pytest
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.stack import ServerThread, Stack
 from responses_parity.reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
-from responses_parity.reference_impl.outbound import DestinationBlocked, GuardedTransport, OutboundPolicy, Resolver
+from responses_parity.reference_impl.outbound import (
+    CHECKED_ADDRESS,
+    DestinationBlocked,
+    GuardedTransport,
+    OutboundPolicy,
+    Resolver,
+)
+from responses_parity.reference_impl.special_addresses import DATA_FILE, registry
 
 HOST = "tools.example.com"
 
@@ -27,13 +38,14 @@ class FailClosed(httpx2.AsyncBaseTransport):
 
 
 class Recording(httpx2.AsyncBaseTransport):
-    """An inner transport for reachable destinations: records where it was asked to connect."""
+    """An inner transport for reachable destinations: records where it was asked to connect (the
+    URL at the address the guard checked, as `PinnedTransport` connects)."""
 
     def __init__(self) -> None:
         self.reached: list[str] = []
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        self.reached.append(str(request.url))
+        self.reached.append(str(request.url.copy_with(host=request.extensions[CHECKED_ADDRESS])))
         return httpx2.Response(204)
 
 
@@ -67,17 +79,18 @@ def reached(policy: OutboundPolicy, url: str, table: dict[str, list[str]]) -> li
 
 
 @pytest.mark.parametrize(("address", "reason"), [
-    ("127.0.0.1", "loopback range 127.0.0.0/8"), ("::1", "loopback range ::1/128"),
-    ("10.1.2.3", "private range 10.0.0.0/8"), ("172.20.0.5", "private range 172.16.0.0/12"),
-    ("192.168.1.1", "private range 192.168.0.0/16"), ("169.254.169.254", "link-local range 169.254.0.0/16"),
-    ("fe80::1", "link-local range fe80::/10"), ("224.0.0.251", "multicast range 224.0.0.0/4"),
-    ("ff02::1", "multicast range ff00::/8"), ("100.64.1.1", "carrier-grade NAT range 100.64.0.0/10"),
-    ("fd12:3456::1", "unique local range fc00::/7"), ("0.0.0.0", "unspecified range 0.0.0.0/32"),
-    ("::", "unspecified range ::/128"), ("0.1.2.3", "this-network range 0.0.0.0/8"),
+    ("127.0.0.1", "loopback range 127.0.0.0/8"), ("::1", "loopback address range ::1/128"),
+    ("10.1.2.3", "private-use range 10.0.0.0/8"), ("172.20.0.5", "private-use range 172.16.0.0/12"),
+    ("192.168.1.1", "private-use range 192.168.0.0/16"), ("169.254.169.254", "link local range 169.254.0.0/16"),
+    ("fe80::1", "link-local unicast range fe80::/10"), ("224.0.0.251", "multicast range 224.0.0.0/4"),
+    ("ff02::1", "multicast range ff00::/8"), ("100.64.1.1", "shared address space range 100.64.0.0/10"),
+    ("fd12:3456::1", "unique-local range fc00::/7"), ("0.0.0.0", '"this host on this network" range 0.0.0.0/32'),
+    ("::", "unspecified address range ::/128"), ("0.1.2.3", '"this network" range 0.0.0.0/8'),
     ("240.0.0.1", "reserved range 240.0.0.0/4"), ("255.255.255.255", "limited broadcast range 255.255.255.255/32"),
-    ("192.0.0.8", "IETF protocol assignments range 192.0.0.0/24"), ("198.18.0.1", "benchmarking range 198.18.0.0/15"),
-    ("192.0.2.10", "documentation range 192.0.2.0/24"), ("2001:db8::1", "documentation range 2001:db8::/32"),
-    ("64:ff9b:1::808:808", "NAT64 local-use range 64:ff9b:1::/48"), ("2002:808:808::", "6to4 range 2002::/16"),
+    ("192.0.0.8", "ipv4 dummy address range 192.0.0.8/32"), ("198.18.0.1", "benchmarking range 198.18.0.0/15"),
+    ("192.0.2.10", "documentation (test-net-1) range 192.0.2.0/24"),
+    ("2001:db8::1", "documentation range 2001:db8::/32"),
+    ("64:ff9b:1::808:808", "ipv4-ipv6 translat. range 64:ff9b:1::/48"), ("2002:808:808::", "6to4 range 2002::/16"),
 ])
 def test_what_is_not_globally_routable_is_blocked(address: str, reason: str) -> None:
     message = blocked(OutboundPolicy.from_settings(), f"http://{HOST}/mcp", {HOST: [address]})
@@ -87,15 +100,15 @@ def test_what_is_not_globally_routable_is_blocked(address: str, reason: str) -> 
 
 @pytest.mark.parametrize(("address", "reason"), [
     ("::ffff:127.0.0.1", "loopback 127.0.0.1 embedded in IPv4-mapped address ::ffff:127.0.0.1"),
-    ("::ffff:10.0.0.1", "private 10.0.0.1 embedded in IPv4-mapped address ::ffff:10.0.0.1"),
-    ("::ffff:100.64.0.1", "carrier-grade NAT 100.64.0.1 embedded in IPv4-mapped address ::ffff:100.64.0.1"),
+    ("::ffff:10.0.0.1", "private-use 10.0.0.1 embedded in IPv4-mapped address ::ffff:10.0.0.1"),
+    ("::ffff:100.64.0.1", "shared address space 100.64.0.1 embedded in IPv4-mapped address ::ffff:100.64.0.1"),
     ("::127.0.0.1", "loopback 127.0.0.1 embedded in IPv4-compatible address ::127.0.0.1"),
     ("::ffff:0:7f00:1", "loopback 127.0.0.1 embedded in IPv4-translated address ::ffff:0:7f00:1"),
     ("64:ff9b::7f00:1", "loopback 127.0.0.1 embedded in NAT64 address 64:ff9b::7f00:1"),
-    ("64:ff9b::a9fe:a9fe", "link-local 169.254.169.254 embedded in NAT64 address 64:ff9b::a9fe:a9fe"),
-    ("64:ff9b:1::a00:1", "private 10.0.0.1 embedded in NAT64 local-use address 64:ff9b:1::a00:1"),
+    ("64:ff9b::a9fe:a9fe", "link local 169.254.169.254 embedded in NAT64 address 64:ff9b::a9fe:a9fe"),
+    ("64:ff9b:1::a00:1", "private-use 10.0.0.1 embedded in NAT64 local-use address 64:ff9b:1::a00:1"),
     ("2002:7f00:1::", "loopback 127.0.0.1 embedded in 6to4 address 2002:7f00:1::"),
-    ("2002:a9fe:a9fe::1", "link-local 169.254.169.254 embedded in 6to4 address 2002:a9fe:a9fe::1"),
+    ("2002:a9fe:a9fe::1", "link local 169.254.169.254 embedded in 6to4 address 2002:a9fe:a9fe::1"),
 ])
 def test_an_ipv4_address_carried_by_an_ipv6_one_is_judged_and_named(address: str, reason: str) -> None:
     message = blocked(OutboundPolicy.from_settings(), f"http://{HOST}/mcp", {HOST: [address]})
@@ -103,10 +116,66 @@ def test_an_ipv4_address_carried_by_an_ipv6_one_is_judged_and_named(address: str
                             f"not globally routable ({reason})")
 
 
+@pytest.mark.parametrize(("address", "reason"), [
+    ("5f00::1", "segment routing (srv6) sids range 5f00::/16"),
+    ("3fff::1", "documentation range 3fff::/20"),
+    ("100:0:0:1::1", "dummy ipv6 prefix range 100:0:0:1::/64"),
+    ("192.88.99.1", "deprecated (6to4 relay anycast) range 192.88.99.0/24"),
+    ("::ffff:192.88.99.1", "deprecated (6to4 relay anycast) 192.88.99.1 embedded in IPv4-mapped address "
+                           "::ffff:192.88.99.1"),
+    ("64:ff9b::c058:6301", "deprecated (6to4 relay anycast) 192.88.99.1 embedded in NAT64 address "
+                           "64:ff9b::c058:6301"),
+])
+def test_registry_entries_newer_than_pythons_own_table_are_blocked(address: str, reason: str) -> None:
+    """Python 3.11's `is_global` calls these global; IANA's registries, as the project ships
+    them, do not."""
+    message = blocked(OutboundPolicy.from_settings(), f"https://{HOST}/mcp", {HOST: [address]})
+    assert message.endswith(f"blocks: not globally routable ({reason})")
+
+
+@pytest.mark.parametrize("address", [
+    "192.0.0.9", "192.0.0.10", "2001:1::1", "2001:1::2", "2001:1::3", "2001:3::1", "2001:4:112::1", "2001:20::1",
+    "2001:30::1",
+])
+def test_a_globally_reachable_entry_inside_one_that_is_not_is_reached(address: str) -> None:
+    """The most specific entry wins: each of these sits in 192.0.0.0/24 or 2001::/23."""
+    assert reached(OutboundPolicy.from_settings(), f"https://{HOST}/mcp", {HOST: [address]}) != []
+
+
+@pytest.mark.parametrize(("address", "reason"), [
+    ("192.0.0.20", "ietf protocol assignments range 192.0.0.0/24"),
+    ("192.0.0.3", "ipv4 service continuity prefix range 192.0.0.0/29"),
+    ("192.0.0.170", "nat64/dns64 discovery range 192.0.0.170/32"),
+    ("192.88.99.2", "6a44-relay anycast address range 192.88.99.2/32"),
+    ("2001:5::1", "ietf protocol assignments range 2001::/23"),
+    ("2001::1", "teredo range 2001::/32"),
+    ("2001:2::1", "benchmarking range 2001:2::/48"),
+    ("2001:10::1", "deprecated (previously orchid) range 2001:10::/28"),
+])
+def test_the_most_specific_entry_judges_an_address_inside_several(address: str, reason: str) -> None:
+    message = blocked(OutboundPolicy.from_settings(), f"https://{HOST}/mcp", {HOST: [address]})
+    assert message.endswith(f"blocks: not globally routable ({reason})")
+
+
+def test_the_shipped_registries_are_whole_dated_and_sourced() -> None:
+    """The data file parses, says when the registries were last updated and where its rows come
+    from, holds each block once with one of the registry's words for reachability, and has
+    both registries' entries (26 IPv4 blocks, 25 IPv6 ones)."""
+    shipped = registry()
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", shipped.last_updated)
+    header = (files("responses_parity.reference_impl") / DATA_FILE).read_text().split("\nAddress Block,")[0]
+    assert "iana-ipv4-special-registry" in header and "iana-ipv6-special-registry" in header
+    blocks = [entry.block for entry in shipped.entries]
+    assert len(blocks) == len(set(blocks))
+    assert {entry.globally_reachable for entry in shipped.entries} == {"True", "False", "N/A", ""}
+    assert all(entry.name and entry.rfc.startswith("[RFC") for entry in shipped.entries)
+    assert (sum(block.version == 4 for block in blocks), sum(block.version == 6 for block in blocks)) == (26, 25)
+
+
 def test_an_ip_literal_is_judged_without_a_lookup() -> None:
     message = blocked(OutboundPolicy.from_settings(), "http://[::ffff:169.254.169.254]/latest", {})
     assert "could not be resolved" not in message
-    assert message.endswith("link-local 169.254.169.254 embedded in IPv4-mapped address ::ffff:a9fe:a9fe)")
+    assert message.endswith("link local 169.254.169.254 embedded in IPv4-mapped address ::ffff:a9fe:a9fe)")
 
 
 @pytest.mark.parametrize(("address", "url"), [
@@ -132,8 +201,8 @@ def test_an_allowed_range_allows_its_addresses_in_every_form(address: str) -> No
 
 
 @pytest.mark.parametrize(("address", "reason"), [
-    ("::1", "not globally routable (loopback range ::1/128)"),
-    ("10.0.0.1", "not globally routable (private range 10.0.0.0/8)"),
+    ("::1", "not globally routable (loopback address range ::1/128)"),
+    ("10.0.0.1", "not globally routable (private-use range 10.0.0.0/8)"),
     ("2002:808:808::", "not globally routable (6to4 range 2002::/16)"),
 ])
 def test_an_allowed_range_allows_nothing_else(address: str, reason: str) -> None:
@@ -186,7 +255,7 @@ def test_nothing_of_a_blocked_server_reaches_the_model(stack: Stack) -> None:
     assert chat.status_code == 403 and "10.20.30.40" in chat.json()["error"]["message"]
     assert responses.status_code == 424
     assert responses.json()["error"]["type"] == "external_connector_error"
-    assert ("169.254.169.254, which the gateway's outbound policy blocks: not globally routable (link-local range "
+    assert ("169.254.169.254, which the gateway's outbound policy blocks: not globally routable (link local range "
             "169.254.0.0/16)") in responses.json()["error"]["message"]
     record = httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()
     assert record["requests"] == []
