@@ -55,6 +55,7 @@ class McpFixture(View):
         raise LookupError(f"is an MCP fixture: name one of its URLs ({MCP_URLS_SHOWN})")
 
 
+MCP_URLS = ("url", "sse_url", "failing_url")
 MCP_URLS_SHOWN = "url, sse_url, failing_url[<status>]"
 FAILING_STATUSES = range(100, 600)
 

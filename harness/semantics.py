@@ -28,7 +28,7 @@ from ..fixtures.mcp import fixture_tools
 from . import vocabulary
 from .capabilities import hosted_tool
 from .exchange import TERMINAL_EVENTS
-from .fixture_client import FAILING_STATUSES, MCP_URLS_SHOWN
+from .fixture_client import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
 from .placeholders import BUILTIN_NAMES, PlaceholderError, Reference, has_placeholders, parse, quoted
 from .scenario import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 
@@ -36,7 +36,6 @@ RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "model", "expect
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""
 STEP_VIEW = {"response": "the Response object", "output": "its output items", "status": "the HTTP status",
              "body": "the JSON body", "completion": "the chat completion"}
-MCP_URLS = ("url", "sse_url", "failing_url")
 _ITEM_FIELD_OF = {"status": "status", "role": "role", "name": "name", "server_label": "server_label",
                   "error_type": "error", "approval_linked": "approval_request_id"}
 """An item expectation's field -> the item field it looks at."""
