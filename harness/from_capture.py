@@ -7,6 +7,8 @@ the scripted model's turns are guessed from the output items each answer carries
 call the model made, then the text it wrote), and each MCP server is played by a fixture
 (the one its label names, else one that offers every tool the capture shows it having).
 Ids of earlier answers become placeholders (`{{step1.response.id}}`), the model `{{model}}`.
+Nothing else the capture holds becomes one: a `{{` or `{%` in a copied value (a gateway may
+answer anything) is written as a literal (`placeholders.escaped`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from .contract import project_answer
 from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from .goldens import expectation_of
 from .loader import scenario_from
+from .placeholders import escaped
 
 CALLS = ("function_call", "mcp_call", "mcp_approval_request", "custom_tool_call")
 SURFACE_PATHS = {DEFAULT_RESPONSES_PATH: "{{responses_path}}", DEFAULT_CHAT_PATH: "{{chat_path}}",
@@ -111,17 +114,17 @@ def _step(number: int, captured: Captured, placeholders: dict[str, str], chat: b
         step["method"] = exchange.method
     default_path = DEFAULT_CHAT_PATH if chat else DEFAULT_RESPONSES_PATH
     if captured.request_path != default_path:
-        step["path"] = _templated_path(captured.request_path, placeholders)
+        step["path"] = _templated_path(escaped(captured.request_path), placeholders)
     if isinstance(exchange.request_body, dict):
-        body = replace_ids(exchange.request_body, placeholders)
+        body = replace_ids(escaped(exchange.request_body), placeholders)
         body.pop("stream", None)
         step["request"] = body | ({"model": "{{model}}"} if "model" in body else {})
     step["stream"] = exchange.streamed
     turns = model_turns(exchange.response_object())
     if turns:
-        step["model"] = turns
+        step["model"] = escaped(turns)
     expect = expectation_of(project_answer(exchange))
-    step["expect"] = expect.model_dump(mode="json", exclude_defaults=True)
+    step["expect"] = escaped(expect.model_dump(mode="json", exclude_defaults=True))
     return step
 
 
@@ -130,11 +133,11 @@ def scenario_text(captures: list[Captured], scenario_id: str) -> str:
     (`ValueError` naming the problem otherwise)."""
     chat = all("chat/completions" in c.request_path for c in captures)
     fixtures = _fixtures_for(captures)
-    placeholders: dict[str, str] = {url: f"{{{{mcp.{fixture}.url}}}}" for url, fixture in fixtures.items()}
+    placeholders: dict[str, str] = {escaped(url): f"{{{{mcp.{fixture}.url}}}}" for url, fixture in fixtures.items()}
     steps = []
     for number, captured in enumerate(captures, 1):
         steps.append(_step(number, captured, placeholders, chat))
-        placeholders |= {old: f"{{{{step{number}.{place}}}}}"
+        placeholders |= {escaped(old): f"{{{{step{number}.{place}}}}}"
                          for old, place in answer_ids(captured.exchange).items()}
     first = captures[0].exchange.meta
     upstream = first.get("upstream") or captures[0].exchange.url

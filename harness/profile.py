@@ -1,7 +1,9 @@
 """Target profiles: one YAML file per gateway saying how to install it, start it against the
 scripted upstream and the MCP fixtures, know it is ready, talk to it, and what it lacks.
 
-Every string in `install.steps`, `start` and `target` is a Jinja template. What it may use:
+Every string in `install.steps`, `start` and `target` is a Jinja template, rendered in a sandbox
+with bounds (`profile_templates`: `{{ }}`, `{% if %}` and one level of `{% for %}`, no `_`
+attributes, bounded arithmetic and output). What it may use:
 - `python`, `venv`, `bin`: the profile's own interpreter and virtual environment (`bin` is its
   scripts folder), unless it has no `install` section; `harness_python`: the interpreter running
   the harness; `home`: the profile's cache folder (kept between runs); `run_dir`: a fresh folder
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .capabilities import Capability
 from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
+from .profile_templates import render_template
 from .rewrites import Rewrites
 
 SHIPPED_PROFILES_DIR = Path(__file__).resolve().parent / "gateways"
@@ -101,14 +104,12 @@ class Profile(_Strict):
                 "packages": list(self.install.packages) if self.install else []}
 
 
-_ENV = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False, keep_trailing_newline=True)
-
-
 def render(template: str, context: Mapping[str, Any], where: str) -> str:
-    """Render one profile template; `ProfileError` names the field on an unknown variable."""
+    """Render one profile template; `ProfileError` names the field on an unknown variable, or
+    on anything the template may not do."""
     try:
-        return _ENV.from_string(template).render(context)
-    except jinja2.TemplateError as error:
+        return render_template(template, context)
+    except (jinja2.TemplateError, ArithmeticError, TypeError, ValueError, RecursionError) as error:
         raise ProfileError(f"{where}: {error}") from error
 
 

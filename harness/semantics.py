@@ -24,21 +24,18 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-import jinja2
-from jinja2 import nodes
-
 from ..fixtures.mcp import fixture_tools
 from . import vocabulary
 from .capabilities import hosted_tool
 from .exchange import TERMINAL_EVENTS
-from .placeholders import BUILTIN_NAMES, parse_template
+from .fixture_client import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
+from .placeholders import BUILTIN_NAMES, PlaceholderError, Reference, has_placeholders, parse, quoted
 from .scenario import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 
 RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "model", "expect", "per_mode", "poll")
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""
 STEP_VIEW = {"response": "the Response object", "output": "its output items", "status": "the HTTP status",
              "body": "the JSON body", "completion": "the chat completion"}
-MCP_URLS = ("url", "sse_url", "failing_url")
 _ITEM_FIELD_OF = {"status": "status", "role": "role", "name": "name", "server_label": "server_label",
                   "error_type": "error", "approval_linked": "approval_request_id"}
 """An item expectation's field -> the item field it looks at."""
@@ -273,38 +270,6 @@ def _strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
             yield from _strings(item, f"{path}[{index}]")
 
 
-def _chains(node: nodes.Node) -> Iterator[tuple[str, tuple[str | int, ...]]]:
-    """Each `name.attr[const]...` access in a template, as (name, (attr, const, ...))."""
-    if isinstance(node, (nodes.Getattr, nodes.Getitem, nodes.Name, nodes.Call)):
-        path: list[str | int] = []
-        inner: nodes.Node = node
-        while True:
-            if isinstance(inner, nodes.Call):
-                for argument in [*inner.args, *(k.value for k in inner.kwargs)]:
-                    yield from _chains(argument)
-                inner = inner.node
-            elif isinstance(inner, nodes.Getattr):
-                path.append(inner.attr)
-                inner = inner.node
-            elif isinstance(inner, nodes.Getitem):
-                if isinstance(inner.arg, nodes.Const) and isinstance(inner.arg.value, (str, int)):
-                    path.append(inner.arg.value)
-                else:
-                    yield from _chains(inner.arg)
-                    path.clear()
-                inner = inner.node
-            else:
-                break
-        if isinstance(inner, nodes.Name):
-            if inner.ctx == "load":
-                yield inner.name, tuple(reversed(path))
-        else:
-            yield from _chains(inner)
-        return
-    for child in node.iter_child_nodes():
-        yield from _chains(child)
-
-
 def _placeholder_problems(outline: Outline, raw_steps: Sequence[Any]) -> list[Problem]:
     problems: list[Problem] = []
     step_modes = {step.id: set(outline.step_modes(step)) for _, step in outline.steps}
@@ -320,17 +285,17 @@ def _placeholder_problems(outline: Outline, raw_steps: Sequence[Any]) -> list[Pr
         elif "poll" in rendered:
             rendered.pop("poll")
         for path, text in _strings(rendered, f"steps[{index}]"):
-            if "{{" not in text and "{%" not in text:
+            if not has_placeholders(text):
                 continue
             try:
-                template = parse_template(text)
-            except jinja2.TemplateSyntaxError as error:
-                problems.append(Problem(path, f"placeholder syntax: {error.message}"))
+                template = parse(text)
+            except PlaceholderError as error:
+                problems.append(Problem(path, f"{quoted(text)}: {error}"))
                 continue
-            for name, attributes in _chains(template):
-                message = _reference_problem(outline, name, attributes, _Scope(earlier, modes, step_modes))
+            for reference in template.references:
+                message = _reference_problem(outline, reference, _Scope(earlier, modes, step_modes))
                 if message:
-                    problems.append(Problem(path, f"{text!r}: {message}"))
+                    problems.append(Problem(path, f"{quoted(text)}: {message}"))
     return problems
 
 
@@ -344,10 +309,11 @@ class _Scope:
     step_modes: Mapping[str, set[Mode]]
 
 
-def _reference_problem(outline: Outline, name: str, attributes: tuple[str | int, ...], scope: _Scope) -> str | None:
+def _reference_problem(outline: Outline, reference: Reference, scope: _Scope) -> str | None:
+    name, attributes = reference.name, reference.selectors
     earlier, modes, step_modes = scope.earlier, scope.modes, scope.step_modes
     if name in BUILTIN_NAMES:
-        return _builtin_problem(outline, name, attributes)
+        return _builtin_problem(outline, reference)
     if name not in earlier:
         known = sorted(earlier | BUILTIN_NAMES)
         if name in outline.step_ids:
@@ -357,7 +323,7 @@ def _reference_problem(outline: Outline, name: str, attributes: tuple[str | int,
     if name in step_modes and (missing := sorted(modes - step_modes[name])):
         return f"step {name!r} does not run in {', '.join(missing)} mode, where this step does"
     if not attributes:
-        return None
+        return f"`{name}` is a step: name what of its answer ({', '.join(f'{name}.{view}' for view in STEP_VIEW)})"
     view, rest = attributes[0], attributes[1:]
     if view not in STEP_VIEW:
         return f"{name}.{view}: a step gives {', '.join(STEP_VIEW)}{_suggest(str(view), STEP_VIEW)}"
@@ -383,21 +349,44 @@ def _output_problem(name: str, rest: tuple[str | int, ...]) -> str | None:
     return None
 
 
-def _builtin_problem(outline: Outline, name: str, attributes: tuple[str | int, ...]) -> str | None:
+def _builtin_problem(outline: Outline, reference: Reference) -> str | None:
+    """Built-in names give text (`run.*`, `mcp.<fixture>.<url>` too): nothing to select further
+    in, and no offset to apply."""
+    name, attributes = reference.name, reference.selectors
     if name == "run":
-        return None if attributes in ((), ("token",), ("admin_key",)) else "`run` gives `run.token` and `run.admin_key`"
-    if name == "mcp":
-        if not attributes:
-            return None
-        fixture = str(attributes[0])
-        if fixture not in outline.fixtures:
-            return (f"mcp.{fixture}: not an MCP fixture of the scenario (add it to `mcp`)"
-                    f"{_suggest(fixture, outline.fixtures)}")
-        if len(attributes) > 1 and attributes[1] not in MCP_URLS:
-            return f"mcp.{fixture}.{attributes[1]}: a fixture gives {', '.join(MCP_URLS)}" \
-                   f"{_suggest(str(attributes[1]), MCP_URLS)}"
-        return None
-    return f"`{name}` is text: it has no {attributes[0]!r}" if attributes else None
+        if attributes not in ((), ("token",), ("admin_key",)):
+            return "`run` gives `run.token` and `run.admin_key`"
+    elif name == "mcp":
+        if (problem := _mcp_problem(outline, attributes)) is not None:
+            return problem
+    elif attributes:
+        return f"`{name}` is text: it has no {attributes[0]!r}"
+    if reference.offset is not None:
+        return f"{reference.path()} is text: an offset (`+ N`, `- N`) applies to an integer"
+    return None
+
+
+def _mcp_problem(outline: Outline, attributes: tuple[str | int, ...]) -> str | None:
+    if not attributes:
+        return f"`mcp` holds the MCP fixtures: name one's URL (mcp.<fixture>.url; {MCP_URLS_SHOWN})"
+    fixture = str(attributes[0])
+    if fixture not in outline.fixtures:
+        return (f"mcp.{fixture}: not an MCP fixture of the scenario (add it to `mcp`)"
+                f"{_suggest(fixture, outline.fixtures)}")
+    if len(attributes) == 1:
+        return f"mcp.{fixture}: name one of its URLs ({MCP_URLS_SHOWN})"
+    if attributes[1] not in MCP_URLS:
+        return f"mcp.{fixture}.{attributes[1]}: a fixture gives {MCP_URLS_SHOWN}" \
+               f"{_suggest(str(attributes[1]), MCP_URLS)}"
+    url, rest = attributes[1], attributes[2:]
+    if url == "failing_url":
+        if not rest or not isinstance(rest[0], int) or rest[0] not in FAILING_STATUSES:
+            return f"mcp.{fixture}.failing_url is selected by the HTTP status it answers with: " \
+                   f"mcp.{fixture}.failing_url[401] (100 to 599)"
+        rest = rest[1:]
+    if rest:
+        return f"mcp.{fixture}.{url} is text: it has no {rest[0]!r}"
+    return None
 
 
 def _unrendered_problems(raw: Mapping[str, Any]) -> list[Problem]:
@@ -420,10 +409,10 @@ def _unrendered_problems(raw: Mapping[str, Any]) -> list[Problem]:
 
 
 def _literal_placeholders(value: Any, path: str) -> list[Problem]:
-    return [Problem(where, f"{text!r}: this field is used as written, placeholders are not rendered here "
+    return [Problem(where, f"{quoted(text)}: this field is used as written, placeholders are not rendered here "
                            "(they are in a step's path, request, upload, headers, model turns, expectations and "
                            "poll.until)")
-            for where, text in _strings(value, path) if "{{" in text or "{%" in text]
+            for where, text in _strings(value, path) if has_placeholders(text)]
 
 
 def problems(outline: Outline, raw: Mapping[str, Any]) -> list[Problem]:

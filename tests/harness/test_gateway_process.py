@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from responses_parity.harness.findings import HarnessError
 from responses_parity.harness.loader import builtin_scenarios_dir, load
@@ -84,6 +85,26 @@ def test_a_template_naming_an_unknown_variable_is_a_broken_profile() -> None:
     with pytest.raises(HarnessError, match=r"broken-template is broken: .*start.command.*no_such_variable"), \
             open_session(TargetOptions(target=str(PROFILES / "broken-template.yaml")), set()):
         pass
+
+
+@pytest.mark.parametrize(("template", "message"), [
+    ("{{ ''.__class__ }}", r"start.command: `.__class__`: a name starting with `_` is not allowed"),
+    ("{{ 'x' * 10**9 }}", r"start.command: `\*` would build a string of 1000000000 characters"),
+    ("{{ (harness_python.__class__.__mro__[1].__subclasses__() | first).__init__ }}",
+     r"start.command: `.__init__`: a name starting with `_`"),
+])
+def test_a_hostile_template_is_a_broken_profile_and_nothing_starts(tmp_path: Path, template: str,
+                                                                   message: str) -> None:
+    marker = tmp_path / "started"
+    profile = tmp_path / "hostile.yaml"
+    profile.write_text(yaml.safe_dump({
+        "name": "hostile", "title": "a profile whose template reaches for Python's internals",
+        "start": {"command": ["{{ harness_python }}", "-c", f"open({str(marker)!r}, 'w')", template],
+                  "ready": {"path": "/health", "timeout_s": 5}}}))
+    with pytest.raises(HarnessError, match=rf"the profile hostile is broken: hostile: {message}"), \
+            open_session(TargetOptions(target=str(profile)), set()):
+        pass
+    assert not marker.exists()
 
 
 def test_a_failing_install_step_is_reported_with_the_install_log() -> None:

@@ -126,6 +126,55 @@ def test_validation_rejects_what_would_check_nothing(tmp_path: Path, old: str, n
     assert catalogue_messages(tmp_path) == [f"scenario 'mcp': {message}"]
 
 
+@pytest.mark.parametrize(("placeholder", "message"), [
+    ("{{ ask.body.__class__.__mro__[1].__subclasses__() }}", "`__class__`: a name starting with `_` is not allowed"),
+    ("{{ ask.response.id.upper() }}", "`ask.response.id.upper(...)`: a call is not allowed"),
+    ("{{ 9 ** 999999999 }}", "`**` (a power) is not allowed; only an integer offset is: `+ N` or `- N`"),
+    ('{{ "x" * 200000000 }}', "`*` (a product or a repetition) is not allowed; only an integer offset is: `+ N` or "
+                              "`- N`"),
+    ('{{ ask.response.id + "x" }}', "`+ \"x\"`: string concatenation is not allowed; only an integer offset is: `+ N` "
+                                    "or `- N`"),
+    ('{{ ask.response.id ~ "x" }}', "`~` (string concatenation) is not allowed; only an integer offset is: `+ N` or "
+                                    "`- N`"),
+    ("{{ ask.response.id | upper }}", "filters (`|`) are not allowed"),
+    ("{% if ask %}x{% endif %}", "`{%` starts a statement, and placeholders have none (a literal `{%` is written "
+                                 "`{{ \"{%\" }}`)"),
+    ("{{ mcp.calc.failing_url(401) }}", "`mcp.calc.failing_url(401)`: a call is not allowed; write "
+                                        "`mcp.calc.failing_url[401]`"),
+    ("{{ mcp.calc.failing_url }}", "mcp.calc.failing_url is selected by the HTTP status it answers with: "
+                                   "mcp.calc.failing_url[401] (100 to 599)"),
+    ("{{ mcp.calc.failing_url[600] }}", "mcp.calc.failing_url is selected by the HTTP status it answers with: "
+                                        "mcp.calc.failing_url[401] (100 to 599)"),
+    ("{{ mcp.calc }}", "mcp.calc: name one of its URLs (url, sse_url, failing_url[<status>])"),
+    ("{{ mcp }}", "`mcp` holds the MCP fixtures: name one's URL (mcp.<fixture>.url; url, sse_url, "
+                  "failing_url[<status>])"),
+    ("{{ mcp.calc.url.x }}", "mcp.calc.url is text: it has no 'x'"),
+    ("{{ ask }}", "`ask` is a step: name what of its answer (ask.response, ask.output, ask.status, ask.body, "
+                  "ask.completion)"),
+    ("{{ model + 1 }}", "model is text: an offset (`+ N`, `- N`) applies to an integer"),
+    ("{{ run.token - 1 }}", "run.token is text: an offset (`+ N`, `- N`) applies to an integer"),
+])
+def test_a_placeholder_outside_the_language_is_one_line_naming_the_field(tmp_path: Path, placeholder: str,
+                                                                        message: str) -> None:
+    text = MCP.replace('"{{responses_path}}/{{ask.response.id}}"', f"'{{{{responses_path}}}}/{placeholder}'")
+    assert catalogue_messages(tmp_path, text) == [
+        f"scenario 'mcp': steps[1].path: '{{{{responses_path}}}}/{placeholder}': {message}"]
+
+
+def test_a_literal_opening_and_an_offset_validate(tmp_path: Path) -> None:
+    text = MCP.replace('"{{responses_path}}/{{ask.response.id}}"',
+                       "'{{responses_path}}/{{ask.response.id}}?after={{ ask.status + 1 }}&q={{ \"{{\" }}'")
+    assert catalogue_messages(tmp_path, text) == []
+
+
+def test_a_long_hostile_placeholder_is_refused_and_shown_cut(tmp_path: Path) -> None:
+    placeholder = "{{ ask.body" + ".x" * 100_000 + "() }}"
+    messages = catalogue_messages(tmp_path, MCP.replace('"{{responses_path}}/{{ask.response.id}}"',
+                                                        f"'{placeholder}'"))
+    assert messages == [f"scenario 'mcp': steps[1].path: '{placeholder[:160]}'... ({len(placeholder)} characters): "
+                        "the placeholder at character 0 is longer than 200 names, selectors and operators"]
+
+
 UPLOAD = """
 id: upload
 title: upload

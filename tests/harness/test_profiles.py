@@ -51,6 +51,40 @@ def test_a_shipped_profile_renders_every_template(name: str) -> None:
     assert all(port > 0 for port in context["ports"].values())
 
 
+@pytest.mark.parametrize(("template", "message"), [
+    ("{{ ''.__class__ }}", "`.__class__`: a name starting with `_` is not allowed"),
+    ("{{ mcp.calc['__class__'] }}", "access to attribute '__class__' of 'dict' object is unsafe"),
+    ("{{ 'x' * 10**9 }}", r"`\*` would build a string of 1000000000 characters; a profile template builds at "
+                          "most 65536"),
+    ("{{ 9 ** 999999999 }}", r"`9 \*\* 999999999` is larger than a profile template may compute"),
+    ("{{ '%999999999s' % 1 }}", "`%` on str and int is not allowed in a profile template"),
+    ("{{ 'x' | center(999999999) }}", "the filter `center` is not allowed"),
+    ("{{ '{:>999999999}'.format(1) }}", r"a profile template calls only `.items\(\)`"),
+    ("{{ lipsum(999999) }}", r"a profile template calls only `.items\(\)`"),
+    ("{% set a = 'x' %}", r"`{% set %}` not allowed"),
+    ("{{ 'a' ~ 'b' }}", "`~` not allowed"),
+    ("{% macro m() %}{{ m() }}{{ m() }}{% endmacro %}", "macros not allowed"),
+    ("{% for a in mcp.keys() %}{% for b in mcp.keys() %}{% endfor %}{% endfor %}", "a loop inside a loop"),
+    ("{% for c in upstream %}{% endfor %}", r"loops only over a variable's `.items\(\)`"),
+    ("{% for c in range(100000) %}{% endfor %}", r"loops only over a variable's `.items\(\)`"),
+    ("{{ ['x'] }}", "list literals not allowed"),
+    ("{{ ('x' * 60000) + ('x' * 60000) }}", r"`\+` would build a string of 120000 characters"),
+    ("{{ 'x' * 60000 }}" * 20, "the rendered text would be longer than 1048576 characters"),
+])
+def test_a_template_that_reaches_for_internals_or_works_without_bound_is_refused(template: str,
+                                                                                message: str) -> None:
+    context = {"upstream": "http://127.0.0.1:9", "mcp": {"calc": {"base_url": "http://127.0.0.1:10"}}}
+    with pytest.raises(ProfileError, match=f"^start.files\\[config.yaml\\]: .*{message}"):
+        render(template, context, "start.files[config.yaml]")
+
+
+def test_a_template_may_loop_over_the_fixtures_and_compute_a_little() -> None:
+    context = {"ports": _FreePorts(), "mcp": {"calc": {"base_url": "http://a"}, "strings": {"base_url": "http://b"}}}
+    template = ("{%- for name, fixture in mcp.items() %}{{ name | upper }}={{ fixture.base_url }}/mcp "
+                "{% endfor %}\n{{ ports.http + 1 - ports.http }} {{ 'ab' * 2 }} {{ 2 ** 10 }}")
+    assert render(template, context, "x") == "CALC=http://a/mcp STRINGS=http://b/mcp \n1 abab 1024"
+
+
 def test_a_shipped_profile_pins_the_gateway_it_installs() -> None:
     for name in SHIPPED:
         profile = find_profile(name)

@@ -33,7 +33,7 @@ def test_outcomes_and_the_tally_are_the_clis(pytester: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1, errors=1)
     result.stdout.fnmatch_lines(["*1 passed, 1 failed, 1 could not run, 0 unsupported; parity with OpenAI 1/2*"])
     result.stdout.fnmatch_lines(["*ERROR at setup of scenario unreachable-step*", "*could not run*",
-                                 "*cannot resolve*has no element 7*"])
+                                 "*cannot resolve*ask.output has 1 output item(s), no [[]7]*"])
 
 
 def test_a_golden_and_a_baseline_judge_pytest_runs_too(pytester: pytest.Pytester, tmp_path: Path) -> None:

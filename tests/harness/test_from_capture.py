@@ -1,0 +1,83 @@
+"""`parity scenario from-capture` copies what a possibly hostile gateway answered: the scenario
+it writes has only the placeholders it chose itself (`{{model}}`, the ids of earlier answers),
+and each copied value renders back to what was captured."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from responses_parity.harness.capture import Captured
+from responses_parity.harness.exchange import Exchange
+from responses_parity.harness.from_capture import scenario_text
+from responses_parity.harness.placeholders import OutputView, parse, render
+
+HOSTILE = "{{ ask.body.__class__.__mro__[1].__subclasses__() }} {% for x in y %} {{model}} {{{"
+"""What the gateway writes wherever it chooses the text: placeholders and statements of its own."""
+RESPONSE_ID = "resp_{{run.token}}"
+CALL_ID = "call_{{ 9 ** 999999999 }}"
+META = {"path": "/v1/responses", "upstream": "http://127.0.0.1:1", "captured_at": "2026-01-01T00:00:00+00:00"}
+
+
+def _response(response_id: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"id": response_id, "object": "response", "created_at": 1, "status": "completed", "model": HOSTILE,
+            "output": output, "usage": {"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}}
+
+
+def _message(text: str) -> dict[str, Any]:
+    return {"type": "message", "id": "msg_{{model}}", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+CAPTURES = [
+    Captured(Path("0001-post-v1-responses.json"), Exchange(
+        "POST", "http://127.0.0.1:1/v1/responses",
+        {"model": "m", "input": "Weather? {{mcp.calc.url}}",
+         "tools": [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]},
+        200, {"content-type": "application/json"},
+        _response(RESPONSE_ID, [_message(HOSTILE),
+                                {"type": "function_call", "id": "fc_1", "call_id": CALL_ID, "name": "get_weather",
+                                 "arguments": json.dumps({"city": HOSTILE}), "status": "completed"}]),
+        meta=META)),
+    Captured(Path("0002-post-v1-responses.json"), Exchange(
+        "POST", "http://127.0.0.1:1/v1/responses",
+        {"model": "m", "previous_response_id": RESPONSE_ID,
+         "input": [{"type": "function_call_output", "call_id": CALL_ID, "output": HOSTILE}]},
+        200, {"content-type": "application/json"}, _response("resp_2", [_message(HOSTILE)]), meta=META)),
+]
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+
+
+def test_a_hostile_capture_gives_a_scenario_with_only_the_drafts_own_placeholders() -> None:
+    scenario = yaml.safe_load(scenario_text(CAPTURES, "hostile"))
+    used = {reference.path() for text in _strings(scenario) for reference in parse(text).references}
+    assert used == {"model", "step1.response.id", "step1.output[1].call_id"}
+    second = scenario["steps"][1]["request"]
+    assert second["previous_response_id"] == "{{step1.response.id}}"
+    assert second["input"][0]["call_id"] == "{{step1.output[1].call_id}}"
+
+
+def test_each_copied_value_renders_back_to_what_was_captured() -> None:
+    scenario = yaml.safe_load(scenario_text(CAPTURES, "hostile"))
+    answer = CAPTURES[0].exchange.body
+    context = {"model": "m", "step1": {"response": answer, "output": OutputView(answer["output"])}}
+    first, second = (render(step, context, f"steps[{n}]") for n, step in enumerate(scenario["steps"]))
+    assert first["request"]["input"] == "Weather? {{mcp.calc.url}}"
+    assert first["model"] == [{"text": HOSTILE}, {"call": {"tool": "get_weather", "arguments": {"city": HOSTILE}}}]
+    assert second["request"]["previous_response_id"] == RESPONSE_ID
+    assert second["request"]["input"] == [{"type": "function_call_output", "call_id": CALL_ID, "output": HOSTILE}]
+    assert second["model"] == [{"text": HOSTILE}]
