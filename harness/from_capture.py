@@ -163,6 +163,6 @@ def _review_notes(fixtures: dict[str, str]) -> str:
         "# - Each step runs once, streamed or not as captured (`stream:`); drop `stream` and `modes`",
         "#   to run every step both ways, and move `events`/`terminal` to `per_mode: {stream: ...}`.",
     ]
-    lines += [f"# - The MCP server {url} is played by the fixture {fixture!r}: check it offers what the server did."
-              for url, fixture in fixtures.items()]
+    lines += [f"# - The MCP server {json.dumps(url)} is played by the fixture {fixture!r}: check it offers what the "
+              "server did." for url, fixture in fixtures.items()]
     return "\n".join(lines) + "\n"

@@ -81,3 +81,17 @@ def test_each_copied_value_renders_back_to_what_was_captured() -> None:
     assert second["request"]["previous_response_id"] == RESPONSE_ID
     assert second["request"]["input"] == [{"type": "function_call_output", "call_id": CALL_ID, "output": HOSTILE}]
     assert second["model"] == [{"text": HOSTILE}]
+
+
+def test_a_captured_server_url_cannot_break_out_of_the_review_notes() -> None:
+    """The notes at the top name each MCP server by its URL, which the capture holds: written
+    quoted, a line break in it cannot start a line of YAML."""
+    url = "http://127.0.0.1:1/mcp\nid: injected\r\x85\u2028steps: []\n#"
+    request = {"model": "m", "input": "2+3?", "tools": [{"type": "mcp", "server_label": "calc", "server_url": url}]}
+    captured = Captured(Path("0001-post-v1-responses.json"), Exchange(
+        "POST", "http://127.0.0.1:1/v1/responses", request, 200, {"content-type": "application/json"},
+        _response("resp_1", [_message("5")]), meta=META))
+    text = scenario_text([captured], "quoted-url")
+    lines = text.splitlines()  # at every line break YAML knows, \x85 and \u2028 too
+    notes = lines[:lines.index("id: quoted-url")]
+    assert notes and all(line.startswith("#") for line in notes)
