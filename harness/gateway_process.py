@@ -1,10 +1,10 @@
 """Install a profiled gateway into a virtual environment of its own, start it as a child
 process, wait until it is ready, stop it.
 
-The environment lives in a cache folder keyed by the install spec and the contents of the
-profile's locks (`PARITY_CACHE_DIR`, default `~/.cache/responses-parity`), so the first run
-installs and later runs start at once, and a changed lock installs anew. pip installs exactly
-what the lock pins, checking every file's hash (`harness/locks.py`). The child
+The environment lives in a cache folder keyed by the install spec and the profile's locks
+(`PARITY_CACHE_DIR`, default `~/.cache/responses-parity`), so the first run installs exactly
+what the locks pin (`harness/locks.py`), later runs start at once, and a changed lock installs
+anew. The child
 runs in a process group of its own; stopping sends SIGTERM to that group, then SIGKILL after the
 profile's grace period: only processes this harness started are ever signalled.
 

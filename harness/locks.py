@@ -192,26 +192,22 @@ def profile_locks(profile: Profile) -> ProfileLocks:
     pins every requirement of `install.packages` (resp. `install.downloads`) at a version it
     allows. `LockError` says which lock and how to make it again."""
     spec = profile.install
-    if spec is None:
+    if spec is None or not (spec.packages or spec.downloads):
         return ProfileLocks(None, None)
-    found: list[Lock | None] = []
-    for path, requirements, field in zip(lock_paths(profile), (spec.packages, spec.downloads),
-                                         ("install.packages", "install.downloads"), strict=True):
-        if not requirements:
-            found.append(None)
-            continue
-        found.append(_checked(profile, path, requirements, field))
-    return ProfileLocks(*found)
+    packages, downloads = lock_paths(profile)
+    return ProfileLocks(_checked(profile, packages, spec.python, spec.packages, "install.packages"),
+                        _checked(profile, downloads, spec.python, spec.downloads, "install.downloads"))
 
 
-def _checked(profile: Profile, path: Path, requirements: list[str], field: str) -> Lock:
+def _checked(profile: Profile, path: Path, python: str, requirements: list[str], field: str) -> Lock | None:
+    if not requirements:
+        return None
     version = f" {profile.version}" if profile.version is not None else ""
     how = f"make it with `{lock_command(profile)}`, review it, and commit it beside the profile"
     if not path.is_file():
         raise LockError(f"{profile.name}{version} has no lock ({path}): a profile installs only what a reviewed "
                         f"lock pins, with hashes; {how}")
     lock = read_lock(path)
-    python = profile.install.python if profile.install else ""
     if lock.python != python:
         raise LockError(f"{path}: resolved for Python {lock.python}, but {profile.name} installs with Python "
                         f"{python}; {how}")
