@@ -67,6 +67,8 @@ class Pin:
 
 @dataclass(frozen=True)
 class Lock:
+    """A lock file as read: its text (what pip is given) and its pins by canonical name."""
+
     path: Path
     text: str
     python: str
@@ -223,7 +225,7 @@ def _checked(profile: Profile, path: Path, python: str, requirements: list[str],
 def find_uv() -> str:
     """The `uv` executable: the one the `uv` package installed beside this tool, else one on PATH."""
     try:
-        from uv import find_uv_bin  # type: ignore[import-not-found]
+        from uv import find_uv_bin
 
         return find_uv_bin()
     except (ImportError, FileNotFoundError):

@@ -117,8 +117,12 @@ def _imports(venv: Path, module: str) -> bool:
 
 def _shipped_lock_targets() -> dict[Path, str]:
     """Each shipped lock file -> the profile version it was written for, as its header names it."""
-    return {path: re.search(r"^#    parity profiles lock (\S+)$", path.read_text(), re.MULTILINE)[1]  # type: ignore[index]
-            for path in sorted((SHIPPED_PROFILES_DIR / "locks").glob("*.txt"))}
+    targets = {}
+    for path in sorted((SHIPPED_PROFILES_DIR / "locks").glob("*.txt")):
+        command = re.search(r"^#    parity profiles lock (\S+)$", path.read_text(), re.MULTILINE)
+        assert command is not None, f"{path}: its header does not name the command that wrote it"
+        targets[path] = command[1]
+    return targets
 
 
 def test_every_shipped_profile_version_has_a_lock_that_covers_what_it_installs() -> None:
