@@ -1,8 +1,10 @@
 """Install a profiled gateway into a virtual environment of its own, start it as a child
 process, wait until it is ready, stop it.
 
-The environment lives in a cache folder keyed by the install spec (`PARITY_CACHE_DIR`, default
-`~/.cache/responses-parity`), so the first run installs and later runs start at once. The child
+The environment lives in a cache folder keyed by the install spec and the profile's locks
+(`PARITY_CACHE_DIR`, default `~/.cache/responses-parity`), so the first run installs exactly
+what the locks pin (`harness/locks.py`), later runs start at once, and a changed lock installs
+anew. The child
 runs in a process group of its own; stopping sends SIGTERM to that group, then SIGKILL after the
 profile's grace period: only processes this harness started are ever signalled.
 
@@ -16,6 +18,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -29,6 +32,7 @@ from typing import Any
 
 from .findings import HarnessError
 from .fixture_client import McpFixture
+from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
 from .profile import Profile, ProfileError, render
 from .readiness import poll_until_ready
 from .redaction import redact_text
@@ -36,6 +40,8 @@ from .defaults import LOOPBACK, cache_dir
 
 LOG_TAIL_LINES = 25
 INSTALL_TIMEOUT_S = 1800.0
+HASH_MISMATCH = "DO NOT MATCH THE HASHES"
+"""What pip says when a file differs from its hash in a requirements file."""
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
@@ -95,7 +101,10 @@ class Installation:
 def installation_for(profile: Profile) -> Installation:
     if profile.install is None:
         return Installation(cache_dir() / "gateways" / profile.name, version=profile.version)
-    digest = hashlib.sha256(profile.install.model_dump_json().encode()).hexdigest()[:12]
+    key = hashlib.sha256(profile.install.model_dump_json().encode())
+    for text in lock_texts(profile):
+        key.update(hashlib.sha256(text).digest())
+    digest = key.hexdigest()[:12]
     home = cache_dir() / "gateways" / f"{profile.name}-{digest}"
     return Installation(home, home / "venv", profile.install.python, profile.version)
 
@@ -121,6 +130,10 @@ def install(profile: Profile, report: Callable[[str], None] = print) -> Installa
     if spec is None or installation.venv is None:
         installation.home.mkdir(parents=True, exist_ok=True)
         return installation
+    try:
+        locks = profile_locks(profile)
+    except ProfileError as error:
+        raise HarnessError(str(error)) from error
     done_marker = installation.home / "installed.json"
     if done_marker.exists():
         return installation
@@ -130,11 +143,14 @@ def install(profile: Profile, report: Callable[[str], None] = print) -> Installa
     log = installation.home / "install.log"
     where = f"installing {profile.name}"
     python = find_python(spec.python)
-    report(f"installing {profile.name} into {installation.venv} (once; this takes a few minutes) ...")
+    report(f"installing {profile.name} into {installation.venv} from its lock (once; this takes a few minutes) ...")
     _run_logged([python, "-m", "venv", str(installation.venv)], log, installation.home, where)
-    pip = [str(installation.venv / "bin" / "python"), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
-    if spec.packages:
-        _run_logged([*pip, *spec.packages], log, installation.home, where)
+    pip = [str(installation.venv / "bin" / "python"), "-m", "pip"]
+    for lock, command in ((locks.packages, ["install"]),
+                          (locks.downloads, ["download", "-d", str(installation.home / "downloads")])):
+        if lock is not None:
+            _install_locked(lock, [*pip, *command, "--disable-pip-version-check", "-q", *PIP_INSTALL_OPTIONS],
+                            installation.home, log, where)
     for index, step in enumerate(spec.steps):
         try:
             command = [render(part, installation.context(), f"install.steps[{index}]") for part in step]
@@ -143,6 +159,23 @@ def install(profile: Profile, report: Callable[[str], None] = print) -> Installa
         _run_logged(command, log, installation.home, f"{where}: install.steps[{index}]")
     done_marker.write_text(spec.model_dump_json(indent=2))
     return installation
+
+
+def _install_locked(lock: Lock, pip: list[str], home: Path, log: Path, where: str) -> None:
+    """`pip ... -r <lock>` on a copy of the lock kept in `home` (what was installed from); a
+    file whose hash differs from the lock's is named in the error."""
+    copy = home / lock.path.name
+    copy.write_text(lock.text, encoding="utf-8")
+    try:
+        _run_logged([*pip, "-r", str(copy)], log, home, where)
+    except HarnessError as error:
+        text = log.read_text(errors="replace")
+        if HASH_MISMATCH not in text:
+            raise
+        named = re.findall(r"^\s+(\S+==\S+) from ", text.split(HASH_MISMATCH, 1)[1], re.MULTILINE)
+        raise HarnessError(f"{where} refused: the file fetched for {', '.join(named) or 'a package'} does not "
+                           f"match its hash in {lock.path} (tampered with, or a wrong lock); nothing from the lock "
+                           f"was installed. The end of {log}:\n{log_tail(log)}") from error
 
 
 class _FreePorts(dict[str, int]):

@@ -13,7 +13,13 @@ attributes, bounded arithmetic and output). What it may use:
 - `ports.<name>`: a free loopback port, the same for every use of one name (`ports.http` is the
   port the gateway must serve on); `secret`: a random token for this start (a master key);
 - `model`: the model name scenarios use; `python_version`: `install.python`;
-- `version`: the profile's `version`, which `title` and `install.packages` may use too.
+- `version`: the profile's `version`, which `title`, `install.packages` and `install.downloads`
+  may use too.
+
+What `install` names is resolved once, with the hash of every file, into the profile's locks
+(`harness/locks.py`: `locks/<name>-<version>.txt` beside the profile file, written by `parity
+profiles lock`); an install takes exactly what they pin and refuses a profile version without
+them.
 
 Profiles are found by name among the shipped ones (`harness/gateways/`) and in folders the user
 names; a path to a `.yaml` file is a profile too. `<profile>@<version>` (`smg@1.12.0`) is the
@@ -29,7 +35,7 @@ from typing import Any, Literal
 
 import jinja2
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from .capabilities import Capability
 from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
@@ -51,9 +57,14 @@ class _Strict(BaseModel):
 class InstallSpec(_Strict):
     python: str = Field(default="3.11", pattern=r"^3\.\d+$",
                         description="The interpreter its virtual environment is made with (major.minor).")
-    packages: list[str] = Field(default_factory=list, description="pip requirements, pinned (`name==1.2.3`).")
+    packages: list[str] = Field(default_factory=list,
+                                description="pip requirements (`name==1.2.3`): what its lock resolves and pins.")
+    downloads: list[str] = Field(default_factory=list,
+                                 description="Wheels the steps use, fetched by hash from its downloads lock into "
+                                             "`{{ home }}/downloads`, without their dependencies; not installed.")
     steps: list[list[str]] = Field(default_factory=list,
-                                   description="Commands (argument lists) run once after pip, in `home`.")
+                                   description="Commands (argument lists) run once after pip, in `home`; they "
+                                               "fetch nothing (what they need is in `downloads`).")
 
 
 class ReadySpec(_Strict):
@@ -96,6 +107,12 @@ class Profile(_Strict):
                                          description="Capability -> why the gateway lacks it (with a source).")
     rewrite: Rewrites = Field(default_factory=Rewrites)
     notes: list[str] = Field(default_factory=list, description="Workarounds the profile applies, and why.")
+    _source: Path | None = PrivateAttr(default=None)
+
+    @property
+    def source(self) -> Path | None:
+        """The file it was read from (its locks are in `locks/` beside it)."""
+        return self._source
 
     def identity(self) -> dict[str, Any]:
         """What a run or golden set names the gateway by: profile, title, version, and the
@@ -130,19 +147,22 @@ def load_profile(path: Path, version: str | None = None) -> Profile:
     except ValidationError as error:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in error.errors())
         raise ProfileError(f"{path}: {problems}") from error
-    return _with_version(profile, path)
+    profile = _with_version(profile, path)
+    profile._source = path
+    return profile
 
 
 def _with_version(profile: Profile, path: Path) -> Profile:
-    """`{{ version }}` filled in in the title and install.packages (other templates get it at start)."""
+    """`{{ version }}` filled in in the title, install.packages and install.downloads (other
+    templates get it at start)."""
     context = {"version": profile.version} if profile.version is not None else {}
     title = render(profile.title, context, f"{path}: title")
     if profile.install is None:
         return profile.model_copy(update={"title": title})
-    packages = [render(package, context, f"{path}: install.packages[{index}]")
-                for index, package in enumerate(profile.install.packages)]
-    return profile.model_copy(update={"title": title,
-                                      "install": profile.install.model_copy(update={"packages": packages})})
+    rendered = {field: [render(requirement, context, f"{path}: install.{field}[{index}]")
+                        for index, requirement in enumerate(getattr(profile.install, field))]
+                for field in ("packages", "downloads")}
+    return profile.model_copy(update={"title": title, "install": profile.install.model_copy(update=rendered)})
 
 
 def profile_paths(dirs: Iterable[Path] = ()) -> dict[str, Path]:

@@ -13,9 +13,10 @@ import click
 from rich.markup import escape
 
 from ..loader import Catalogue, builtin_scenarios_dir, load
+from ..locks import lock_command, lock_paths, read_lock, write_locks
 from ..profile import ProfileError, find_profile, profile_paths
 from ..scenario import scenario_json_schema
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
 
 SCHEMA_FILE = "scenario.schema.json"
 EXAMPLE_FILE = "example-mcp-call.yaml"
@@ -30,10 +31,14 @@ def load_catalogue(paths: tuple[Path, ...]) -> Catalogue:
     return catalogue
 
 
-@click.command("profiles")
+@click.group("profiles", invoke_without_command=True)
 @click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path))
-def profiles_command(profile_dirs: tuple[Path, ...]) -> None:
-    """List the target profiles (shipped, and in --profile-dir folders); exit 2 if one is broken."""
+@click.pass_context
+def profiles_command(ctx: click.Context, profile_dirs: tuple[Path, ...]) -> None:
+    """List the target profiles (shipped, and in --profile-dir folders) and their locks; exit 2
+    if one is broken."""
+    if ctx.invoked_subcommand is not None:
+        return
     broken = 0
     for name, path in profile_paths(profile_dirs).items():
         try:
@@ -45,9 +50,36 @@ def profiles_command(profile_dirs: tuple[Path, ...]) -> None:
         assert profile is not None
         out.print(f"[bold]{name}[/bold] [dim]{escape(str(path))}[/dim]")
         out.print(f"    {escape(profile.title)}", soft_wrap=True)
+        if profile.install is not None and (profile.install.packages or profile.install.downloads):
+            lock = lock_paths(profile)[0 if profile.install.packages else 1]
+            out.print(f"    [dim]lock: {escape(str(lock))}[/dim]" if lock.is_file() else
+                      f"    [yellow]no lock[/yellow]: {escape(lock_command(profile))}", soft_wrap=True)
         for capability, why in profile.lacks.items():
             out.print(f"    [dim]lacks {capability}: {escape(why)}[/dim]", soft_wrap=True)
     sys.exit(EXIT_USAGE if broken else EXIT_OK)
+
+
+@profiles_command.command("lock")
+@click.argument("target")
+@click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path))
+def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
+    """Write the locks of a profile (`smg`, `smg@1.14.0`, a profile file): every package it
+    installs, resolved for its Python on Linux x86_64 with the hash of every file, in `locks/`
+    beside the profile file. Review the lock like code: it is what the install runs."""
+    try:
+        profile = find_profile(target, profile_dirs)
+        if profile is None:
+            known = ", ".join(sorted(profile_paths(profile_dirs)))
+            raise ProfileError(f"{target}: no such profile ({known})")
+        say(f"resolving {profile.name}{'@' + profile.version if profile.version else ''} with uv ...")
+        written = write_locks(profile)
+    except ProfileError as problem:
+        error(str(problem))
+        sys.exit(EXIT_USAGE)
+    for path in written:
+        pins = read_lock(path).pins
+        out.print(f"wrote {escape(str(path))} ({len(pins)} package{'s' if len(pins) != 1 else ''}); review it and "
+                  "commit it with the profile", soft_wrap=True)
 
 
 @click.command("list")
