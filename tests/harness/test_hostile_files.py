@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from parity_process import DEADLINE_S, PARITY
+from parity_process import PARITY
 from test_cli import PASSING
 
 from responses_parity.harness.cli import main
@@ -28,6 +28,9 @@ LAUGHS = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
           + "".join(f"{name}: &{name} [{','.join([f'*{below}'] * 9)}]\n"
                     for below, name in zip("abcdefgh", "bcdefghi", strict=True)))
 """A billion laughs: nine lines, each nine aliases of the line above; 9^9 strings in 500 bytes."""
+RUN_DEADLINE_S = 300.0
+"""How long a command may take here: a run starts the reference gateway and every fixture, slow on
+a loaded 2-core machine; a hostile file that hangs it takes longer still (for ever)."""
 LAUGHS_SAYS = f"line 6: holds more than {MAX_VALUES:,} values with its aliases expanded"
 RECURSIVE_SAYS = "an alias refers to the node that holds it (a recursive anchor)"
 DEEP_SAYS = f"nests deeper than {MAX_DEPTH} levels"
@@ -47,7 +50,7 @@ def hostile_scenarios(folder: Path) -> tuple[Path, Path]:
 
 def parity(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`parity ARGS` run as a user runs it; fails the test when it has not ended by the deadline."""
-    return subprocess.run([str(PARITY), *args], cwd=cwd, capture_output=True, text=True, timeout=DEADLINE_S,
+    return subprocess.run([str(PARITY), *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_DEADLINE_S,
                           stdin=subprocess.DEVNULL, start_new_session=True, check=False)
 
 
@@ -76,7 +79,7 @@ def test_the_pytest_plugin_fails_each_hostile_file_and_runs_the_good_one(pyteste
     laughs, recursive = hostile_scenarios(pytester.path / "scenarios")
     (pytester.path / "scenarios" / "notes.yaml").write_text("title: not a scenario\nsteps: [one, two]\n")
     result = pytester.runpytest_subprocess("--parity", "--parity-mode", "nonstream", "-p", "no:cacheprovider",
-                                           "-p", "no:asyncio", "scenarios", timeout=DEADLINE_S)
+                                           "-p", "no:asyncio", "scenarios", timeout=RUN_DEADLINE_S)
     result.assert_outcomes(passed=1, failed=2)
     result.stdout.fnmatch_lines_random([f"*{laughs}: {LAUGHS_SAYS}", f"*{recursive}: line 5: {RECURSIVE_SAYS}"])
 
@@ -201,3 +204,19 @@ def test_a_hostile_cache_file_is_built_again(tmp_path: Path, kind: str) -> None:
     _json_file(cache, kind)
     assert load_or_build(cache, lambda: {"built": 1}, lambda value: isinstance(value, dict)) == {"built": 1}
     assert json.loads(cache.read_text()) == {"built": 1}
+
+
+def test_a_drafted_scenario_the_loader_would_refuse_is_not_written(tmp_path: Path) -> None:
+    capture = tmp_path / "0001-post-v1-responses.json"
+    items = MAX_VALUES // 5 + 1  # a mapping, two keys and two values each
+    capture.write_text(json.dumps({
+        "request": {"method": "POST", "url": "http://127.0.0.1:9/v1/responses",
+                    "body": {"model": "m", "input": [{"role": "user", "content": "x"}] * items}},
+        "response": {"status": 400, "headers": {"content-type": "application/json"},
+                     "body": {"error": {"message": "no", "type": "invalid_request_error", "param": None,
+                                        "code": None}}}}))
+    code, output = invoke("scenario", "from-capture", str(capture), "-o", str(tmp_path / "drafted.yaml"))
+    said = " ".join(output.split())
+    assert code == 2 and "the drafted scenario does not load: line " in said, output
+    assert f"holds more than {MAX_VALUES:,} values with its aliases expanded" in said, output
+    assert not (tmp_path / "drafted.yaml").exists()
