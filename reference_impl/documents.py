@@ -11,7 +11,8 @@ when that is known), when
 - it nests deeper than `MAX_DEPTH`, counted through YAML aliases;
 - a YAML anchor holds an alias of itself (`a: &r [*r]`), which no finite value is;
 - its YAML aliases, expanded, stand for more than `MAX_VALUES` values: a "billion laughs" file
-  of 683 bytes stands for 10^9 strings, and whatever walks the value would walk all of them.
+  of 683 bytes (nine lines of nine aliases of the line before) stands for 9^9, 387 million,
+  strings, and whatever walks the value would walk all of them.
 
 `extent` measures a value, or a YAML file's node graph, without expanding it: each distinct node
 is visited once (an alias is the same object as its anchor, so its measure is remembered by
@@ -49,7 +50,7 @@ the checks that walk a document recurse, so this stays far from Python's recursi
 MAX_VALUES = 100_000
 """How many values (mappings, lists and scalars, keys included) a YAML document may stand for with
 its aliases expanded: about 190 times the largest scenario; validating a scenario that size
-takes about a second, where a billion laughs would take hours."""
+takes under a second, where a billion laughs would take hours."""
 SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser when PyYAML has it (four to eight times faster), building plain values only."""
 
