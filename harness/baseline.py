@@ -9,11 +9,11 @@ ids that change from run to run.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ..reference_impl.documents import read_json
 from .findings import Finding, HarnessError, Severity
 from .redaction import Redactor
 from .runner import ScenarioResult
@@ -57,7 +57,7 @@ def load(path: Path) -> dict[Key, Severity]:
     """Known divergence -> the severity it was accepted at; raises `HarnessError` naming the
     file and entry that is broken."""
     try:
-        document = json.loads(path.read_text())
+        document = read_json(path)
     except (OSError, ValueError) as error:
         raise HarnessError(f"baseline {path}: cannot read it ({error})") from error
     known: dict[Key, Severity] = {}

@@ -11,13 +11,13 @@ their place and `parity scenario from-capture` a placeholder.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..reference_impl.documents import read_json
 from .exchange import Exchange
 from .findings import HarnessError
 
@@ -52,8 +52,8 @@ class Captured:
 def read_capture(path: Path) -> Captured:
     """One capture file; `HarnessError` names the file and what is wrong with it."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as problem:
+        data = read_json(path)
+    except (OSError, ValueError) as problem:
         raise HarnessError(f"{path}: cannot read it as JSON ({problem})") from problem
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict) or \
             not isinstance(data.get("response"), dict):

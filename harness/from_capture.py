@@ -20,11 +20,12 @@ from typing import Any
 import yaml
 
 from ..fixtures.mcp import FIXTURE_SERVERS, fixture_tools
+from ..reference_impl.documents import DocumentError
 from .capture import Captured, answer_ids, replace_ids, replace_ids_in_path
 from .contract import project_answer
 from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from .goldens import expectation_of
-from .loader import scenario_from
+from .loader import parse_yaml, scenario_from
 from .placeholders import escaped
 
 CALLS = ("function_call", "mcp_call", "mcp_approval_request", "custom_tool_call")
@@ -147,10 +148,14 @@ def scenario_text(captures: list[Captured], scenario_id: str) -> str:
                              "note": f"captured from {upstream} on {date}; review before committing"},
                 **({"surface": "chat"} if chat else {}), "modes": ["nonstream"],
                 **({"mcp": sorted(set(fixtures.values()))} if fixtures else {}), "steps": steps}
-    problems = scenario_from(yaml.safe_load(yaml.safe_dump(document)))
+    text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
+    try:  # the text as the loader reads it, within its bounds: a hostile gateway's answers may not fit them
+        problems = scenario_from(parse_yaml(text))
+    except DocumentError as error:
+        problems = [str(error)]
     if isinstance(problems, list):
         raise ValueError("the drafted scenario does not load: " + "; ".join(problems))
-    return _review_notes(fixtures) + yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
+    return _review_notes(fixtures) + text
 
 
 def _review_notes(fixtures: dict[str, str]) -> str:

@@ -18,7 +18,6 @@ when the golden comes from a live model. `GoldenJudge` does this inside the engi
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..reference_impl.documents import read_json
 from .compare import StreamReference, compare
 from .contract import Contract, project_answer, streamed_sequence
 from .defaults import DEFAULT_GOLDEN_DIR
@@ -100,7 +100,7 @@ def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, tar
 
 def _read(path: Path) -> Any:
     try:
-        return json.loads(path.read_text())
+        return read_json(path)
     except (OSError, ValueError) as error:
         raise HarnessError(f"{path}: not a readable golden file ({error})") from error
 

@@ -13,12 +13,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..reference_impl.documents import read_json
+
 
 def load_or_build(path: Path, build: Callable[[], Any], accept: Callable[[Any], bool]) -> Any:
     """The value in `path` if it reads as JSON and `accept` takes it, else `build()`, saved there."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError):
+        value = read_json(path)
+    except (OSError, ValueError):
         pass
     else:
         if accept(value):

@@ -17,10 +17,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..fixtures.mcp import FIXTURE_SERVERS
+from ..reference_impl import documents
 from . import semantics
 from .scenario import MODES, Scenario, Step
 from .semantics import Outline
@@ -29,17 +29,13 @@ SCENARIO_SUFFIXES = (".yaml", ".yml")
 _BOOL = "tag:yaml.org,2002:bool"
 
 
-_SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-"""libyaml's parser when PyYAML has it: it reads the catalogue eight times faster."""
-
-
-class _Yaml12Loader(_SAFE_LOADER):  # type: ignore[misc, valid-type]
+class _Yaml12Loader(documents.SAFE_LOADER):  # type: ignore[misc, valid-type]
     """YAML with 1.2 booleans: only true/false, so keys like `on` and `no` stay strings."""
 
 
 _Yaml12Loader.yaml_implicit_resolvers = {
     first: [(tag, pattern) for tag, pattern in resolvers if tag != _BOOL]
-    for first, resolvers in _SAFE_LOADER.yaml_implicit_resolvers.items()
+    for first, resolvers in documents.SAFE_LOADER.yaml_implicit_resolvers.items()
 }
 _Yaml12Loader.add_implicit_resolver(_BOOL, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
 
@@ -94,8 +90,9 @@ def scenario_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def parse_yaml(text: str) -> Any:
-    """YAML as scenario files are read (YAML 1.2 booleans, like editors' YAML language servers)."""
-    return yaml.load(text, Loader=_Yaml12Loader)
+    """YAML as scenario files are read (YAML 1.2 booleans, like editors' YAML language servers),
+    bounded: `documents.DocumentError` says what is wrong."""
+    return documents.parse_yaml(text, _Yaml12Loader)
 
 
 def _loc(loc: tuple[Any, ...]) -> str:
@@ -188,13 +185,11 @@ def _drop(data: Any, loc: tuple[Any, ...]) -> bool:
 def load_file(path: Path) -> Scenario | list[str]:
     """The scenario in the file, or one message per problem."""
     try:
-        raw = parse_yaml(path.read_text(encoding="utf-8"))
+        raw = documents.read_yaml(path, _Yaml12Loader)
     except OSError as error:
         return [f"cannot read: {error.strerror}"]
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}: " if mark else ""
-        return [f"{where}not valid YAML: {getattr(error, 'problem', error)}"]
+    except documents.DocumentError as error:
+        return [str(error)]
     return scenario_from(raw)
 
 

@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jinja2
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from ..reference_impl.documents import DocumentError, read_yaml
 from .capabilities import Capability
 from .defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from .profile_templates import render_template
@@ -134,8 +134,8 @@ def load_profile(path: Path, version: str | None = None) -> Profile:
     """The profile in `path`, at `version` if one is given, with `{{ version }}` filled in in
     its title and install.packages."""
     try:
-        data = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as error:
+        data = read_yaml(path)
+    except (OSError, DocumentError) as error:
         raise ProfileError(f"{path}: cannot read it as YAML ({error})") from error
     if version is not None:
         if not isinstance(data, dict) or "version" not in data:

@@ -3,15 +3,16 @@ scenario files become tests, run on the session's target, and the run ends with 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from ..fixtures.mcp import FIXTURE_SERVERS
+from ..reference_impl.documents import MAX_YAML_BYTES
 from .defaults import Mode
 from .findings import HarnessError
 from .judges import judges
@@ -25,6 +26,7 @@ from .runner import Judge, ScenarioResult
 from .session import Session, open_session
 
 _SCHEMA_MODELINE = "scenario.schema.json"
+_TOP_LEVEL_KEY = re.compile(r"""^["']?(id|steps)["']?[ \t]*:""", re.MULTILINE)
 
 
 @dataclass(eq=False)
@@ -83,14 +85,14 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _is_scenario_file(path: Path) -> bool:
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if _SCHEMA_MODELINE in text.split("\n", 1)[0]:
-        return True
-    try:
-        raw = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return False
-    return isinstance(raw, dict) and "steps" in raw and "id" in raw
+    """Whether the file names the scenario schema on its first line or has `id` and `steps` keys
+    at its top level. Told from (at most a scenario's worth of) its text, not by parsing it: the
+    file is parsed once, bounded, when it is collected, and a broken or hostile scenario file is
+    reported there, not passed over."""
+    with path.open("rb") as file:
+        text = file.read(MAX_YAML_BYTES).decode("utf-8", errors="replace")
+    return _SCHEMA_MODELINE in text.split("\n", 1)[0] or \
+        {key.group(1) for key in _TOP_LEVEL_KEY.finditer(text)} == {"id", "steps"}
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:

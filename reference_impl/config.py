@@ -49,8 +49,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-import yaml
-
+from .documents import DocumentError, read_yaml
 from .retention import DEFAULT_MAX_RESPONSES, OPENAI_RETENTION_S, Retention
 
 UpstreamWire = Literal["responses", "chat", "anthropic"]
@@ -188,8 +187,8 @@ class GatewayConfig:
     @classmethod
     def from_file(cls, path: str | Path) -> GatewayConfig:
         try:
-            raw = yaml.safe_load(Path(path).read_text()) or {}
-        except (OSError, yaml.YAMLError) as error:
+            raw = read_yaml(Path(path)) or {}
+        except (OSError, DocumentError) as error:
             raise ConfigError(f"{path}: {error}") from error
         try:
             return cls.from_mapping(raw)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
+from .documents import nesting_depth
 from .errors import InvalidRequest, RequestTooLarge
 
 T = TypeVar("T")
@@ -84,16 +85,3 @@ async def read_json(request: Request) -> JsonBody:
 
 def _too_deep() -> InvalidRequest:
     return InvalidRequest(f"{_UNPARSABLE} It nests deeper than {MAX_DEPTH} levels.")
-
-
-def nesting_depth(value: Any) -> int:
-    """How many objects and arrays deep `value` nests (a scalar: 0), without recursion."""
-    deepest, pending = 0, [(value, 1)]
-    while pending:
-        node, depth = pending.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        pending.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return deepest

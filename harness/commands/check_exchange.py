@@ -3,7 +3,6 @@ It loads none of the servers (gateway, fixtures, uvicorn, mcp), so it starts at 
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -11,6 +10,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from ...reference_impl.documents import read_json
 from ..capture import exchange_files
 from ..checks import no_reference_findings
 from ..exchange import Exchange
@@ -34,8 +34,8 @@ def _exchanges_in(path: Path) -> list[Exchange]:
     """The exchanges a file holds (one object, a list of them, or a golden unit's steps);
     raises `HarnessError` naming the file and the problem."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, ValueError) as problem:
+        data = read_json(path)
+    except (OSError, ValueError) as problem:
         raise HarnessError(f"{path}: cannot read it as JSON ({problem})") from problem
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
         data = [step.get("exchange") if isinstance(step, dict) else None for step in data["steps"]]

@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
+from ...reference_impl.documents import read_json
 from .. import baseline, changelog, goldens
 from ..findings import HarnessError
 from .console import EXIT_FAILED, EXIT_OK, err, out
@@ -67,8 +68,8 @@ def baseline_group() -> None:
 def baseline_update(results_file: Path, output: Path | None) -> None:
     """Accept every divergence (warning or error) of a run as known."""
     try:
-        document = json.loads(results_file.read_text())
-    except ValueError as problem:
+        document = read_json(results_file)
+    except (OSError, ValueError) as problem:
         raise click.UsageError(f"{results_file}: not a results.json ({problem})") from problem
     accepted = baseline.build(document)
     path = output or Path("baselines") / f"{_file_safe(str(accepted['target']))}.json"

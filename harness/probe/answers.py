@@ -3,11 +3,11 @@ OpenAI can be compared with later (`--against DIR`) without OpenAI."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ...reference_impl.documents import read_json
 from ..findings import HarnessError
 from ..redaction import Redactor
 from .send import Outcome
@@ -44,7 +44,7 @@ def read_answers(folder: Path) -> Recorded:
     """The answers recorded in `folder`; `HarnessError` naming the file and what is wrong."""
     path = folder / ANSWERS_FILE
     try:
-        data = json.loads(path.read_text())
+        data = read_json(path)
     except FileNotFoundError:
         raise HarnessError(f"{folder} holds no recorded probe answers ({ANSWERS_FILE}): write them with "
                            f"`parity probe --target ... --record {folder}`") from None
