@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from parity_process import PARITY
 from test_cli import PASSING
+from test_placeholders import HOSTILE
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.json_cache import load_or_build
@@ -36,9 +37,16 @@ RECURSIVE_SAYS = "an alias refers to the node that holds it (a recursive anchor)
 DEEP_SAYS = f"nests deeper than {MAX_DEPTH} levels"
 
 
+CODE_SAYS = ("scenario 'code': steps[0].request.input: ", ": parentheses are not allowed")
+"""How the line on the placeholder that would run a command starts and ends (the placeholder is shown between)."""
+
+
 def hostile_scenarios(folder: Path) -> tuple[Path, Path]:
-    """The issue's two hostile scenario files, beside one good scenario."""
+    """The issue's three hostile scenario files (a billion laughs, a recursive anchor, a placeholder
+    that would run a command creating `folder/MARKER`), beside one good scenario."""
     folder.mkdir()
+    (folder / "code.yaml").write_text(PASSING.replace("id: passing", "id: code").replace(
+        'input: "Hi"', f"input: {json.dumps(HOSTILE['popen.yaml'].replace('MARKER', str(folder / 'MARKER')))}"))
     laughs = folder / "laughs.yaml"
     laughs.write_text(LAUGHS + "id: laughs\ntitle: x\nsteps: []\n")
     recursive = folder / "recursive.yaml"
@@ -58,9 +66,11 @@ def test_validate_names_each_hostile_file_in_one_line_and_validates_the_good_one
     hostile_scenarios(tmp_path / "scenarios")
     done = parity("validate", "scenarios", cwd=tmp_path)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.splitlines() == [f"error scenarios/laughs.yaml: {LAUGHS_SAYS}",
-                                        f"error scenarios/recursive.yaml: line 5: {RECURSIVE_SAYS}"], done.stderr
-    assert done.stdout.splitlines() == ["1 scenario(s) valid, 2 problem(s)"]
+    code, *others = done.stderr.splitlines()
+    assert others == [f"error scenarios/laughs.yaml: {LAUGHS_SAYS}",
+                      f"error scenarios/recursive.yaml: line 5: {RECURSIVE_SAYS}"], done.stderr
+    assert code.startswith(f"error scenarios/code.yaml: {CODE_SAYS[0]}") and code.endswith(CODE_SAYS[1]), code
+    assert done.stdout.splitlines() == ["1 scenario(s) valid, 3 problem(s)"]
 
 
 def test_run_names_each_hostile_file_and_runs_the_good_one(tmp_path: Path) -> None:
@@ -70,8 +80,10 @@ def test_run_names_each_hostile_file_and_runs_the_good_one(tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
     document = json.loads((tmp_path / "reports" / "results.json").read_text())
     assert document["summary"]["pass"] == 1
-    assert document["file_errors"] == [f"scenarios/laughs.yaml: {LAUGHS_SAYS}",
-                                       f"scenarios/recursive.yaml: line 5: {RECURSIVE_SAYS}"]
+    code, *others = document["file_errors"]
+    assert others == [f"scenarios/laughs.yaml: {LAUGHS_SAYS}", f"scenarios/recursive.yaml: line 5: {RECURSIVE_SAYS}"]
+    assert code.startswith(f"scenarios/code.yaml: {CODE_SAYS[0]}") and code.endswith(CODE_SAYS[1]), code
+    assert not (tmp_path / "scenarios" / "MARKER").exists()
 
 
 def test_the_pytest_plugin_fails_each_hostile_file_and_runs_the_good_one(pytester: pytest.Pytester) -> None:
@@ -80,7 +92,7 @@ def test_the_pytest_plugin_fails_each_hostile_file_and_runs_the_good_one(pyteste
     (pytester.path / "scenarios" / "notes.yaml").write_text("title: not a scenario\nsteps: [one, two]\n")
     result = pytester.runpytest_subprocess("--parity", "--parity-mode", "nonstream", "-p", "no:cacheprovider",
                                            "-p", "no:asyncio", "scenarios", timeout=RUN_DEADLINE_S)
-    result.assert_outcomes(passed=1, failed=2)
+    result.assert_outcomes(passed=1, failed=3)
     result.stdout.fnmatch_lines_random([f"*{laughs}: {LAUGHS_SAYS}", f"*{recursive}: line 5: {RECURSIVE_SAYS}"])
 
 
