@@ -1,5 +1,6 @@
 """The reference gateway's HTTP surface. `GatewayError` becomes OpenAI's error JSON here, and
-only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500.
+only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500
+(`_BugsAnswered`), on a connection that stays open for the requests after it.
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
@@ -15,14 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .chat.routes import chat_routes
 from .config import GatewayConfig
@@ -39,6 +43,11 @@ from .store import StoredResponse
 from .until_done import run_until_done_or_gone
 from .vector_store_batches import file_batch_routes
 from .vector_stores import vector_store_routes
+
+_log = logging.getLogger(__name__)
+_BUG = GatewayError(500, "The server had an error while processing your request. Sorry about that!",
+                    type="server_error")
+"""OpenAI's 500, in its envelope and words (contract notes §4.2)."""
 
 
 def error_response(error: GatewayError) -> JSONResponse:
@@ -84,6 +93,36 @@ def _starting_after(request: Request) -> int:
     except ValueError as error:
         raise InvalidRequest(f"Invalid type for 'starting_after': expected an integer, but got '{raw}'.",
                              param="starting_after", code="invalid_type") from error
+
+
+class _BugsAnswered:
+    """An exception no handler turned into a `GatewayError` (a bug) is logged with its traceback
+    and answered with OpenAI's 500, and goes no further. Starlette's last-resort handler answers
+    too, but raises the exception again, and uvicorn then closes the connection, resetting the
+    requests a client has already sent on it. An exception once the answer has started (a
+    stream) is raised on: the answer cannot be completed, so its connection has to end."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception:
+            if started:
+                raise
+            _log.exception("a bug answered with a 500: %s %s", scope["method"], scope["path"])
+            await error_response(_BUG)(scope, receive, send)
 
 
 def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolver) -> Starlette:
@@ -159,11 +198,6 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             return error_response(_invalid_url(request))
         return error_response(GatewayError(error.status_code, error.detail, type="invalid_request_error"))
 
-    async def on_bug(request: Request, error: Exception) -> Response:
-        """A 500 in OpenAI's envelope and words (contract notes §4.2); the traceback goes to the log."""
-        return error_response(GatewayError(500, "The server had an error while processing your request. Sorry about "
-                                                "that!", type="server_error"))
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
@@ -186,6 +220,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],
-        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error, Exception: on_bug},
+        middleware=[Middleware(_BugsAnswered)],
+        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
         lifespan=lifespan,
     )
