@@ -55,13 +55,15 @@ def _expires_at(form: FormData, purpose: str, created_at: int) -> int | None:
         raise invalid_value("expires_after.anchor", anchor, ("created_at",))
     if seconds is None:
         raise missing("expires_after.seconds")
-    if not isinstance(seconds, str) or not seconds.isdigit():
+    if not isinstance(seconds, str) or not (seconds.isascii() and seconds.isdigit()):
         raise invalid_type("expires_after.seconds", "an integer", seconds)
     low, high = EXPIRY_RANGE_S
-    if not low <= int(seconds) <= high:
+    digits = seconds.lstrip("0") or "0"
+    if len(digits) > len(str(high)) or not low <= int(digits) <= high:  # no int() of thousands of digits
+        shown = digits if len(digits) <= 20 else f"{digits[:20]}... ({len(digits)} digits)"
         raise InvalidRequest(f"Invalid 'expires_after.seconds': expected a value between {low} and {high}, but got "
-                             f"{seconds} instead.", param="expires_after.seconds", code="invalid_value")
-    return created_at + int(seconds)
+                             f"{shown} instead.", param="expires_after.seconds", code="invalid_value")
+    return created_at + int(digits)
 
 
 async def _upload(request: Request) -> tuple[StoredFile, bytes]:

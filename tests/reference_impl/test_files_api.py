@@ -96,6 +96,10 @@ def test_an_unknown_file_is_openais_404(http: httpx.Client) -> None:
      "expires_after.anchor", "invalid_value"),
     ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "60"},
      {"file": ("a.txt", b"text")}, "expires_after.seconds", "invalid_value"),
+    ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "9" * 5000},
+     {"file": ("a.txt", b"text")}, "expires_after.seconds", "invalid_value"),  # past int()'s digit limit
+    ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "3600²"},
+     {"file": ("a.txt", b"text")}, "expires_after.seconds", "invalid_type"),  # a digit int() cannot read
 ])
 def test_a_bad_upload_is_a_400_naming_the_param(http: httpx.Client, data: dict[str, str],
                                                 files: dict[str, tuple[str, bytes]], param: str,
