@@ -221,11 +221,35 @@ def _metadata(value: Any) -> dict[str, str]:
     return metadata
 
 
+def _closed(filter_: dict[str, Any], known: tuple[str, ...], param: str) -> None:
+    for key in filter_:
+        if key not in known:
+            raise unknown(f"{param}.{key}", key, known)
+
+
+def _compared_value(kind: str, value: Any, param: str) -> None:
+    """A comparison's value as OpenAI describes it (a string, number or boolean, or an array of
+    strings and numbers); `in`/`nin` take an array, the orderings (`gt`, ...) no array."""
+    def scalar(item: Any, booleans: bool = True) -> bool:
+        return isinstance(item, str | int | float) and (booleans or not isinstance(item, bool))
+
+    if kind in ("in", "nin") and not isinstance(value, list):
+        raise invalid_type(param, "an array", value)
+    if isinstance(value, list) and kind not in ("in", "nin", "eq", "ne"):
+        raise invalid_type(param, "a string, number or boolean", value)
+    if not isinstance(value, list) and not scalar(value):
+        raise invalid_type(param, "a string, number, boolean or array", value)
+    for index, item in enumerate(value if isinstance(value, list) else ()):
+        if not scalar(item, booleans=False):
+            raise invalid_type(f"{param}[{index}]", "a string or number", item)
+
+
 def checked_filter(value: Any, param: str = "filters") -> dict[str, Any]:
     """A comparison or compound filter, or OpenAI's 400 naming the part that is wrong."""
     filter_ = _object(value, param)
     kind = filter_.get("type")
     if kind in COMPOUNDS:
+        _closed(filter_, ("type", "filters"), param)
         parts = filter_.get("filters")
         if not isinstance(parts, list):
             raise invalid_type(f"{param}.filters", "an array", parts)
@@ -234,13 +258,13 @@ def checked_filter(value: Any, param: str = "filters") -> dict[str, Any]:
         return filter_
     if kind not in COMPARISONS:
         raise invalid_value(f"{param}.type", kind, COMPARISONS + COMPOUNDS)
+    _closed(filter_, ("type", "key", "value"), param)
     for key in ("key", "value"):
         if key not in filter_:
             raise missing(f"{param}.{key}")
     if not isinstance(filter_["key"], str):
         raise invalid_type(f"{param}.key", "a string", filter_["key"])
-    if kind in ("in", "nin") and not isinstance(filter_["value"], list):
-        raise invalid_type(f"{param}.value", "an array", filter_["value"])
+    _compared_value(kind, filter_["value"], f"{param}.value")
     return filter_
 
 

@@ -11,6 +11,7 @@ import secrets
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -205,6 +206,29 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
     assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 0  # nothing refused was attached
     with pytest.raises(BadRequestError):
         client.vector_stores.search(vector_store.id, query="x", max_num_results=0)
+
+
+@pytest.mark.parametrize(("filters", "param"), [
+    ({"type": "gt", "key": "a", "value": {"x": 1}}, "filters.value"),
+    ({"type": "gt", "key": "a", "value": [1, 2]}, "filters.value"),
+    ({"type": "lte", "key": "a", "value": None}, "filters.value"),
+    ({"type": "in", "key": "a", "value": [1, {"x": 1}]}, "filters.value[1]"),
+    ({"type": "nin", "key": "a", "value": [True]}, "filters.value[0]"),
+    ({"type": "and", "filters": [{"type": "gte", "key": "a", "value": [[1]]}]}, "filters.filters[0].value"),
+    ({"type": "eq", "key": "a", "value": 1, "bogus": 1}, "filters.bogus"),
+    ({"type": "or", "filters": [], "bogus": 1}, "filters.bogus"),
+])
+def test_a_filter_value_openai_does_not_describe_is_a_400_naming_it(client: OpenAI, http: httpx.Client,
+                                                                     filters: dict[str, Any], param: str) -> None:
+    vector_store = client.vector_stores.create(name="numbers")
+    file = upload(client, "Seven is a number.")
+    client.vector_stores.files.create(vector_store_id=vector_store.id, file_id=file.id, attributes={"a": 7})
+    answer = http.post(f"/vector_stores/{vector_store.id}/search", json={"query": "number", "filters": filters})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == param
+    fine = http.post(f"/vector_stores/{vector_store.id}/search", json={"query": "number", "filters": {
+        "type": "and", "filters": [{"type": "gt", "key": "a", "value": 6}, {"type": "in", "key": "a", "value": [7]}]}})
+    assert [hit["file_id"] for hit in fine.json()["data"]] == [file.id]
 
 
 def test_a_type_file_search_does_not_read_is_refused_and_nothing_is_attached(client: OpenAI,
