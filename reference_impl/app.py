@@ -1,6 +1,6 @@
 """The reference gateway's HTTP surface. `GatewayError` becomes OpenAI's error JSON here, and
 only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500
-(`_BugsAnswered`), on a connection that stays open for the requests after it.
+(`last_resort.py`), on a connection that stays open for the requests after it.
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
@@ -26,7 +26,6 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .chat.routes import chat_routes
 from .config import GatewayConfig
@@ -35,6 +34,7 @@ from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unautho
 from .event_log import sse_frame
 from .files import file_routes
 from .json_body import read_json
+from .last_resort import AnswerBugs
 from .outbound import Resolver, system_resolver
 from .pagination import list_query, page
 from .runtime import Runtime, key_fingerprint
@@ -93,36 +93,6 @@ def _starting_after(request: Request) -> int:
     except ValueError as error:
         raise InvalidRequest(f"Invalid type for 'starting_after': expected an integer, but got '{raw}'.",
                              param="starting_after", code="invalid_type") from error
-
-
-class _BugsAnswered:
-    """An exception no handler turned into a `GatewayError` (a bug) is logged with its traceback
-    and answered with OpenAI's 500, and goes no further. Starlette's last-resort handler answers
-    too, but raises the exception again, and uvicorn then closes the connection, resetting the
-    requests a client has already sent on it. An exception once the answer has started (a
-    stream) is raised on: the answer cannot be completed, so its connection has to end."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        started = False
-
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watched)
-        except Exception:
-            if started:
-                raise
-            _log.exception("a bug answered with a 500: %s %s", scope["method"], scope["path"])
-            await error_response(_BUG)(scope, receive, send)
 
 
 def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolver) -> Starlette:
@@ -220,7 +190,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],
-        middleware=[Middleware(_BugsAnswered)],
+        middleware=[Middleware(AnswerBugs, answer=lambda scope, error: error_response(_BUG), log=_log)],
         exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
         lifespan=lifespan,
     )

@@ -45,6 +45,15 @@ def test_an_unreadable_body_is_an_openai_error(stack: Stack, path: str, body: by
     assert says in error["message"]
 
 
+@pytest.mark.parametrize("body", [deep(100_000), b'{"model": ', b"[1]"])
+def test_a_chat_body_passed_through_unread_is_refused_by_the_model_in_openais_envelope(stack: Stack,
+                                                                                     body: bytes) -> None:
+    answer = httpx.post(f"{stack.reference_url}/v1/chat/completions", content=body, timeout=30,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 400, answer.text[:200]
+    assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
+
+
 @pytest.mark.parametrize("path", [*PATHS, "/v1/chat/completions"])
 def test_a_body_over_the_limit_is_a_413_on_every_surface(stack: Stack, path: str) -> None:
     answer = httpx.post(f"{stack.reference_url}{path}", content=b" " * (MAX_BODY_BYTES + 1), timeout=30,
