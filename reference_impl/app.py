@@ -37,6 +37,7 @@ from .json_body import read_json
 from .last_resort import AnswerBugs
 from .outbound import Resolver, system_resolver
 from .pagination import list_query, page
+from .query import boolean, included, integer
 from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
 from .store import StoredResponse
@@ -86,15 +87,6 @@ def _check_admin_key(request: Request, admin_key: str) -> None:
         raise Unauthorized("Incorrect admin key provided.", code="invalid_api_key")
 
 
-def _starting_after(request: Request) -> int:
-    raw = request.query_params.get("starting_after", "-1")
-    try:
-        return int(raw)
-    except ValueError as error:
-        raise InvalidRequest(f"Invalid type for 'starting_after': expected an integer, but got '{raw}'.",
-                             param="starting_after", code="invalid_type") from error
-
-
 def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolver) -> Starlette:
     """The ASGI app, with its SQLite store at `config.store_path`; `resolver` resolves the
     host names the outbound policy checks."""
@@ -123,15 +115,18 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         return JSONResponse(result.response)
 
     async def get_response(request: Request) -> Response:
-        response_id = request.path_params["response_id"]
+        response_id, query = request.path_params["response_id"], request.query_params
+        included(query)
+        boolean(query, "include_obfuscation")
+        after = integer(query, "starting_after")
         found = await stored(response_id)
         running = service.running.get(response_id)
-        if request.query_params.get("stream") != "true":
+        if not boolean(query, "stream"):
             return JSONResponse(running.live_response() if running and running.log.events else found.response)
         if not found.response.get("background") or not found.streamed:
             raise InvalidRequest("You can only start a new stream from a background response if you created it "
                                  "with stream=true.", param="stream")
-        after = _starting_after(request)
+        after = -1 if after is None else after
         frames = _stream(running, after) if running else _replay(await store.events(response_id), after)
         return StreamingResponse(frames, media_type="text/event-stream")
 
@@ -145,6 +140,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         return JSONResponse(await service.cancel(request.path_params["response_id"]))
 
     async def input_items(request: Request) -> Response:
+        included(request.query_params)
         found = await stored(request.path_params["response_id"])
         return JSONResponse(page(found.input_items, *list_query(request.query_params)))
 

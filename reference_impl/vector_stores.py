@@ -57,7 +57,7 @@ from .errors import InvalidRequest, NotFound
 from .files import FileNotFound
 from .ids import new_id
 from .pagination import list_query, page
-from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown
+from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown, vector_store_schemas
 from .store import FileStore, StoredFile, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
 
 AUTO_CHUNKING = {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}
@@ -73,11 +73,6 @@ SUPPORTED_EXTENSIONS = frozenset({".c", ".cpp", ".cs", ".css", ".doc", ".docx", 
                                   ".md", ".pdf", ".php", ".pptx", ".py", ".rb", ".sh", ".tex", ".ts", ".txt"})
 """The file types OpenAI's file search reads (its guide's list of supported files)."""
 DAY_S = 86_400
-_CREATE_KEYS = ("name", "description", "metadata", "file_ids", "chunking_strategy", "expires_after")
-_UPDATE_KEYS = ("name", "metadata", "expires_after")
-_ATTACH_KEYS = ("file_id", "attributes", "chunking_strategy")
-_FILE_UPDATE_KEYS = ("attributes",)
-_SEARCH_KEYS = ("query", "max_num_results", "ranking_options", "filters", "rewrite_query")
 _WORD = re.compile(r"\S+")
 _QUERY_TERM = re.compile(r"\w+")
 
@@ -119,15 +114,20 @@ async def retrievable(files: FileStore, file_id: Any, param: str) -> StoredFile:
     return found
 
 
-async def body_of(request: Request, known: tuple[str, ...], *required: str) -> dict[str, Any]:
-    """The request's JSON object, or OpenAI's 400 for a key not `known` or a `required` one missing."""
+async def body_of(request: Request, name: str) -> dict[str, Any]:
+    """The request's JSON object, as OpenAI's description of the body `name` has it
+    (`request_schema.vector_store_schemas`), or OpenAI's 400 for a key it does not know, a
+    required one missing, or the first value it refuses."""
+    schema = vector_store_schemas()[name]
     body = await read_json_object(request)
     for key in body:
-        if key not in known:
-            raise unknown(key, key, known)
-    for key in required:
+        if key not in schema.parameters:
+            raise unknown(key, key, schema.parameters)
+    for key in schema.required:
         if key not in body:
             raise missing(key)
+    if (violation := schema.first_violation(body)) is not None:
+        raise violation
     return body
 
 
@@ -428,7 +428,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return _store_resource(vector_store, await store.vector_store_files(vector_store.id), time.time())
 
     async def create(request: Request) -> Response:
-        body = await body_of(request, _CREATE_KEYS)
+        body = await body_of(request, "vector_stores.create")
         file_ids = body.get("file_ids") or []
         if not isinstance(file_ids, list):
             raise invalid_type("file_ids", "an array", file_ids)
@@ -448,7 +448,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def update(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await body_of(request, _UPDATE_KEYS)
+        body = await body_of(request, "vector_stores.update")
         changes: dict[str, Any] = {}
         if "name" in body:
             if not isinstance(body["name"], (str, type(None))):
@@ -478,7 +478,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def add_file(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await body_of(request, _ATTACH_KEYS, "file_id")
+        body = await body_of(request, "vector_stores.files.create")
         file = await retrievable(files, body["file_id"], "file_id")
         attributes, sizes = checked_attributes(body.get("attributes")), chunking(body.get("chunking_strategy"))
         attached, cut = await indexed(files, vector_store.id, file.id, attributes, sizes)
@@ -502,7 +502,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def update_file(request: Request) -> Response:
         found = await existing_file(request)
-        body = await body_of(request, _FILE_UPDATE_KEYS, "attributes")
+        body = await body_of(request, "vector_stores.files.update")
         updated = replace(found, attributes=checked_attributes(body["attributes"]))
         await store.update_vector_store_file(updated)
         return JSONResponse(file_resource(updated))
@@ -524,7 +524,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         vector_store = await existing(request.path_params["vector_store_id"])
         if expired(vector_store, time.time()):
             raise VectorStoreExpired(vector_store.id)
-        body = await body_of(request, _SEARCH_KEYS, "query")
+        body = await body_of(request, "vector_stores.search")
         queries = _queries(body["query"])
         limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
         threshold = score_threshold(body.get("ranking_options"))
