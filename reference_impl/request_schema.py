@@ -161,16 +161,16 @@ class RequestSchema:
                 return unknown(key, key, self._validators)
             if (error := next(self._validators[key].iter_errors(value), None)) is not None:
                 error.path.appendleft(key)
-                return _openai_error(error)
+                return _openai_error(error, self.schema.get("$defs", {}))
         return None
 
 
-def _openai_error(error: ValidationError) -> InvalidRequest:
+def _openai_error(error: ValidationError, definitions: Schema) -> InvalidRequest:
     """The error OpenAI answers for one violation; of a union no member of which holds, the
     violation of the member the body came closest to."""
     param, value, rule, wanted = _param(error.absolute_path), error.instance, error.validator, error.validator_value
     if rule == "anyOf":
-        return _union_error(error, param)
+        return _union_error(error, param, definitions)
     if rule == "type":
         return invalid_type(param, " or ".join(_TYPE_NAMES[t] for t in _listed(wanted)), value)
     if rule in ("enum", "const") and isinstance(value, list | dict):
@@ -202,18 +202,29 @@ def _listed(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _union_error(error: ValidationError, param: str) -> InvalidRequest:
-    """Of a union: the error of the member that takes the value's type and has the fewest
-    errors (the member the body meant); when no member takes its type, `expected one of ...`."""
+def _union_error(error: ValidationError, param: str, definitions: Schema) -> InvalidRequest:
+    """Of a union: the error of the member the body meant, the one that takes the value's type,
+    whose fixed fields (a chat message's `role`) the body matches most, and that has the fewest
+    errors; when no member takes its type, `expected one of ...`."""
     members: dict[Any, list[ValidationError]] = {}
     for member_error in error.context:
         members.setdefault(member_error.relative_schema_path[0], []).append(member_error)
     depth = len(error.absolute_path)
     mismatched = {index for index, errors in members.items()
                   if any(e.validator == "type" and len(e.absolute_path) == depth for e in errors)}
-    if taking := [errors for index, errors in members.items() if index not in mismatched]:
-        closest = min(taking, key=lambda errors: (len(errors), -max(len(e.absolute_path) for e in errors)))
-        return _openai_error(closest[0])
+
+    def matched(index: int) -> int:
+        """How many of the member's fixed fields the body has as the member fixes them."""
+        member = _resolve(error.validator_value[index], definitions)
+        value = error.instance if isinstance(error.instance, dict) else {}
+        return sum(1 for key, node in member.get("properties", {}).items()
+                   if key in value and value[key] in [*node.get("enum", []), *([node["const"]] if "const" in node
+                                                                              else [])])
+
+    if taking := [index for index in members if index not in mismatched]:
+        closest = min(taking, key=lambda index: (-matched(index), len(members[index]),
+                                                 -max(len(e.absolute_path) for e in members[index])))
+        return _openai_error(members[closest][0], definitions)
     kinds = [_TYPE_NAMES[t] if t != "array" else _NAMED_ARRAYS.get(param, "an array")
              for e in error.context if e.validator == "type" for t in _listed(e.validator_value)]
     names = list(dict.fromkeys(k for k in kinds if k != "null"))

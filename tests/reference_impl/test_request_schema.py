@@ -85,6 +85,7 @@ def test_the_responses_surface_refuses_what_openai_refuses(body: dict[str, Any],
     (chat(top_p="high"), "invalid_type", "top_p"),
     (chat(presence_penalty=-3), "decimal_below_min_value", "presence_penalty"),
     (chat(messages=[{"role": "wizard", "content": "x"}]), "invalid_value", "messages[0].role"),
+    (chat(messages=[{"role": "function", "content": "x"}]), "missing_required_parameter", "messages[0].name"),
     # once accepted: bounds OpenAI's OpenAPI description states (openai_bounds.json)
     (chat(seed=1e308), "integer_above_max_value", "seed"),
     (chat(messages=[]), "empty_array", "messages"),
