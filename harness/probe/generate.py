@@ -204,7 +204,7 @@ class _Walk:
             cases = variant["x-dispatch-by-type"]
             key = next(iter(cases))
             instance = self.sample(cases[key])
-            return {"type": key} | instance if key and isinstance(instance, dict) else instance
+            return instance | {"type": key} if key and isinstance(instance, dict) else instance
         declared = variant.get("type")
         kind = declared[0] if isinstance(declared, list) else declared
         if "properties" in variant or kind == "object":
@@ -295,7 +295,7 @@ class _Walk:
                 member = next(self.variants(case["anyOf"][0] if "anyOf" in case else case))
                 instance = self.sample(member)
                 if isinstance(instance, dict):
-                    self.object_defects(member, {"type": key} | instance if key else instance, site.member(key),
+                    self.object_defects(member, instance | {"type": key} if key else instance, site.member(key),
                                         depth + 1)
         elif "properties" in variant:
             instance = self.sample(variant)

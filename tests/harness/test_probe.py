@@ -55,6 +55,8 @@ def test_the_full_set_is_thousands_of_distinct_probes_each_with_one_defect_on_on
     assert by_id["responses.temperature.out_of_range.high"].body == {"model": DEFAULT_MODEL, "input": BASE_INPUT,
                                                                      "temperature": 3}
     assert by_id["responses.tools[i][function].name.missing_required"].body["tools"] == [{"type": "function"}]
+    assert by_id["vector_stores.search.filters[gt].value.empty.array"].body["filters"] == {  # the member it names
+        "type": "gt", "key": "parity", "value": []}
 
 
 @pytest.mark.parametrize(("probe_id", "refused"), [
