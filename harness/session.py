@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -83,9 +84,11 @@ class Session:
         return learn_then_tell
 
 
-def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None) -> Stack:
+def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None,
+               gateway: Mapping[str, Any] | None = None) -> Stack:
     if options.target == REFERENCE:
-        return Stack(mcp_names=mcp_names, with_reference=True, adhoc_script=script)
+        return Stack(mcp_names=mcp_names, with_reference=True, adhoc_script=script,
+                     gateway_config=dict(gateway or {}))
     upstream = options.upstream.rstrip("/").removesuffix("/v1")  # its model base URL names it too
     if (announced := running_upstream(upstream)) is not None:
         return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced.mcp,
@@ -144,16 +147,18 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
 
 @contextmanager
 def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None] = lambda line: None,
-                 redactor: Redactor | None = None, script: AdHocScript | None = None) -> Iterator[Session]:
+                 redactor: Redactor | None = None, script: AdHocScript | None = None, *,
+                 gateway: Mapping[str, Any] | None = None) -> Iterator[Session]:
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
     (installing a gateway takes minutes). A scripted upstream the session starts answers
     requests without a run marker from `script` (replayed traffic). The session's redactor is
     `redactor` (default: a new one), told before any run the target's header values (API key,
     extra and profile headers) and the admin key of the reference gateways the session starts;
-    a gateway's log is rewritten through it once the gateway has stopped."""
+    a gateway's log is rewritten through it once the gateway has stopped. A reference gateway
+    the session starts takes the settings `gateway` gives."""
     started: Session | None = None
     try:
-        with _started(options, mcp_names, say, script) as started:
+        with _started(options, mcp_names, say, script, gateway) as started:
             if redactor is not None:
                 started.redactor = redactor
             started.redactor.add(*started.target.headers.values(), started.stack.admin_key if started.stack else None)
@@ -165,7 +170,7 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
 
 @contextmanager
 def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None],
-             script: AdHocScript | None) -> Iterator[Session]:
+             script: AdHocScript | None, gateway: Mapping[str, Any] | None) -> Iterator[Session]:
     if options.target == OPENAI:
         yield _openai_session(options)
         return
@@ -181,7 +186,7 @@ def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[st
         known = ", ".join(sorted(profile_paths(options.profile_dirs)))
         raise HarnessError(f"unknown target {options.target!r}: give {REFERENCE}, {OPENAI}, a profile ({known}), "
                            f"a profile file, or a gateway's base URL")
-    with _stack_for(options, mcp_names, script) as stack:
+    with _stack_for(options, mcp_names, script, gateway) as stack:
         base_url = stack.reference_url if options.target == REFERENCE else options.target
         assert base_url is not None
         yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,

@@ -90,6 +90,19 @@ class Form:
                               for name, (filename, content) in self.files.items()}
 
 
+@dataclass(frozen=True)
+class RawBody:
+    """A body sent byte for byte with its content type (a malformed multipart form, say)."""
+
+    content_type: str
+    content: bytes
+
+    def described(self) -> dict[str, Any]:
+        """The body for the exchange's record: its content type, size and start as text."""
+        return {"content_type": self.content_type, "bytes": len(self.content),
+                "start": self.content[:300].decode("utf-8", errors="replace")}
+
+
 CONNECT_DEADLINE_S = 10.0
 
 
@@ -125,8 +138,8 @@ when it gave up waiting for that."""
 async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                disconnect: Disconnect | None = None, disconnect_when: Trigger | None = None,
                headers: dict[str, str] | None = None) -> Exchange:
-    """Send one request (a JSON body, or a `Form` as multipart) and read the whole answer (JSON
-    or SSE) within the target's timeout.
+    """Send one request (a JSON body, a `Form` as multipart, or a `RawBody`) and read the whole
+    answer (JSON or SSE) within the target's timeout.
     An answer of 429 or 5xx, or none at all, is retried up to `target.retries` times, after the
     `Retry-After` the target asked for (at most 30 s) or a doubling back-off; the exchange's
     `meta.attempts` says how many it took. With `disconnect` (and, for its `when`, the
@@ -167,8 +180,11 @@ def _retry_wait(exchange: Exchange, attempt: int) -> float:
 async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                 disconnect: Disconnect | None, disconnect_when: Trigger | None, headers: dict[str, str]) -> Exchange:
     url = target.url(path)
-    exchange = Exchange(method=method, url=url, request_body=body.described() if isinstance(body, Form) else body)
-    payload: dict[str, Any] = {"data": body.fields, "files": body.files} if isinstance(body, Form) else {"json": body}
+    exchange = Exchange(method=method, url=url,
+                        request_body=body.described() if isinstance(body, Form | RawBody) else body)
+    payload: dict[str, Any] = {"data": body.fields, "files": body.files} if isinstance(body, Form) else \
+        {"content": body.content, "headers": headers | {"content-type": body.content_type}} \
+        if isinstance(body, RawBody) else {"json": body}
     capture: TeeStream | None = None
     content_type: str | None = None
     started = time.monotonic()
@@ -185,7 +201,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
     trigger = asyncio.create_task(go_away_when_triggered()) if disconnect_when is not None else None
     try:
         with reading, anyio.fail_after(after_seconds or target.timeout_s):
-            async with client.stream(method, url, headers=headers, **payload) as response:
+            async with client.stream(method, url, **({"headers": headers} | payload)) as response:
                 exchange.status = response.status_code
                 exchange.headers = dict(response.headers)
                 content_type = response.headers.get("content-type")

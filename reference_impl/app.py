@@ -1,5 +1,6 @@
 """The reference gateway's HTTP surface. `GatewayError` becomes OpenAI's error JSON here, and
-only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500.
+only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500
+(`last_resort.py`), on a connection that stays open for the requests after it.
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
@@ -15,11 +16,13 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -31,14 +34,21 @@ from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unautho
 from .event_log import sse_frame
 from .files import file_routes
 from .json_body import read_json
+from .last_resort import AnswerBugs
 from .outbound import Resolver, system_resolver
 from .pagination import list_query, page
+from .query import boolean, included, integer
 from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
 from .store import StoredResponse
 from .until_done import run_until_done_or_gone
 from .vector_store_batches import file_batch_routes
 from .vector_stores import vector_store_routes
+
+_log = logging.getLogger(__name__)
+_BUG = GatewayError(500, "The server had an error while processing your request. Sorry about that!",
+                    type="server_error")
+"""OpenAI's 500, in its envelope and words (contract notes §4.2)."""
 
 
 def error_response(error: GatewayError) -> JSONResponse:
@@ -77,15 +87,6 @@ def _check_admin_key(request: Request, admin_key: str) -> None:
         raise Unauthorized("Incorrect admin key provided.", code="invalid_api_key")
 
 
-def _starting_after(request: Request) -> int:
-    raw = request.query_params.get("starting_after", "-1")
-    try:
-        return int(raw)
-    except ValueError as error:
-        raise InvalidRequest(f"Invalid type for 'starting_after': expected an integer, but got '{raw}'.",
-                             param="starting_after", code="invalid_type") from error
-
-
 def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolver) -> Starlette:
     """The ASGI app, with its SQLite store at `config.store_path`; `resolver` resolves the
     host names the outbound policy checks."""
@@ -114,15 +115,18 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         return JSONResponse(result.response)
 
     async def get_response(request: Request) -> Response:
-        response_id = request.path_params["response_id"]
+        response_id, query = request.path_params["response_id"], request.query_params
+        included(query)
+        boolean(query, "include_obfuscation")
+        after = integer(query, "starting_after")
         found = await stored(response_id)
         running = service.running.get(response_id)
-        if request.query_params.get("stream") != "true":
+        if not boolean(query, "stream"):
             return JSONResponse(running.live_response() if running and running.log.events else found.response)
         if not found.response.get("background") or not found.streamed:
             raise InvalidRequest("You can only start a new stream from a background response if you created it "
                                  "with stream=true.", param="stream")
-        after = _starting_after(request)
+        after = -1 if after is None else after
         frames = _stream(running, after) if running else _replay(await store.events(response_id), after)
         return StreamingResponse(frames, media_type="text/event-stream")
 
@@ -136,6 +140,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         return JSONResponse(await service.cancel(request.path_params["response_id"]))
 
     async def input_items(request: Request) -> Response:
+        included(request.query_params)
         found = await stored(request.path_params["response_id"])
         return JSONResponse(page(found.input_items, *list_query(request.query_params)))
 
@@ -159,11 +164,6 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             return error_response(_invalid_url(request))
         return error_response(GatewayError(error.status_code, error.detail, type="invalid_request_error"))
 
-    async def on_bug(request: Request, error: Exception) -> Response:
-        """A 500 in OpenAI's envelope and words (contract notes §4.2); the traceback goes to the log."""
-        return error_response(GatewayError(500, "The server had an error while processing your request. Sorry about "
-                                                "that!", type="server_error"))
-
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         try:
@@ -186,6 +186,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             *chat_routes(runtime),
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],
-        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error, Exception: on_bug},
+        middleware=[Middleware(AnswerBugs, answer=lambda scope, error: error_response(_BUG), log=_log)],
+        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
         lifespan=lifespan,
     )

@@ -21,6 +21,7 @@ from .errors import NotFound
 from .hosted_items import as_listed
 from .ids import new_id
 from .pagination import list_query, page
+from .query import included
 from .store import Conversation, ConversationStore
 from .request_schema import conversation_schemas, missing, read_json_object
 from .validation import input_items
@@ -40,11 +41,6 @@ def _checked(body: dict[str, Any], kind: str, *required: str) -> dict[str, Any]:
 
 def _items(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return with_ids(input_items(value))
-
-
-def _include(request: Request) -> set[str]:
-    """The `include` query values (`include=a&include=b`, or the SDK's `include[]=a`)."""
-    return {*request.query_params.getlist("include"), *request.query_params.getlist("include[]")}
 
 
 def conversation_routes(store: ConversationStore) -> list[Route]:
@@ -81,12 +77,13 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def list_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        include = _include(request)
+        include = included(request.query_params)
         items = [as_listed(item, include) for item in await store.items(conversation_id)]
         return JSONResponse(page(items, *list_query(request.query_params)))
 
     async def add_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
+        included(request.query_params)
         await existing(conversation_id)
         body = _checked(await read_json_object(request), "add_items", "items")
         items = _items(body["items"])
@@ -102,7 +99,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
 
     async def read_item(request: Request) -> Response:
         item = await find_item(request.path_params["conversation_id"], request.path_params["item_id"])
-        return JSONResponse(as_listed(item, _include(request)))
+        return JSONResponse(as_listed(item, included(request.query_params)))
 
     async def delete_item(request: Request) -> Response:
         conversation_id, item_id = request.path_params["conversation_id"], request.path_params["item_id"]

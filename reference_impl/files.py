@@ -21,11 +21,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import Message
 
+from . import openai_bounds
 from .errors import GatewayError, InvalidRequest, RequestTooLarge
 from .ids import new_file_id
 from .json_body import read_bytes
 from .pagination import list_query, page
-from .request_schema import invalid_type, invalid_value, missing
+from .request_schema import invalid_type, invalid_value, missing, unknown
 from .store import FileStore, StoredFile
 
 PURPOSES: tuple[str, ...] = get_args(FilePurpose)
@@ -36,7 +37,11 @@ _FORM_OVERHEAD_BYTES = 2**20
 """Room for the multipart framing and the other fields around a file of `MAX_FILE_BYTES`."""
 MAX_LIST_LIMIT = 10_000
 BATCH_EXPIRY_S = 30 * 86_400
-EXPIRY_RANGE_S = (3_600, 2_592_000)
+_SECONDS = openai_bounds.bounds("files.create")["expires_after.seconds"]
+EXPIRY_RANGE_S = (_SECONDS["minimum"], _SECONDS["maximum"])
+"""OpenAI's range of `expires_after[seconds]` (3,600..2,592,000), from its description."""
+FORM_FIELDS = ("file", "purpose", "expires_after[anchor]", "expires_after[seconds]")
+"""The parts an upload may have (OpenAI's description of it takes no other)."""
 
 
 class FileNotFound(GatewayError):
@@ -55,13 +60,15 @@ def _expires_at(form: FormData, purpose: str, created_at: int) -> int | None:
         raise invalid_value("expires_after.anchor", anchor, ("created_at",))
     if seconds is None:
         raise missing("expires_after.seconds")
-    if not isinstance(seconds, str) or not seconds.isdigit():
+    if not isinstance(seconds, str) or not (seconds.isascii() and seconds.isdigit()):
         raise invalid_type("expires_after.seconds", "an integer", seconds)
     low, high = EXPIRY_RANGE_S
-    if not low <= int(seconds) <= high:
+    digits = seconds.lstrip("0") or "0"
+    if len(digits) > len(str(high)) or not low <= int(digits) <= high:  # no int() of thousands of digits
+        shown = digits if len(digits) <= 20 else f"{digits[:20]}... ({len(digits)} digits)"
         raise InvalidRequest(f"Invalid 'expires_after.seconds': expected a value between {low} and {high}, but got "
-                             f"{seconds} instead.", param="expires_after.seconds", code="invalid_value")
-    return created_at + int(seconds)
+                             f"{shown} instead.", param="expires_after.seconds", code="invalid_value")
+    return created_at + int(digits)
 
 
 async def _upload(request: Request) -> tuple[StoredFile, bytes]:
@@ -73,14 +80,16 @@ async def _upload(request: Request) -> tuple[StoredFile, bytes]:
 
     # The form is parsed from the bounded body: Starlette spools a file part of any size to disk.
     async with Request(request.scope, buffered).form(max_files=1, max_fields=8) as form:
-        upload = form.get("file")
+        upload, purpose = form.get("file"), form.get("purpose")
         if upload is None:
             raise missing("file")
-        if not isinstance(upload, UploadFile):
-            raise invalid_type("file", "a file", upload)
-        purpose = form.get("purpose")
         if purpose is None:
             raise missing("purpose")
+        for key in form:
+            if key not in FORM_FIELDS:
+                raise unknown(key, key, FORM_FIELDS)
+        if not isinstance(upload, UploadFile):
+            raise invalid_type("file", "a file", upload)
         if not isinstance(purpose, str):
             raise invalid_type("purpose", "a string", purpose)
         if purpose not in PURPOSES:

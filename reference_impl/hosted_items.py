@@ -75,14 +75,18 @@ def web_results_text(query: str, pages: list[dict[str, Any]]) -> str:
 
 
 def file_results_text(queries: list[str], results: list[dict[str, Any]]) -> str:
-    """The model's reading of file search results (the `results` dicts of a `file_search_call`)."""
+    """The model's reading of file search results (the `results` dicts of a `file_search_call`).
+    Every key of a result is optional in OpenAI's description, so a replayed one may lack any:
+    what it has is read."""
     if not results:
         return f"No passages in the files match {_quoted(queries)}."
     lines = [f"Passages from the user's files for {_quoted(queries)}. Cite a file you use by writing its "
              "marker, e.g. <|file-ID|>, right after the statement it supports."]
     for number, result in enumerate(results, 1):
-        lines += ["", f"[{number}] <|{result['file_id']}|> {result['filename']} (score {result['score']:.3f})",
-                  result["text"]]
+        head = [f"[{number}]", *([f"<|{result['file_id']}|>"] if "file_id" in result else []),
+                *([result["filename"]] if "filename" in result else []),
+                *([f"(score {result['score']:.3f})"] if "score" in result else [])]
+        lines += ["", " ".join(head), result.get("text", "")]
     return "\n".join(lines)
 
 

@@ -5,10 +5,12 @@ The description is JSON Schema built from the installed `openai` SDK's request T
 (generated from OpenAI's spec, so it follows OpenAI as the SDK updates), tightened as OpenAI
 enforces it: an object takes no key it does not declare (`unknown_parameter`); a union of
 objects is told apart by their `type` (so an error names the member the body meant, not the
-closest of thirty); and the bounds the SDK does not carry (sampling ranges, metadata limits),
-which OpenAI's API reference states, are added from `BOUNDS`. `jsonschema` checks a body
-against it; `first_violation` turns the first violation, in body order, into OpenAI's error
-(its code, its `param` path as `input[0].content`, its wording, per the contract notes §4.2).
+closest of thirty); and the bounds the SDK does not carry (lengths, counts, ranges, patterns),
+which OpenAI's OpenAPI description states, are added from the data the project ships
+(`openai_bounds.py`), with the few it states only in words or not at all (`DOCUMENTED_BOUNDS`,
+`OBSERVED_BOUNDS`). `jsonschema` checks a body against it; `first_violation` turns the first
+violation, in body order, into OpenAI's error (its code, its `param` path as `input[0].content`,
+its wording, per the contract notes §4.2).
 """
 
 from __future__ import annotations
@@ -23,30 +25,30 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 from openai.types.chat import completion_create_params
 from openai.types.conversations import conversation_create_params, conversation_update_params, item_create_params
+from openai.types import vector_store_create_params, vector_store_search_params, vector_store_update_params
 from openai.types.responses import response_create_params
+from openai.types.vector_stores import file_batch_create_params, file_create_params, file_update_params
 from pydantic import TypeAdapter
 from starlette.requests import Request
 
+from . import openai_bounds
 from .errors import InvalidRequest
 from .json_body import read_json
 
 Schema = dict[str, Any]
 
-_BOUND_PARAMETERS: dict[str, Schema] = {
-    "temperature": {"minimum": 0, "maximum": 2},
-    "top_p": {"minimum": 0, "maximum": 1},
-    "top_logprobs": {"minimum": 0, "maximum": 20},
-    "metadata": {"maxProperties": 16, "propertyNames": {"maxLength": 64}, "additionalProperties": {"maxLength": 512}},
-}
-BOUNDS: dict[str, dict[str, Schema]] = {
-    "responses": _BOUND_PARAMETERS | {"max_output_tokens": {"minimum": 16}, "max_tool_calls": {"minimum": 1}},
-    "conversations": {"metadata": _BOUND_PARAMETERS["metadata"], "items": {"maxItems": 20}},
-    "chat": _BOUND_PARAMETERS | {"n": {"minimum": 1, "maximum": 128},
-                                 "frequency_penalty": {"minimum": -2, "maximum": 2},
-                                 "presence_penalty": {"minimum": -2, "maximum": 2}},
-}
-"""Top-level bounds per surface, from OpenAI's API reference (a conversation takes 20 items at a
-time); they constrain a value of the right type only (a `null` where allowed still passes)."""
+DOCUMENTED_BOUNDS: dict[str, Schema] = {"metadata": {"maxProperties": 16}, "metadata.<key>": {"maxLength": 64},
+                                        "metadata.*": {"maxLength": 512}}
+"""Bounds OpenAI's description states only in words, by path (`openai_bounds.py`): `metadata`
+holds 16 keys of at most 64 characters, each value at most 512. Added to every body that has it."""
+OBSERVED_BOUNDS: dict[str, dict[str, Schema]] = {"responses": {"max_tool_calls": {"minimum": 1}}}
+"""Bounds OpenAI enforces that its description does not state, per body (contract notes §3.5)."""
+
+
+def bounds_of(body: str) -> dict[str, Schema]:
+    """Every bound of one body (a name of `openai_bounds.BODIES`), by path."""
+    return DOCUMENTED_BOUNDS | openai_bounds.bounds(body) | OBSERVED_BOUNDS.get(body, {})
+
 
 _KIND = "x-number-kind"
 _DISPATCH = "x-dispatch-by-type"
@@ -133,6 +135,12 @@ class RequestSchema:
     """The description of one surface's request body, and its check."""
 
     schema: Schema
+    required: tuple[str, ...] = ()
+    """The keys the SDK says a body must have (checking that they are there, and in what order
+    they are asked for, is the caller's: `first_violation` does not)."""
+    unapplied: tuple[str, ...] = ()
+    """The paths of OpenAI's bounds on this body that its SDK type does not have (a field the
+    installed SDK does not know yet): not checked."""
 
     @property
     def parameters(self) -> frozenset[str]:
@@ -153,16 +161,16 @@ class RequestSchema:
                 return unknown(key, key, self._validators)
             if (error := next(self._validators[key].iter_errors(value), None)) is not None:
                 error.path.appendleft(key)
-                return _openai_error(error)
+                return _openai_error(error, self.schema.get("$defs", {}))
         return None
 
 
-def _openai_error(error: ValidationError) -> InvalidRequest:
+def _openai_error(error: ValidationError, definitions: Schema) -> InvalidRequest:
     """The error OpenAI answers for one violation; of a union no member of which holds, the
     violation of the member the body came closest to."""
     param, value, rule, wanted = _param(error.absolute_path), error.instance, error.validator, error.validator_value
     if rule == "anyOf":
-        return _union_error(error, param)
+        return _union_error(error, param, definitions)
     if rule == "type":
         return invalid_type(param, " or ".join(_TYPE_NAMES[t] for t in _listed(wanted)), value)
     if rule in ("enum", "const") and isinstance(value, list | dict):
@@ -182,6 +190,11 @@ def _openai_error(error: ValidationError) -> InvalidRequest:
         return _out_of_range(param, value, rule, wanted, error.schema.get(_KIND, "decimal"))
     if rule in ("maxProperties", "maxLength", "maxItems"):
         return _too_large(param, value, rule, wanted)
+    if rule in ("minLength", "minItems"):
+        return _too_small(param, value, rule, wanted)
+    if rule == "pattern":
+        return InvalidRequest(f"Invalid '{param}': string does not match pattern. Expected a string that matches the "
+                              f"pattern '{wanted}'.", param=param, code="invalid_value")
     return InvalidRequest(f"Invalid value for '{param}': {error.message}.", param=param or None, code="invalid_value")
 
 
@@ -189,18 +202,29 @@ def _listed(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _union_error(error: ValidationError, param: str) -> InvalidRequest:
-    """Of a union: the error of the member that takes the value's type and has the fewest
-    errors (the member the body meant); when no member takes its type, `expected one of ...`."""
+def _union_error(error: ValidationError, param: str, definitions: Schema) -> InvalidRequest:
+    """Of a union: the error of the member the body meant, the one that takes the value's type,
+    whose fixed fields (a chat message's `role`) the body matches most, and that has the fewest
+    errors; when no member takes its type, `expected one of ...`."""
     members: dict[Any, list[ValidationError]] = {}
     for member_error in error.context:
         members.setdefault(member_error.relative_schema_path[0], []).append(member_error)
     depth = len(error.absolute_path)
     mismatched = {index for index, errors in members.items()
                   if any(e.validator == "type" and len(e.absolute_path) == depth for e in errors)}
-    if taking := [errors for index, errors in members.items() if index not in mismatched]:
-        closest = min(taking, key=lambda errors: (len(errors), -max(len(e.absolute_path) for e in errors)))
-        return _openai_error(closest[0])
+
+    def matched(index: int) -> int:
+        """How many of the member's fixed fields the body has as the member fixes them."""
+        member = _resolve(error.validator_value[index], definitions)
+        value = error.instance if isinstance(error.instance, dict) else {}
+        return sum(1 for key, node in member.get("properties", {}).items()
+                   if key in value and value[key] in [*node.get("enum", []), *([node["const"]] if "const" in node
+                                                                              else [])])
+
+    if taking := [index for index in members if index not in mismatched]:
+        closest = min(taking, key=lambda index: (-matched(index), len(members[index]),
+                                                 -max(len(e.absolute_path) for e in members[index])))
+        return _openai_error(members[closest][0], definitions)
     kinds = [_TYPE_NAMES[t] if t != "array" else _NAMED_ARRAYS.get(param, "an array")
              for e in error.context if e.validator == "type" for t in _listed(e.validator_value)]
     names = list(dict.fromkeys(k for k in kinds if k != "null"))
@@ -210,8 +234,19 @@ def _union_error(error: ValidationError, param: str) -> InvalidRequest:
 
 def _out_of_range(param: str, value: Any, rule: str, bound: float, kind: str) -> InvalidRequest:
     side, relation = ("below", ">=") if rule == "minimum" else ("above", "<=")
-    return InvalidRequest(f"Invalid '{param}': {kind} {side} {rule} value. Expected a value {relation} {bound:g}, "
+    shown = bound if isinstance(bound, int) else f"{bound:g}"
+    return InvalidRequest(f"Invalid '{param}': {kind} {side} {rule} value. Expected a value {relation} {shown}, "
                           f"but got {value} instead.", param=param, code=f"{kind}_{side}_{rule[:3]}_value")
+
+
+def _too_small(param: str, value: Any, rule: str, bound: int) -> InvalidRequest:
+    noun = "array" if rule == "minItems" else "string"
+    wanted = f"Expected {'an' if noun == 'array' else 'a'} {noun} with minimum length {bound}"
+    if not value:
+        return InvalidRequest(f"Invalid '{param}': empty {noun}. {wanted}, but got an empty {noun} instead.",
+                              param=param, code=f"empty_{noun}")
+    return InvalidRequest(f"Invalid '{param}': {noun} too short. {wanted}, but got {'an' if noun == 'array' else 'a'} "
+                          f"{noun} with length {len(value)} instead.", param=param, code=f"{noun}_below_min_length")
 
 
 def _too_large(param: str, value: Any, rule: str, bound: int) -> InvalidRequest:
@@ -292,14 +327,68 @@ def _tighten(node: Any, definitions: Schema) -> Any:
     return node
 
 
-def _bounded(schema: Schema, bounds: dict[str, Schema]) -> Schema:
-    """`schema` with each bound added to its parameter, marked with the parameter's kind of
-    number (OpenAI words an integer's bound and a decimal's apart)."""
-    for name, bound in bounds.items():
-        if (declared := schema["properties"].get(name)) is not None:
-            integer = any(node.get("type") == "integer" for node in [declared, *declared.get("anyOf", [])])
-            schema["properties"][name] = {"allOf": [declared, bound | {_KIND: "integer" if integer else "decimal"}]}
-    return schema
+def _alternatives(node: Schema, definitions: Schema) -> Iterator[Schema]:
+    """The schemas a node stands for: `$ref` resolved, the declared part of a bounded `allOf`,
+    each member of an `anyOf` (a union told apart by `type` is one schema)."""
+    node = _resolve(node, definitions)
+    if "allOf" in node:
+        yield from _alternatives(node["allOf"][0], definitions)
+    elif "anyOf" in node and _DISPATCH not in node:
+        for member in node["anyOf"]:
+            yield from _alternatives(member, definitions)
+    else:
+        yield node
+
+
+def _places(holder: Schema, key: str, parts: list[str], definitions: Schema) -> Iterator[tuple[Schema, str]]:
+    """Where the value a bound's path (`openai_bounds.segments`) names below `holder[key]` is
+    declared: each (holder, key) of its schema."""
+    if not parts:
+        yield holder, key
+        return
+    for node in _alternatives(holder[key], definitions):
+        yield from _within(node, parts, definitions)
+
+
+def _within(node: Schema, parts: list[str], definitions: Schema) -> Iterator[tuple[Schema, str]]:
+    part, rest = parts[0], parts[1:]
+    if part == "[]" and isinstance(node.get("items"), dict):
+        yield from _places(node, "items", rest, definitions)
+    elif part.startswith("{"):
+        kind = part[1:-1]
+        if kind in node.get(_DISPATCH, {}):
+            yield from _places(node[_DISPATCH], kind, rest, definitions)
+        elif rest and kind in (_type_values(node) or []):  # a lone member, not a dispatching union
+            yield from _within(node, rest, definitions)
+    elif part == "*" and isinstance(node.get("additionalProperties"), dict):
+        yield from _places(node, "additionalProperties", rest, definitions)
+    elif part == "<key>" and not rest and isinstance(node.get("additionalProperties"), dict):
+        yield node, "propertyNames"
+    elif part in node.get("properties", {}):
+        yield from _places(node["properties"], part, rest, definitions)
+
+
+def _bounded(schema: Schema, bounds: dict[str, Schema], *, required: frozenset[str] = frozenset()) -> list[str]:
+    """Each bound added to the schema where its path leads (`allOf` with what the SDK declares),
+    a number's marked with its kind (OpenAI words an integer's bound and a decimal's apart); the
+    paths of `required` that lead nowhere."""
+    definitions, unapplied, done = schema.get("$defs", {}), [], set()
+    root = {"": schema}
+    for path, bound in bounds.items():
+        places = list(_places(root, "", openai_bounds.segments(path), definitions))
+        if not places and path in required:
+            unapplied.append(path)
+        for holder, key in places:
+            if (id(holder), key, repr(bound)) in done:  # a definition reached by another path too
+                continue
+            done.add((id(holder), key, repr(bound)))
+            if key == "propertyNames" and key not in holder:
+                holder[key] = dict(bound)
+                continue
+            kinds = {kind for node in _alternatives(holder[key], definitions)
+                     for kind in _listed(node.get("type", []))}
+            holder[key] = {"allOf": [holder[key], bound | {_KIND: "integer" if "integer" in kinds else "decimal"}]}
+    return unapplied
 
 
 def _as_openai_requires(definition: Schema) -> Schema:
@@ -312,14 +401,21 @@ def _as_openai_requires(definition: Schema) -> Schema:
     return definition
 
 
-def _build(typed_dict: Any, bounds: dict[str, Schema], extra: dict[str, Schema] | None = None) -> RequestSchema:
+def _build(typed_dict: Any, body: str, extra: dict[str, Schema] | None = None,
+           path_parameters: tuple[str, ...] = ()) -> RequestSchema:
+    """The description of one body (a name of `openai_bounds.BODIES`) from the SDK's type of its
+    parameters (`path_parameters` are the URL's, not the body's)."""
     raw = TypeAdapter(typed_dict).json_schema()
     definitions = raw.pop("$defs", {})
     tightened_definitions = {name: _as_openai_requires(_tighten(d, definitions)) for name, d in definitions.items()}
     schema = _tighten(raw, definitions)
     schema["properties"] |= extra or {}
-    schema.pop("required", None)  # which keys a body must have, and in what order they are asked for, is the caller's
-    return RequestSchema(_bounded(schema, bounds) | {"$defs": tightened_definitions})
+    for name in path_parameters:
+        del schema["properties"][name]
+    required = tuple(key for key in schema.pop("required", []) if key not in path_parameters)
+    schema["$defs"] = tightened_definitions
+    unapplied = _bounded(schema, bounds_of(body), required=frozenset(openai_bounds.bounds(body)))
+    return RequestSchema(schema, required, tuple(unapplied))
 
 
 _STREAM = {"stream": {"type": ["boolean", "null"]}}
@@ -328,18 +424,32 @@ _STREAM = {"stream": {"type": ["boolean", "null"]}}
 @cache
 def responses_schema() -> RequestSchema:
     """`POST /v1/responses`."""
-    return _build(response_create_params.ResponseCreateParamsBase, BOUNDS["responses"], _STREAM)
+    return _build(response_create_params.ResponseCreateParamsBase, "responses", _STREAM)
 
 
 @cache
 def chat_schema() -> RequestSchema:
     """`POST /v1/chat/completions`."""
-    return _build(completion_create_params.CompletionCreateParamsBase, BOUNDS["chat"], _STREAM)
+    return _build(completion_create_params.CompletionCreateParamsBase, "chat", _STREAM)
 
 
 @cache
 def conversation_schemas() -> dict[str, RequestSchema]:
     """The Conversations API's bodies: `create`, `update`, `add_items`."""
-    return {"create": _build(conversation_create_params.ConversationCreateParams, BOUNDS["conversations"]),
-            "update": _build(conversation_update_params.ConversationUpdateParams, BOUNDS["conversations"]),
-            "add_items": _build(item_create_params.ItemCreateParams, BOUNDS["conversations"])}
+    return {"create": _build(conversation_create_params.ConversationCreateParams, "conversations.create"),
+            "update": _build(conversation_update_params.ConversationUpdateParams, "conversations.update"),
+            "add_items": _build(item_create_params.ItemCreateParams, "conversations.add_items")}
+
+
+@cache
+def vector_store_schemas() -> dict[str, RequestSchema]:
+    """The Vector Stores API's bodies, by name in `openai_bounds.BODIES` (`vector_stores.create`,
+    `vector_stores.files.create`, `vector_stores.search`, ...)."""
+    return {"vector_stores.create": _build(vector_store_create_params.VectorStoreCreateParams, "vector_stores.create"),
+            "vector_stores.update": _build(vector_store_update_params.VectorStoreUpdateParams, "vector_stores.update"),
+            "vector_stores.search": _build(vector_store_search_params.VectorStoreSearchParams, "vector_stores.search"),
+            "vector_stores.files.create": _build(file_create_params.FileCreateParams, "vector_stores.files.create"),
+            "vector_stores.files.update": _build(file_update_params.FileUpdateParams, "vector_stores.files.update",
+                                                 path_parameters=("vector_store_id",)),
+            "vector_stores.file_batches.create": _build(file_batch_create_params.FileBatchCreateParams,
+                                                        "vector_stores.file_batches.create")}

@@ -29,7 +29,6 @@ from .vector_stores import (VectorStoreNotFound, body_of, checked_attributes, ch
                             indexed, retrievable)
 
 MAX_BATCH_FILES = 2000
-_BATCH_KEYS = ("file_ids", "files", "attributes", "chunking_strategy")
 _BATCH_FILE_KEYS = ("file_id", "attributes", "chunking_strategy")
 
 
@@ -100,7 +99,7 @@ def file_batch_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
         store_id = request.path_params["vector_store_id"]
         if await store.get_vector_store(store_id) is None:
             raise VectorStoreNotFound(store_id)
-        body = await body_of(request, _BATCH_KEYS)
+        body = await body_of(request, "vector_stores.file_batches.create")
         checked = [(await retrievable(files, file_id, param), checked_attributes(attributes), chunking(strategy))
                    for file_id, attributes, strategy, param in _requested(body)]
         attached = [await indexed(files, store_id, file.id, attributes, sizes) for file, attributes, sizes in checked]

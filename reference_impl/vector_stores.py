@@ -57,7 +57,7 @@ from .errors import InvalidRequest, NotFound
 from .files import FileNotFound
 from .ids import new_id
 from .pagination import list_query, page
-from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown
+from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown, vector_store_schemas
 from .store import FileStore, StoredFile, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
 
 AUTO_CHUNKING = {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}
@@ -73,11 +73,6 @@ SUPPORTED_EXTENSIONS = frozenset({".c", ".cpp", ".cs", ".css", ".doc", ".docx", 
                                   ".md", ".pdf", ".php", ".pptx", ".py", ".rb", ".sh", ".tex", ".ts", ".txt"})
 """The file types OpenAI's file search reads (its guide's list of supported files)."""
 DAY_S = 86_400
-_CREATE_KEYS = ("name", "description", "metadata", "file_ids", "chunking_strategy", "expires_after")
-_UPDATE_KEYS = ("name", "metadata", "expires_after")
-_ATTACH_KEYS = ("file_id", "attributes", "chunking_strategy")
-_FILE_UPDATE_KEYS = ("attributes",)
-_SEARCH_KEYS = ("query", "max_num_results", "ranking_options", "filters", "rewrite_query")
 _WORD = re.compile(r"\S+")
 _QUERY_TERM = re.compile(r"\w+")
 
@@ -119,15 +114,20 @@ async def retrievable(files: FileStore, file_id: Any, param: str) -> StoredFile:
     return found
 
 
-async def body_of(request: Request, known: tuple[str, ...], *required: str) -> dict[str, Any]:
-    """The request's JSON object, or OpenAI's 400 for a key not `known` or a `required` one missing."""
+async def body_of(request: Request, name: str) -> dict[str, Any]:
+    """The request's JSON object, as OpenAI's description of the body `name` has it
+    (`request_schema.vector_store_schemas`), or OpenAI's 400 for a key it does not know, a
+    required one missing, or the first value it refuses."""
+    schema = vector_store_schemas()[name]
     body = await read_json_object(request)
     for key in body:
-        if key not in known:
-            raise unknown(key, key, known)
-    for key in required:
+        if key not in schema.parameters:
+            raise unknown(key, key, schema.parameters)
+    for key in schema.required:
         if key not in body:
             raise missing(key)
+    if (violation := schema.first_violation(body)) is not None:
+        raise violation
     return body
 
 
@@ -221,11 +221,35 @@ def _metadata(value: Any) -> dict[str, str]:
     return metadata
 
 
+def _closed(filter_: dict[str, Any], known: tuple[str, ...], param: str) -> None:
+    for key in filter_:
+        if key not in known:
+            raise unknown(f"{param}.{key}", key, known)
+
+
+def _compared_value(kind: str, value: Any, param: str) -> None:
+    """A comparison's value as OpenAI describes it (a string, number or boolean, or an array of
+    strings and numbers); `in`/`nin` take an array, the orderings (`gt`, ...) no array."""
+    def scalar(item: Any, booleans: bool = True) -> bool:
+        return isinstance(item, str | int | float) and (booleans or not isinstance(item, bool))
+
+    if kind in ("in", "nin") and not isinstance(value, list):
+        raise invalid_type(param, "an array", value)
+    if isinstance(value, list) and kind not in ("in", "nin", "eq", "ne"):
+        raise invalid_type(param, "a string, number or boolean", value)
+    if not isinstance(value, list) and not scalar(value):
+        raise invalid_type(param, "a string, number, boolean or array", value)
+    for index, item in enumerate(value if isinstance(value, list) else ()):
+        if not scalar(item, booleans=False):
+            raise invalid_type(f"{param}[{index}]", "a string or number", item)
+
+
 def checked_filter(value: Any, param: str = "filters") -> dict[str, Any]:
     """A comparison or compound filter, or OpenAI's 400 naming the part that is wrong."""
     filter_ = _object(value, param)
     kind = filter_.get("type")
     if kind in COMPOUNDS:
+        _closed(filter_, ("type", "filters"), param)
         parts = filter_.get("filters")
         if not isinstance(parts, list):
             raise invalid_type(f"{param}.filters", "an array", parts)
@@ -234,13 +258,13 @@ def checked_filter(value: Any, param: str = "filters") -> dict[str, Any]:
         return filter_
     if kind not in COMPARISONS:
         raise invalid_value(f"{param}.type", kind, COMPARISONS + COMPOUNDS)
+    _closed(filter_, ("type", "key", "value"), param)
     for key in ("key", "value"):
         if key not in filter_:
             raise missing(f"{param}.{key}")
     if not isinstance(filter_["key"], str):
         raise invalid_type(f"{param}.key", "a string", filter_["key"])
-    if kind in ("in", "nin") and not isinstance(filter_["value"], list):
-        raise invalid_type(f"{param}.value", "an array", filter_["value"])
+    _compared_value(kind, filter_["value"], f"{param}.value")
     return filter_
 
 
@@ -404,7 +428,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return _store_resource(vector_store, await store.vector_store_files(vector_store.id), time.time())
 
     async def create(request: Request) -> Response:
-        body = await body_of(request, _CREATE_KEYS)
+        body = await body_of(request, "vector_stores.create")
         file_ids = body.get("file_ids") or []
         if not isinstance(file_ids, list):
             raise invalid_type("file_ids", "an array", file_ids)
@@ -424,7 +448,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def update(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await body_of(request, _UPDATE_KEYS)
+        body = await body_of(request, "vector_stores.update")
         changes: dict[str, Any] = {}
         if "name" in body:
             if not isinstance(body["name"], (str, type(None))):
@@ -454,7 +478,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def add_file(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        body = await body_of(request, _ATTACH_KEYS, "file_id")
+        body = await body_of(request, "vector_stores.files.create")
         file = await retrievable(files, body["file_id"], "file_id")
         attributes, sizes = checked_attributes(body.get("attributes")), chunking(body.get("chunking_strategy"))
         attached, cut = await indexed(files, vector_store.id, file.id, attributes, sizes)
@@ -478,7 +502,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
 
     async def update_file(request: Request) -> Response:
         found = await existing_file(request)
-        body = await body_of(request, _FILE_UPDATE_KEYS, "attributes")
+        body = await body_of(request, "vector_stores.files.update")
         updated = replace(found, attributes=checked_attributes(body["attributes"]))
         await store.update_vector_store_file(updated)
         return JSONResponse(file_resource(updated))
@@ -500,7 +524,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         vector_store = await existing(request.path_params["vector_store_id"])
         if expired(vector_store, time.time()):
             raise VectorStoreExpired(vector_store.id)
-        body = await body_of(request, _SEARCH_KEYS, "query")
+        body = await body_of(request, "vector_stores.search")
         queries = _queries(body["query"])
         limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
         threshold = score_threshold(body.get("ranking_options"))

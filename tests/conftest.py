@@ -16,8 +16,10 @@ from responses_parity.harness.fixture_client import FixtureClient
 from responses_parity.harness.loader import LoadedScenario, load_file
 from responses_parity.harness.runner import Engine, ScenarioResult
 from responses_parity.harness.scenario import Mode
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.probe.run import PROBED_GATEWAY
+from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.harness.targets import Target
+from responses_parity.reference_impl import build_gateway_app
 
 RunScenario = Callable[..., ScenarioResult]
 _FIGURES = pytest.StashKey[list[str]]()
@@ -27,6 +29,16 @@ _FIGURES = pytest.StashKey[list[str]]()
 def stack() -> Iterator[Stack]:
     with Stack(mcp_names=FIXTURE_SERVERS, with_reference=True) as running:
         yield running
+
+
+@pytest.fixture(scope="session")
+def probed_gateway(stack: Stack) -> Iterator[str]:
+    """The URL of a reference gateway set up as `parity probe` sets one up (a chat completion runs
+    through its loop, so it is checked), on the session's fixtures."""
+    config = reference_config(stack.upstream_url or "", stack.search_url, **PROBED_GATEWAY)
+    server = ServerThread(build_gateway_app(config)).start()
+    yield server.url
+    server.stop()
 
 
 def write_scenario(directory: Path, text: str, name: str = "scenario.yaml") -> Path:
@@ -77,11 +89,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "(installed from PyPI on first use).")
 
 
+FULL_PROBE_SET = "full_probe_set"
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "peers: runs real peer gateways (opt in with --peers)")
+    config.addinivalue_line("markers", f"{FULL_PROBE_SET}: every generated probe against the reference gateway "
+                                       f"(opt in with -m {FULL_PROBE_SET}; CI runs it as a step of its own)")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if FULL_PROBE_SET not in (config.option.markexpr or ""):
+        leave_out = pytest.mark.skip(reason=f"the full probe set sends over 10,000 requests (about 40 s): "
+                                            f"pytest -m {FULL_PROBE_SET}, as CI does")
+        for item in items:
+            if FULL_PROBE_SET in item.keywords:
+                item.add_marker(leave_out)
     if config.getoption("peers"):
         return
     skip = pytest.mark.skip(reason="the peer tier installs four gateways from PyPI on first use and runs the whole "

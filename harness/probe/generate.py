@@ -1,38 +1,50 @@
-"""Probes generated from OpenAI's request description: each is a valid base request with one
-defect, named by a stable id (`responses.temperature.out_of_range.high`), the field it targets
-and the kind of defect.
+"""Probes generated from OpenAI's request descriptions, over every endpoint family the reference
+gateway serves (`surfaces.py`): each is a valid request with one defect, named by a stable id
+(`responses.temperature.out_of_range.high`), the field it targets, the kind of defect, and
+whether OpenAI's description refuses it (`refused`).
 
-The description is `reference_impl.request_schema` (the one the reference gateway validates
-with). It is walked per field, top-level and nested (each `type` of a tool, of an input item,
-of `text.format`; objects such as `reasoning` and `metadata`; array items), to a bounded depth:
-a nested defect sits in an otherwise valid object (the smallest instance the description
-accepts). Conflicting parameters and bad ids on every id path are listed by hand, as the
-description does not state them. Generation is deterministic; `select` picks a seeded subset.
+JSON bodies are described by `reference_impl.request_schema` (the one the reference gateway
+validates with). Each is walked per field, top-level and nested (each `type` of a tool, of an
+input item, of `text.format`; objects such as `reasoning` and `metadata`; array items; map
+values), to a bounded depth: a nested defect sits in an otherwise valid object (the smallest
+instance the description accepts). Query parameters are probed from the SDK's types of them;
+bad ids go to every path that has one (each id in turn); uploads are probed part by part
+(`forms.py`). Conflicting parameters are listed by hand, as the description does not state
+them. Generation is deterministic; `select` picks a seeded subset.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from jsonschema import Draft202012Validator
 
-from ...reference_impl.request_schema import RequestSchema, conversation_schemas, responses_schema
+from ..targets import RawBody
+from .forms import form_cases
+from .surfaces import BodySurface, Route, body_surfaces, filled, routes, slots, surface_named
 
 Schema = dict[str, Any]
 Place = Callable[[Any], dict[str, Any]]
 """The base body with a value put at one field."""
 
 DEFECTS = ("missing_required", "wrong_type", "null", "out_of_range", "unknown_enum", "unknown_field", "empty",
-           "oversized", "conflict", "bad_id")
+           "undersized", "oversized", "pattern", "malformed", "duplicate", "conflict", "bad_id")
 MAX_DEPTH = 4
 """How deep nested objects are walked (`input[message].content[input_text].text` is 3)."""
 UNKNOWN_VALUE = "parity_probe_unknown"
 UNKNOWN_KEY = "parity_probe_unknown_field"
+MAX_OVERSIZED = 2**20
+"""The longest string a probe sends: OpenAI's larger bounds (10 MiB of a tool's output, 70 MB of
+a file's data) are not probed, as each such probe would cost the run that much memory and
+transfer; a gateway's own limit on a body's size is tested apart."""
+PATTERN_MISS = "parity probe: not/this!"
+"""A string no pattern of OpenAI's (identifiers, `tunnel_...`) matches."""
 LOOPBACK_URL = "http://127.0.0.1:9/parity-probe"
 """What a URL field holds in a valid instance: a gateway that connects to it stays on the
 machine (the discard port, where nothing listens)."""
@@ -47,17 +59,29 @@ class Probe:
 
     id: str
     surface: str
-    """`responses`, `conversations`, or the API an id path belongs to."""
+    """The endpoint family (`responses`, `responses.stored`, `vector_stores.search`, ...)."""
     method: str
     endpoint: str
-    """The API the request goes to: `responses`, `conversations`, `files`, `vector_stores`."""
+    """The API the request goes to: `responses`, `chat`, `conversations`, `files`, `vector_stores`."""
     suffix: str
-    """What follows the endpoint's path (`/resp_x/cancel`), or ''."""
+    """What follows the API's path (`/{response_id}/cancel`, `?limit=0`), or ''; placeholders
+    in it name the objects `objects.py` creates."""
     field: str
-    """The field the defect is at, as OpenAI names it in `param` (`tools[0].name`), or the
-    path template (`GET /v1/responses/{id}`)."""
+    """The field the defect is at, as OpenAI names it in `param` (`tools[0].name`, `limit`), or
+    the path template (`GET /v1/responses/{id}`)."""
     defect: str
-    body: dict[str, Any] | None = None
+    body: Any = None
+    """A JSON body (placeholders as its strings), a `RawBody` (an upload), or None."""
+    refuses: Callable[[Any], bool] = field(default=lambda body: False, compare=False, repr=False)
+    """Whether OpenAI's description refuses a body (`refused` asks it of this one's)."""
+
+    @cached_property
+    def refused(self) -> bool:
+        """Whether OpenAI's description of the request refuses it (its schema and documented
+        bounds). A probe it does not refuse may still be refused for the state it names (an
+        unknown id) or for a limit of the gateway. Asked when needed: checking every body
+        against the description takes a while."""
+        return self.refuses(self.body)
 
     @property
     def group(self) -> str:
@@ -70,28 +94,15 @@ class Probe:
         return f"{self.surface}.{name}" + ("[i]" if bracket else "") + (".*" if rest else "")
 
     def to_dict(self) -> dict[str, Any]:
+        body = self.body.described() if isinstance(self.body, RawBody) else self.body
         return {"id": self.id, "surface": self.surface, "method": self.method, "endpoint": self.endpoint,
-                "suffix": self.suffix, "field": self.field, "defect": self.defect, "body": self.body}
+                "suffix": self.suffix, "field": self.field, "defect": self.defect, "body": body,
+                "refused": self.refused}
 
 
-@dataclass(frozen=True)
-class Surface:
-    """A request body the description covers: its API (where it goes), the smallest valid body,
-    and the keys a body must have (the description leaves those to the caller)."""
-
-    name: str
-    schema: RequestSchema
-    base: Callable[[str, str], dict[str, Any]]
-    """(model, input text) -> the smallest valid body."""
-    required: tuple[str, ...] = ()
-
-
-def surfaces() -> tuple[Surface, ...]:
-    """The bodies probed. Chat Completions is not: the reference gateway passes a chat request
-    through to its model unchecked unless it runs MCP servers, so it is no spec for one."""
-    return (Surface("responses", responses_schema(), lambda model, text: {"model": model, "input": text},
-                    ("model", "input")),
-            Surface("conversations", conversation_schemas()["create"], lambda model, text: {}))
+def _known(refused: bool) -> Callable[[Any], bool]:
+    """What a probe whose refusal is known when it is made answers `refuses`."""
+    return lambda body: refused
 
 
 @dataclass(frozen=True)
@@ -131,14 +142,16 @@ def _json_type(value: Any) -> str:
 class _Walk:
     """Probes of one surface, collected by id."""
 
-    surface: Surface
+    surface: BodySurface
     definitions: Schema
     probes: dict[str, Probe] = field(default_factory=dict)
 
     def add(self, site: _Site, defect: str, body: dict[str, Any], kind: str = "") -> None:
-        probe_id = ".".join((self.surface.name, *site.name, defect, *([kind] if kind else [])))
-        self.probes.setdefault(probe_id, Probe(probe_id, self.surface.name, "POST", self.surface.name, "",
-                                               site.param, defect, body))
+        surface = self.surface
+        probe_id = ".".join((surface.name, *site.name, defect, *([kind] if kind else [])))
+        if probe_id not in self.probes:
+            self.probes[probe_id] = Probe(probe_id, surface.family, "POST", surface.endpoint, surface.suffix,
+                                          site.param, defect, body, surface.refuses)
 
     def resolve(self, node: Schema) -> Schema:
         while "$ref" in node:
@@ -191,7 +204,7 @@ class _Walk:
             cases = variant["x-dispatch-by-type"]
             key = next(iter(cases))
             instance = self.sample(cases[key])
-            return {"type": key} | instance if key and isinstance(instance, dict) else instance
+            return instance | {"type": key} if key and isinstance(instance, dict) else instance
         declared = variant.get("type")
         kind = declared[0] if isinstance(declared, list) else declared
         if "properties" in variant or kind == "object":
@@ -237,6 +250,7 @@ class _Walk:
             if "maximum" in variant:
                 self.add(site, "out_of_range", site.place(variant["maximum"] + 1), "high")
             self.oversized(variant, site)
+            self.undersized(variant, site)
         for kind, empty in (("string", ""), ("array", []), ("object", {})):
             if kind in kinds and not (kind == "string" and any(_literals(variant) for variant in variants)):
                 self.add(site, "empty", site.place(empty), kind)
@@ -247,7 +261,7 @@ class _Walk:
     def oversized(self, variant: Schema, site: _Site) -> None:
         """Values above the variant's bounds on size."""
         place = site.place
-        if "maxLength" in variant:
+        if variant.get("maxLength", MAX_OVERSIZED) < MAX_OVERSIZED:
             self.add(site, "oversized", place("x" * (variant["maxLength"] + 1)), "length")
         if "maxItems" in variant and (item := self.sample(variant.get("items", {}))) is not _NOTHING:
             self.add(site, "oversized", place([item] * (variant["maxItems"] + 1)), "items")
@@ -256,9 +270,19 @@ class _Walk:
                      "properties")
         if (key_bound := variant.get("propertyNames", {}).get("maxLength")) is not None:
             self.add(site, "oversized", place({"k" * (key_bound + 1): "v"}), "key")
-        values = variant.get("additionalProperties")
-        if isinstance(values, dict) and "maxLength" in values:
-            self.add(site, "oversized", place({"k": "v" * (values["maxLength"] + 1)}), "value")
+        if isinstance(values := variant.get("additionalProperties"), dict):
+            for bound in (value["maxLength"] for value in self.variants(values) if "maxLength" in value):
+                self.add(site, "oversized", place({"k": "v" * (bound + 1)}), "value")
+
+    def undersized(self, variant: Schema, site: _Site) -> None:
+        """Values below the variant's bounds on size (an empty one is `empty`'s), and a string
+        its pattern does not match."""
+        if variant.get("minLength", 0) > 1:
+            self.add(site, "undersized", site.place("x" * (variant["minLength"] - 1)), "length")
+        if variant.get("minItems", 0) > 1 and (item := self.sample(variant.get("items", {}))) is not _NOTHING:
+            self.add(site, "undersized", site.place([item] * (variant["minItems"] - 1)), "items")
+        if "pattern" in variant and not re.search(variant["pattern"], PATTERN_MISS):
+            self.add(site, "pattern", site.place(PATTERN_MISS))
 
     def nested(self, variant: Schema, site: _Site, depth: int) -> None:
         """The defects inside an object (each member of a union by `type`) or an array's item."""
@@ -271,7 +295,7 @@ class _Walk:
                 member = next(self.variants(case["anyOf"][0] if "anyOf" in case else case))
                 instance = self.sample(member)
                 if isinstance(instance, dict):
-                    self.object_defects(member, {"type": key} | instance if key else instance, site.member(key),
+                    self.object_defects(member, instance | {"type": key} if key else instance, site.member(key),
                                         depth + 1)
         elif "properties" in variant:
             instance = self.sample(variant)
@@ -297,8 +321,8 @@ class _Walk:
             self.value_defects(child, site.field(key, put), depth)
 
 
-def body_probes(surface: Surface, model: str, text: str) -> list[Probe]:
-    """Every generated probe of one surface's body, in walk order."""
+def body_probes(surface: BodySurface, model: str, text: str) -> list[Probe]:
+    """Every generated probe of one body, in walk order."""
     schema = surface.schema.schema
     walk = _Walk(surface, schema.get("$defs", {}))
     base = surface.base(model, text)
@@ -310,58 +334,62 @@ def body_probes(surface: Surface, model: str, text: str) -> list[Probe]:
         def put(value: Any, key: str = key) -> dict[str, Any]:
             return base | {key: value}
 
-        walk.value_defects(node, top.field(key, put), 0)
+        walk.value_defects(node, top.field(key, put), MAX_DEPTH if key in surface.shallow else 0)
     return list(walk.probes.values())
 
 
 def conflict_probes(model: str, text: str) -> list[Probe]:
-    """Bodies each field of which is valid but whose fields do not go together. The contract
-    notes (§4.2) record OpenAI's answer for `previous_response_id` with `conversation` only;
-    `stream` with `background` is no conflict (OpenAI streams background responses, recorded)."""
+    """Bodies each field of which is valid but whose fields do not go together, with whether
+    OpenAI is known to refuse them: the contract notes (§4.2) record its answer for
+    `previous_response_id` with `conversation`, which its description also rules out in words;
+    the others are this gateway's reading. `stream` with `background` is no conflict (OpenAI
+    streams background responses, recorded)."""
     base = {"model": model, "input": text}
     function = {"type": "function", "name": "parity_tool", "parameters": {"type": "object", "properties": {}}}
     mcp = {"type": "mcp", "server_label": "parity", "server_url": LOOPBACK_URL, "require_approval": "never"}
     cases = [
         ("previous_response_id+conversation", "previous_response_id",
-         {"previous_response_id": "resp_parityprobe0000", "conversation": "conv_parityprobe0000"}),
-        ("background+store_false", "background", {"background": True, "store": False}),
-        ("tool_choice_without_tool", "tool_choice", {"tool_choice": {"type": "function", "name": "parity_tool"}}),
-        ("tool_choice_required_without_tools", "tool_choice", {"tool_choice": "required"}),
-        ("duplicate_function_names", "tools", {"tools": [function, function]}),
-        ("duplicate_mcp_server_labels", "tools", {"tools": [mcp, mcp]}),
+         {"previous_response_id": "{response_id}", "conversation": "{conversation_id}"}, True),
+        ("background+store_false", "background", {"background": True, "store": False}, False),
+        ("tool_choice_without_tool", "tool_choice", {"tool_choice": {"type": "function", "name": "parity_tool"}},
+         False),
+        ("tool_choice_required_without_tools", "tool_choice", {"tool_choice": "required"}, False),
+        ("duplicate_function_names", "tools", {"tools": [function, function]}, False),
+        ("duplicate_mcp_server_labels", "tools", {"tools": [mcp, mcp]}, False),
         ("text_format_json_schema_without_schema", "text.format",
-         {"text": {"format": {"type": "json_schema", "name": "parity", "schema": {}}}}),
+         {"text": {"format": {"type": "json_schema", "name": "parity", "schema": {}}}}, False),
     ]
-    return [Probe(f"responses.conflict.{name}", "responses", "POST", "responses", "", param, "conflict", base | extra)
-            for name, param, extra in cases]
+    return [Probe(f"responses.conflict.{name}", "responses", "POST", "responses", "", param, "conflict", base | extra,
+                  _known(refused)) for name, param, extra, refused in cases]
 
 
-_ID_PATHS: tuple[tuple[str, str, str], ...] = (
-    ("GET", "responses", "/{id}"), ("DELETE", "responses", "/{id}"), ("GET", "responses", "/{id}/input_items"),
-    ("POST", "responses", "/{id}/cancel"),
-    ("GET", "conversations", "/{id}"), ("POST", "conversations", "/{id}"), ("DELETE", "conversations", "/{id}"),
-    ("GET", "conversations", "/{id}/items"), ("GET", "conversations", "/{id}/items/{item}"),
-    ("DELETE", "conversations", "/{id}/items/{item}"),
-    ("GET", "files", "/{id}"), ("DELETE", "files", "/{id}"), ("GET", "files", "/{id}/content"),
-    ("GET", "vector_stores", "/{id}"), ("DELETE", "vector_stores", "/{id}"), ("GET", "vector_stores", "/{id}/files"),
-)
-_PREFIXES = {"responses": "resp", "conversations": "conv", "files": "file", "vector_stores": "vs"}
+_PREFIXES = {"responses": "resp", "conversations": "conv", "files": "file", "vector_stores": "vs", "item": "msg",
+             "file": "file", "batch": "vsfb"}
 _BAD_IDS = (("unknown", "{prefix}_0000000000000000000000000000000000000000parity"),
             ("wrong_prefix", "msg_0000000000000000000000000000000000000000parity"),
             ("malformed", "not an id!"), ("oversized", "{prefix}_" + "0" * 2000))
 
 
+def _route_body(route: Route, model: str, text: str) -> dict[str, Any] | None:
+    return surface_named(route.body).base(model, text) if route.body else None
+
+
 def id_probes(model: str, text: str) -> list[Probe]:
-    """Bad ids on every id path, and in the body fields that name a stored object."""
+    """Bad ids on every path that has one (each of its ids in turn, the others naming real
+    objects), and in the body fields that name a stored object."""
     probes = []
-    for method, endpoint, template in _ID_PATHS:
-        route = f"{method} /v1/{endpoint}{template}"
-        for kind, pattern in _BAD_IDS:
-            bad = pattern.format(prefix=_PREFIXES[endpoint])
-            suffix = template.replace("{id}", quote(bad, safe="")).replace("{item}", "msg_parityprobe0000")
-            body = {"metadata": {"parity": "probe"}} if method == "POST" and endpoint == "conversations" else None
-            probe_id = f"{endpoint}.{method.lower()}.{template.strip('/').replace('/', '.')}.bad_id.{kind}"
-            probes.append(Probe(probe_id, endpoint, method, endpoint, suffix, route, "bad_id", body))
+    for route in routes():
+        for slot in slots(route):
+            outer = slot == "id"
+            prefix = _PREFIXES[route.endpoint if outer else slot]
+            for kind, pattern in _BAD_IDS:
+                bad = quote(pattern.format(prefix=prefix), safe="")
+                name = ".".join(part for part in route.template.split("/") if part)
+                probe_id = f"{route.endpoint}.{route.method.lower()}.{name}.bad_id." + (kind if outer else
+                                                                                         f"{slot}.{kind}")
+                probes.append(Probe(probe_id, route.family, route.method, route.endpoint,
+                                    filled(route, {slot: bad}), route.route, "bad_id",
+                                    _route_body(route, model, text)))
     base = {"model": model, "input": text}
     for field_name, prefix in (("previous_response_id", "resp"), ("conversation", "conv")):
         for kind, pattern in _BAD_IDS:
@@ -370,11 +398,53 @@ def id_probes(model: str, text: str) -> list[Probe]:
     return probes
 
 
+_QUERY_VALUES: dict[str, tuple[tuple[str, str, str], ...]] = {
+    "integer": (("wrong_type", "", "parity"), ("wrong_type", "decimal", "1.5"), ("empty", "", ""),
+                ("oversized", "digits", "9" * 5000)),
+    "boolean": (("wrong_type", "", "parity"), ("empty", "", "")),
+    "enum": (("unknown_enum", "", "parity_probe_unknown"), ("empty", "", "")),
+    "array": (("unknown_enum", "", "parity_probe_unknown"), ("empty", "", "")),
+    "string": (("oversized", "", "x" * 4000),),
+}
+"""The bad values of a query parameter by its kind: (defect, kind of it, value)."""
+
+
+def query_probes() -> list[Probe]:
+    """Bad values of each query parameter of each route (its ids naming real objects), an
+    unknown parameter, and a list's `limit` just outside its range."""
+    probes = []
+    for route in routes():
+        if not route.query:
+            continue
+        path = filled(route)
+        name = ".".join(["", *(part for part in route.template.split("/") if part)]) if route.template else ""
+        stem = f"{route.endpoint}.{route.method.lower()}{name}.query"
+        cases = [(parameter, defect, kind, value) for parameter in route.query
+                 for defect, kind, value in _QUERY_VALUES[parameter.kind]]
+        cases += [(parameter, "out_of_range", side, str(bound + step)) for parameter in route.query
+                  if parameter.range for side, bound, step in (("low", parameter.range[0], -1),
+                                                               ("high", parameter.range[1], 1))]
+        for parameter, defect, kind, value in cases:
+            key = f"{parameter.name}[]" if parameter.kind == "array" else parameter.name
+            probes.append(Probe(".".join((stem, parameter.name, defect, *([kind] if kind else []))), route.family,
+                                route.method, route.endpoint, f"{path}?{urlencode({key: value})}", parameter.name,
+                                defect, None, _known(parameter.refuses(value))))
+        probes.append(Probe(f"{stem}.parity_probe_unknown.unknown_field", route.family, route.method, route.endpoint,
+                            f"{path}?parity_probe_unknown=1", "parity_probe_unknown", "unknown_field", None))
+    return probes
+
+
+def form_probes() -> list[Probe]:
+    """Uploads with one defect each (`forms.py`)."""
+    return [Probe(f"files.create.{suffix}", "files", "POST", "files", "", field_name, defect, body,
+                  _known(refused)) for suffix, field_name, defect, body, refused in form_cases()]
+
+
 @lru_cache(maxsize=4)
 def all_probes(model: str, text: str) -> tuple[Probe, ...]:
     """Every probe, sorted by id; `model` and `text` (the input) make the base requests."""
-    probes = [*(p for surface in surfaces() for p in body_probes(surface, model, text)),
-              *conflict_probes(model, text), *id_probes(model, text)]
+    probes = [*(p for surface in body_surfaces() for p in body_probes(surface, model, text)),
+              *conflict_probes(model, text), *id_probes(model, text), *query_probes(), *form_probes()]
     return tuple(sorted(probes, key=lambda probe: probe.id))
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from ..defaults import REFERENCE
 from ..findings import HarnessError
@@ -22,6 +23,10 @@ from .send import Outcome, send_probes
 REFERENCE_SOURCE = "the reference gateway"
 """How an expectation taken from the reference gateway is named: the spec where OpenAI is not
 recorded."""
+PROBED_GATEWAY: dict[str, Any] = {"chat_hosted_tools": ({"type": "web_search"},)}
+"""The settings of a reference gateway the probes start: a hosted tool on the chat surface, so
+a chat completion runs through its loop and is checked as OpenAI checks it (without one it
+passes through to the model unchecked)."""
 
 
 def source_name(target: str, recorded: bool = False) -> str:
@@ -36,7 +41,7 @@ def answers_of(options: TargetOptions, probes: Sequence[Probe], *, jobs: int, re
                say: Callable[[str], None] = lambda line: None) -> tuple[str, dict[str, Outcome]]:
     """The target's name and its outcome of each probe: what the target needs is started for
     the probes and stopped after. `HarnessError` when it cannot be started or reached."""
-    with open_session(options, (), say, redactor) as session:
+    with open_session(options, (), say, redactor, gateway=PROBED_GATEWAY) as session:
         target = session.target
         if (why := asyncio.run(unreachable(target))) is not None:
             raise HarnessError(f"the target {target.name} at {target.base_url} is unreachable: {why}")

@@ -3,7 +3,9 @@
 A target that crashes, hangs or answers something other than JSON gives an outcome that says
 so (a finding of the comparison), never an error of the harness. Probes a target accepts
 reach its model: the scripted upstream answers every one of them with one short text turn (a
-run registered for the probes, its marker in the base input), so they end at once.
+run registered for the probes, its marker in the base input), so they end at once. The objects
+probes name (a stored response, a vector store, ...) are created on the target first
+(`objects.py`).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from ..exchange import Exchange
 from ..fixture_client import FixtureClient
 from ..targets import Target, send
 from .generate import Probe, all_probes
+from .objects import create_objects, fill, filled_body
 
 BASE_INPUT = "Answer with one word."
 PROBE_ANSWER = ModelTurn(text="ok")
@@ -76,12 +79,16 @@ def outcome(exchange: Exchange) -> Outcome:
     return Outcome(exchange.status, "envelope" if shaped else "error", *values, detail=str(error.get("message"))[:300])
 
 
-def request_path(target: Target, probe: Probe) -> str:
+def request_path(target: Target, probe: Probe, objects: dict[str, str]) -> str:
     """Where the probe goes on the target: its API's path beside the target's Responses
-    endpoint (as on OpenAI)."""
+    endpoint (as on OpenAI; Chat Completions at the target's chat path), the objects it names
+    filled in."""
+    suffix = fill(probe.suffix, objects)
     if probe.endpoint == "responses":
-        return target.responses_path + probe.suffix
-    return f"{target.responses_path.rsplit('/', 1)[0]}/{probe.endpoint}{probe.suffix}"
+        return target.responses_path + suffix
+    if probe.endpoint == "chat":
+        return target.chat_path + suffix
+    return f"{target.responses_path.rsplit('/', 1)[0]}/{probe.endpoint}{suffix}"
 
 
 def probes_for(target: Target, ids: Sequence[str], run: str) -> list[Probe]:
@@ -102,10 +109,12 @@ async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str |
         fixtures = FixtureClient(http, upstream_url, {}) if upstream_url else None
         if fixtures is not None:
             await fixtures.register(run, RunScript(steps=[[PROBE_ANSWER]]))
+        objects = await create_objects(http, target, f"{BASE_INPUT} {run_marker(run, 0)}")
 
         async def one(probe: Probe) -> None:
             async with limit:
-                exchange = await send(http, target, probe.method, request_path(target, probe), probe.body)
+                exchange = await send(http, target, probe.method, request_path(target, probe, objects),
+                                      filled_body(probe.body, objects))
             outcomes[probe.id] = outcome(exchange)
 
         try:

@@ -10,7 +10,7 @@ from ..client import FunctionTool
 from ..errors import InvalidRequest
 from ..loop.state import LoopRequest
 from ..upstream.items import Message, ToolCall, ToolOutput, TranscriptItem
-from ..request_schema import chat_schema, invalid_type, missing
+from ..request_schema import chat_schema, missing
 
 
 @dataclass(frozen=True)
@@ -74,8 +74,6 @@ def validate_chat(body: Any) -> ChatRequest:
         raise missing("messages")
     if (violation := chat_schema().first_violation(body)) is not None:
         raise violation
-    if not messages:
-        raise invalid_type("messages", "a non-empty array of messages", messages)
     tools: list[FunctionTool] = []
     for index, tool in enumerate(body.get("tools") or []):
         if tool["type"] != "function":

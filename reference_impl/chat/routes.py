@@ -7,7 +7,7 @@ yes, any case). Otherwise it passes through to the upstream unchanged, streams i
 Anthropic upstream cannot take a chat request as it is, so there the loop translates it, with
 no gateway tool).
 A destination the outbound policy blocks is a 403; nothing of it reaches the model. Errors are
-raised, for `app.py` to answer.
+raised, for `app.py` to answer; a model's error answer passes through in OpenAI's envelope.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ..loop.sink import LoopResult
 from ..loop.state import LoopState
 from ..runtime import Runtime, key_fingerprint
 from ..until_done import run_until_done_or_gone
-from ..upstream.http import HttpUpstream
+from ..upstream.http import HttpUpstream, openai_error_from
 from ..validation import hosted_tool
 from .request import validate_chat
 from .sink import ChatSink, final_only_chunks
@@ -67,7 +67,11 @@ def chat_routes(runtime: Runtime) -> list[Route]:
                             config.upstream_api_key)
 
     async def passthrough(request: Request, body: bytes) -> Response:
+        """The model's answer as it is, but for an error: that is OpenAI's envelope, whatever the
+        model sent (a plain-text 500 too)."""
         answer = await upstream.send(body)
+        if answer.status >= 400:
+            raise openai_error_from(answer.status, await upstream.error_body(answer))
 
         async def relay() -> AsyncIterator[bytes]:
             try:

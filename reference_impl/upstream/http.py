@@ -21,7 +21,7 @@ import aiohttp
 import httpx
 from httpx_sse import EventSource, ServerSentEvent
 
-from ..errors import UpstreamError
+from ..errors import GatewayError, UpstreamError
 
 CONNECT_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 4.0
@@ -78,6 +78,27 @@ def upstream_error_from(status: int, body: bytes) -> UpstreamError:
     )
 
 
+MAX_ERROR_BYTES = 64 * 2**10
+"""How much of an error answer is read: an error body is a sentence, not a document."""
+
+
+def openai_error_from(status: int, body: bytes) -> GatewayError:
+    """An upstream's error answer in OpenAI's envelope, for a client that talks to the upstream
+    through the gateway (the chat passthrough): its `message`, `type`, `param` and `code` where it
+    has them; a body that is no OpenAI error at all (a page, plain text) is named by its status."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        error = None
+    if not isinstance(error, dict) or not isinstance(error.get("message"), str):
+        return upstream_error_from(status, body)
+    def text(key: str) -> str | None:
+        return value if isinstance(value := error.get(key), str) else None
+
+    return GatewayError(status, error["message"], type=text("type") or "server_error", param=text("param"),
+                        code=text("code"))
+
+
 class HttpUpstream:
     """One model endpoint: post a body, hand back JSON or SSE events. A model that cannot be
     reached, times out or breaks the protocol is a 502 `UpstreamError`; an HTTP error status is
@@ -96,6 +117,20 @@ class HttpUpstream:
             return await self._client.session().post(self._url, data=content, headers=self._headers)
         except UPSTREAM_FAILURES as error:
             raise _unreachable(error) from error
+
+    async def error_body(self, answer: aiohttp.ClientResponse) -> bytes:
+        """At most `MAX_ERROR_BYTES` of an error answer's body; the answer is released."""
+        data = bytearray()
+        try:
+            async for chunk in answer.content.iter_any():
+                data += chunk
+                if len(data) >= MAX_ERROR_BYTES:
+                    break
+        except UPSTREAM_FAILURES as error:
+            raise _unreachable(error) from error
+        finally:
+            answer.release()
+        return bytes(data[:MAX_ERROR_BYTES])
 
     async def post_json(self, body: dict[str, Any]) -> dict[str, Any]:
         answer = await self.send(_json_bytes(body))

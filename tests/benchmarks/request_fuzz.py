@@ -21,9 +21,11 @@ from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference_impl"))
 
-from request_mutations import mutated_bodies, no_reach_gateway, verdict
+from request_mutations import mutated_bodies, probed_gateway, verdict
 
+from responses_parity.harness.probe.surfaces import surface_named
 from responses_parity.harness.stack import Stack
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -33,7 +35,7 @@ def main() -> None:
     counts: Counter[str] = Counter()
     first: dict[str, str] = {}
     with Stack(mcp_names=[], with_reference=False) as stack:
-        gateway = no_reach_gateway(stack.upstream_url or "")
+        gateway = probed_gateway(stack.upstream_url or "", stack.search_url)
         try:
             with httpx.Client(base_url=gateway.url, timeout=30) as client:
                 @seed(args.seed)
@@ -44,7 +46,7 @@ def main() -> None:
                     answer = client.post("/v1/responses", json=body)
                     counts["requests"] += 1
                     counts[f"HTTP {answer.status_code}"] += 1
-                    if (problem := verdict(body, answer)) is not None:
+                    if (problem := verdict(surface_named("responses").refuses(body), answer)) is not None:
                         kind = "5xx" if answer.status_code >= 500 else "accepted" if answer.status_code < 400 \
                             else "envelope"
                         counts[kind] += 1

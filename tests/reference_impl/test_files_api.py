@@ -89,16 +89,21 @@ def test_an_unknown_file_is_openais_404(http: httpx.Client) -> None:
 
 @pytest.mark.parametrize(("data", "files", "param", "code"), [
     ({"purpose": "assistants"}, {"other": ("a.txt", b"text")}, "file", "missing_required_parameter"),
-    ({"purpose": "assistants", "file": "not a file part"}, {"other": ("a.txt", b"text")}, "file", "invalid_type"),
+    ({}, {"purpose": (None, b"assistants"), "file": (None, b"not a file part")}, "file", "invalid_type"),
+    ({"purpose": "assistants", "other": "x"}, {"file": ("a.txt", b"text")}, "other", "unknown_parameter"),
     ({}, {"file": ("a.txt", b"text")}, "purpose", "missing_required_parameter"),
     ({"purpose": "homework"}, {"file": ("a.txt", b"text")}, "purpose", "invalid_value"),
     ({"purpose": "batch", "expires_after[anchor]": "last_used"}, {"file": ("a.txt", b"text")},
      "expires_after.anchor", "invalid_value"),
     ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "60"},
      {"file": ("a.txt", b"text")}, "expires_after.seconds", "invalid_value"),
+    ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "9" * 5000},
+     {"file": ("a.txt", b"text")}, "expires_after.seconds", "invalid_value"),  # past int()'s digit limit
+    ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "3600²"},
+     {"file": ("a.txt", b"text")}, "expires_after.seconds", "invalid_type"),  # a digit int() cannot read
 ])
 def test_a_bad_upload_is_a_400_naming_the_param(http: httpx.Client, data: dict[str, str],
-                                                files: dict[str, tuple[str, bytes]], param: str,
+                                                files: dict[str, tuple[str | None, bytes]], param: str,
                                                 code: str) -> None:
     before = http.get("/files").json()["data"]
     answer = http.post("/files", data=data, files=files)

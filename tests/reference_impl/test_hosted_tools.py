@@ -139,6 +139,19 @@ def test_stateless_input_carrying_a_file_search_call_is_replayed_from_its_result
     assert seen["tool_outputs"] == [original]
 
 
+@pytest.mark.parametrize("result", [{"text": "Paris is in France."}, {}, {"file_id": "file-x", "score": 0.5}])
+def test_a_replayed_file_search_result_may_lack_any_key_as_openais_description_allows(
+        stack: Stack, client: OpenAI, result: dict[str, Any]) -> None:
+    run = scripted(stack, [{"text": "Read."}] * 2)
+    call = {"type": "file_search_call", "id": "fs_1", "status": "completed", "queries": ["capital"],
+            "results": [result]}
+    answer = client.responses.create(model="m", input=[{"role": "user", "content": f"Q {run_marker(run, 0)}"},
+                                                       call], store=False)
+    assert answer.output[-1].content[0].text == "Read."
+    read = upstream_requests(stack, run)[-1]["tool_outputs"][0]
+    assert "[1]" in read and all(str(value) in read for key, value in result.items() if key != "score")
+
+
 @pytest.mark.parametrize(("tool", "param"), [
     ({"type": "file_search", "vector_store_ids": ["vs_missing"]}, "tools[0].vector_store_ids[0]"),
     ({"type": "file_search", "vector_store_ids": [], "filters": {"type": "eq", "key": 3, "value": 1}},

@@ -55,6 +55,16 @@ def chat(**fields: Any) -> dict[str, Any]:
     (responses(input=[{"type": "reasoning", "id": "rs_1"}]), "missing_required_parameter", "input[0].summary"),
     (responses(tools=[FUNCTION | {"strict": "yes"}]), "invalid_type", "tools[0].strict"),
     (responses(top_p=1.5), "decimal_above_max_value", "top_p"),
+    # once accepted: bounds OpenAI's OpenAPI description states (openai_bounds.json)
+    (responses(safety_identifier="x" * 65), "string_above_max_length", "safety_identifier"),
+    (responses(context_management=[]), "empty_array", "context_management"),
+    (responses(context_management=[{"type": "compaction", "compact_threshold": 999}]), "integer_below_min_value",
+     "context_management[0].compact_threshold"),
+    (responses(input=[{"type": "function_call_output", "call_id": "", "output": "x"}]), "empty_string",
+     "input[0].call_id"),
+    (responses(input=[{"type": "function_call_output", "call_id": "c" * 65, "output": "x"}]),
+     "string_above_max_length", "input[0].call_id"),
+    (responses(tools=[MCP | {"tunnel_id": "tunnel_X"}]), "invalid_value", "tools[0].tunnel_id"),
 ])
 def test_the_responses_surface_refuses_what_openai_refuses(body: dict[str, Any], code: str, param: str) -> None:
     with pytest.raises(InvalidRequest) as refused:
@@ -75,6 +85,12 @@ def test_the_responses_surface_refuses_what_openai_refuses(body: dict[str, Any],
     (chat(top_p="high"), "invalid_type", "top_p"),
     (chat(presence_penalty=-3), "decimal_below_min_value", "presence_penalty"),
     (chat(messages=[{"role": "wizard", "content": "x"}]), "invalid_value", "messages[0].role"),
+    (chat(messages=[{"role": "function", "content": "x"}]), "missing_required_parameter", "messages[0].name"),
+    # once accepted: bounds OpenAI's OpenAPI description states (openai_bounds.json)
+    (chat(seed=1e308), "integer_above_max_value", "seed"),
+    (chat(messages=[]), "empty_array", "messages"),
+    (chat(stop=["a", "b", "c", "d", "e"]), "array_above_max_length", "stop"),
+    (chat(safety_identifier="x" * 65), "string_above_max_length", "safety_identifier"),
 ])
 def test_the_chat_surface_refuses_what_openai_refuses(body: dict[str, Any], code: str, param: str) -> None:
     with pytest.raises(InvalidRequest) as refused:
@@ -104,3 +120,18 @@ def test_a_chat_request_with_tools_and_sampling_passes() -> None:
     validate_chat(chat(tools=[{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
                        tool_choice={"type": "function", "function": {"name": "f"}}, temperature=1.5, top_p=0.9,
                        stream=True, stream_options={"include_usage": True}, max_completion_tokens=100))
+
+
+def test_openais_words_for_the_bounds_its_description_states() -> None:
+    with pytest.raises(InvalidRequest) as empty:
+        validate_create(responses(context_management=[]))
+    assert empty.value.message == ("Invalid 'context_management': empty array. Expected an array with minimum "
+                                   "length 1, but got an empty array instead.")
+    with pytest.raises(InvalidRequest) as pattern:
+        validate_create(responses(tools=[MCP | {"tunnel_id": "tunnel_X"}]))
+    assert pattern.value.message == ("Invalid 'tools[0].tunnel_id': string does not match pattern. Expected a string "
+                                     "that matches the pattern '^tunnel_[a-z0-9]{32}$'.")
+    with pytest.raises(InvalidRequest) as seed:
+        validate_chat(chat(seed=1e308))
+    assert seed.value.message == ("Invalid 'seed': integer above maximum value. Expected a value <= "
+                                  "9223372036854776000, but got 1e+308 instead.")

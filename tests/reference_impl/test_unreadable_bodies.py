@@ -7,8 +7,11 @@ it is small enough to be checked quickly."""
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
 import threading
 
+import h11
 import httpx
 import pytest
 
@@ -42,6 +45,15 @@ def test_an_unreadable_body_is_an_openai_error(stack: Stack, path: str, body: by
     assert says in error["message"]
 
 
+@pytest.mark.parametrize("body", [deep(100_000), b'{"model": ', b"[1]"])
+def test_a_chat_body_passed_through_unread_is_refused_by_the_model_in_openais_envelope(stack: Stack,
+                                                                                     body: bytes) -> None:
+    answer = httpx.post(f"{stack.reference_url}/v1/chat/completions", content=body, timeout=30,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 400, answer.text[:200]
+    assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
+
+
 @pytest.mark.parametrize("path", [*PATHS, "/v1/chat/completions"])
 def test_a_body_over_the_limit_is_a_413_on_every_surface(stack: Stack, path: str) -> None:
     answer = httpx.post(f"{stack.reference_url}{path}", content=b" " * (MAX_BODY_BYTES + 1), timeout=30,
@@ -73,6 +85,62 @@ def test_a_bug_is_a_500_in_openai_envelope(stack: Stack, monkeypatch: pytest.Mon
     assert answer.status_code == 500
     assert answer.json() == {"error": {"message": "The server had an error while processing your request. Sorry "
                                                   "about that!", "type": "server_error", "param": None, "code": None}}
+
+
+def _answers_on_one_connection(url: str, requests: list[tuple[str, str, bytes]]) -> list[tuple[int, bytes]]:
+    """The answers to `requests` (method, path, body) sent at once, pipelined, on one keep-alive
+    connection, read until each is answered or the server closes the connection."""
+    host, port = httpx.URL(url).host, httpx.URL(url).port
+    client = h11.Connection(h11.CLIENT)
+    head = b"%s %s HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+    wire = b"".join(head % (method.encode(), path.encode(), host.encode(), len(body)) + body
+                    for method, path, body in requests)
+    answers: list[tuple[int, bytes]] = []
+    with socket.create_connection((host, port), timeout=30) as connection:
+        connection.sendall(wire)
+        for method, path, body in requests:
+            client.send(h11.Request(method=method, target=path, headers=[("host", host),
+                                                                          ("content-length", str(len(body)))]))
+            client.send(h11.Data(data=body))
+            client.send(h11.EndOfMessage())
+            status, received = 0, b""
+            try:
+                while not isinstance(event := client.next_event(), h11.EndOfMessage):
+                    if isinstance(event, h11.ConnectionClosed):
+                        return answers
+                    if event is h11.NEED_DATA:
+                        client.receive_data(connection.recv(65536))
+                    elif isinstance(event, h11.Response):
+                        status = event.status_code
+                    elif isinstance(event, h11.Data):
+                        received += event.data
+            except h11.RemoteProtocolError:  # closed before this answer was complete
+                return answers
+            answers.append((status, received))
+            client.start_next_cycle()
+    return answers
+
+
+def test_a_bug_leaves_the_connection_open_for_the_requests_sent_after_it_on_it(
+        stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = app_module.read_json
+
+    async def broken_for_one_input(request: object) -> object:
+        body = await real(request)  # type: ignore[arg-type]
+        if body.value.get("input") == "break":
+            raise KeyError("a bug")
+        return body
+
+    monkeypatch.setattr(app_module, "read_json", broken_for_one_input)
+    server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or ""))).start()
+    try:
+        answers = _answers_on_one_connection(server.url, [
+            ("POST", "/v1/responses", json.dumps({"model": "m", "input": "break"}).encode()),
+            ("GET", "/v1/responses/resp_unknown", b""), ("GET", "/v1/files", b"")])
+    finally:
+        server.stop()
+    assert [status for status, _ in answers] == [500, 404, 200]
+    assert json.loads(answers[0][1])["error"]["type"] == "server_error"
 
 
 def test_a_small_body_is_checked_on_the_loop_and_a_larger_one_in_a_worker_thread() -> None:

@@ -1,7 +1,8 @@
 """The gateway's HTTP client to the model, against a real model server on loopback that misbehaves
 on request: the upstream's own errors keep their status and fields; a model that cannot be
 reached, answers too slowly, sends no JSON or no event stream is a 502; a compressed answer
-is read; the chat passthrough relays the model's answer as it is."""
+is read; the chat passthrough relays the model's answer as it is, and its error in OpenAI's
+envelope (a plain-text 500 too)."""
 
 from __future__ import annotations
 
@@ -32,6 +33,15 @@ async def _answer(request: Request) -> Response:
                         status_code=429)
     if kind == "bad-gateway-page":
         return Response("<html>bad gateway</html>", status_code=502, media_type="text/html")
+    if kind == "plain-500":
+        return Response("Internal Server Error", status_code=500, media_type="text/plain")
+    if kind == "not-an-error":
+        return JSONResponse({"detail": [{"loc": ["body"], "msg": "field required"}]}, status_code=422)
+    if kind == "full-error":
+        return JSONResponse({"error": {"message": "Bad.", "type": "invalid_request_error", "param": "messages",
+                                       "code": "invalid_type", "extra": 1}}, status_code=400)
+    if kind == "endless-error":
+        return StreamingResponse(_endless(), status_code=500, media_type="text/plain")
     if kind == "not-json":
         return Response("surely not json", media_type="application/json")
     if kind == "gzipped":
@@ -45,6 +55,11 @@ async def _answer(request: Request) -> Response:
     if kind == "json-for-a-stream":
         return JSONResponse({"type": "one"})
     return JSONResponse({"echo": await request.json(), "authorization": request.headers.get("authorization")})
+
+
+async def _endless() -> AsyncIterator[bytes]:
+    while True:
+        yield b"x" * 65536
 
 
 async def _chunks(frames: list[str]) -> AsyncIterator[bytes]:
@@ -133,10 +148,19 @@ async def test_a_failed_stream_keeps_the_upstreams_status(model: str) -> None:
 
 @pytest.mark.parametrize(("kind", "status", "body"), [
     ("echo", 200, {"echo": {"model": "m", "messages": []}, "authorization": "Bearer sk-test-key"}),
-    ("rate-limited", 429, {"error": {"message": "Slow down.", "type": "requests", "code": "rate_limit_exceeded"}}),
+    ("rate-limited", 429, {"error": {"message": "Slow down.", "type": "requests", "param": None,
+                                     "code": "rate_limit_exceeded"}}),
+    ("full-error", 400, {"error": {"message": "Bad.", "type": "invalid_request_error", "param": "messages",
+                                   "code": "invalid_type"}}),
+    ("plain-500", 500, {"error": {"message": "The upstream model returned HTTP 500.", "type": "server_error",
+                                  "param": None, "code": None}}),
+    ("not-an-error", 422, {"error": {"message": "The upstream model returned HTTP 422.", "type": "server_error",
+                                     "param": None, "code": None}}),
+    ("endless-error", 500, {"error": {"message": "The upstream model returned HTTP 500.", "type": "server_error",
+                                      "param": None, "code": None}}),
 ])
-def test_the_chat_passthrough_relays_the_models_answer_as_it_is(model: str, kind: str, status: int,
-                                                                 body: dict) -> None:
+def test_the_chat_passthrough_relays_the_models_answer_and_its_errors_in_openais_envelope(
+        model: str, kind: str, status: int, body: dict) -> None:
     config = GatewayConfig(upstream_url=f"{model}/{kind}", upstream_wire="chat", upstream_api_key="sk-test-key")
     gateway = ServerThread(build_gateway_app(config)).start()
     try:

@@ -11,6 +11,7 @@ import secrets
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -185,13 +186,14 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
         ("POST", f"{base}/files", {"file_id": file.id, "attributes": {"tags": ["a"]}}, 400,
          "Invalid type for 'attributes.tags'", "attributes.tags"),
         ("POST", f"{base}/search", {}, 400, "Missing required parameter: 'query'.", "query"),
-        ("POST", f"{base}/search", {"query": "x", "max_num_results": 51}, 400, "between 1 and 50", "max_num_results"),
+        ("POST", f"{base}/search", {"query": "x", "max_num_results": 51}, 400, "Expected a value <= 50",
+         "max_num_results"),
         ("POST", f"{base}/search", {"query": "x", "filters": {"type": "like", "key": "k", "value": 1}}, 400,
          "Invalid value: 'like'", "filters.type"),
         ("POST", f"{base}/search", {"query": "x", "filters": {"type": "eq", "value": 1}}, 400,
          "Missing required parameter: 'filters.key'.", "filters.key"),
         ("POST", f"{base}/search", {"query": "x", "ranking_options": {"score_threshold": 2}}, 400,
-         "between 0 and 1", "ranking_options.score_threshold"),
+         "Expected a value <= 1", "ranking_options.score_threshold"),
         ("POST", f"{base}/search", {"query": "x", "rewrite_query": True}, 400, "does not rewrite queries",
          "rewrite_query"),
         ("POST", f"{base}/search", {"query": "x", "rewrite_query": "yes"}, 400, "Invalid type for 'rewrite_query'",
@@ -205,6 +207,51 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
     assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 0  # nothing refused was attached
     with pytest.raises(BadRequestError):
         client.vector_stores.search(vector_store.id, query="x", max_num_results=0)
+
+
+@pytest.mark.parametrize(("filters", "param"), [
+    ({"type": "gt", "key": "a", "value": {"x": 1}}, "filters.value"),
+    ({"type": "gt", "key": "a", "value": [1, 2]}, "filters.value"),
+    ({"type": "lte", "key": "a", "value": None}, "filters.value"),
+    ({"type": "in", "key": "a", "value": [1, {"x": 1}]}, "filters.value[1]"),
+    ({"type": "nin", "key": "a", "value": [True]}, "filters.value[0]"),
+    ({"type": "and", "filters": [{"type": "gte", "key": "a", "value": [[1]]}]}, "filters.filters[0].value"),
+    ({"type": "eq", "key": "a", "value": 1, "bogus": 1}, "filters.bogus"),
+    ({"type": "or", "filters": [], "bogus": 1}, "filters.bogus"),
+])
+def test_a_filter_value_openai_does_not_describe_is_a_400_naming_it(client: OpenAI, http: httpx.Client,
+                                                                     filters: dict[str, Any], param: str) -> None:
+    vector_store = client.vector_stores.create(name="numbers")
+    file = upload(client, "Seven is a number.")
+    client.vector_stores.files.create(vector_store_id=vector_store.id, file_id=file.id, attributes={"a": 7})
+    answer = http.post(f"/vector_stores/{vector_store.id}/search", json={"query": "number", "filters": filters})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == param
+    fine = http.post(f"/vector_stores/{vector_store.id}/search", json={"query": "number", "filters": {
+        "type": "and", "filters": [{"type": "gt", "key": "a", "value": 6}, {"type": "in", "key": "a", "value": [7]}]}})
+    assert [hit["file_id"] for hit in fine.json()["data"]] == [file.id]
+
+
+@pytest.mark.parametrize(("path", "body", "param"), [
+    ("", {"name": None}, "name"), ("", {"description": 5}, "description"), ("", {"chunking_strategy": None},
+                                                                           "chunking_strategy"),
+    ("", {"chunking_strategy": {"type": "auto", "extra": 1}}, "chunking_strategy.extra"),
+    ("", {"metadata": {f"k{i}": "v" for i in range(17)}}, "metadata"), ("", {"metadata": {"k": "v" * 513}},
+                                                                        "metadata.k"),
+    ("", {"file_ids": None}, "file_ids"), ("", {"expires_after": {"anchor": "last_active_at", "days": 1, "x": 1}},
+                                           "expires_after.x"),
+    ("/{id}", {"metadata": {"k" * 65: "v"}}, "metadata"),
+    ("/{id}/search", {"query": "x", "filters": None}, "filters"),
+    ("/{id}/search", {"query": "x", "ranking_options": {"extra": 1}}, "ranking_options.extra"),
+    ("/{id}/files", {"file_id": "file-x", "chunking_strategy": None}, "chunking_strategy"),
+    ("/{id}/file_batches", {"file_ids": ["file-x"], "chunking_strategy": None}, "chunking_strategy"),
+])
+def test_a_body_openais_description_refuses_is_a_400_naming_the_field(client: OpenAI, http: httpx.Client, path: str,
+                                                                      body: dict[str, Any], param: str) -> None:
+    vector_store = client.vector_stores.create(name="described")
+    answer = http.post(f"/vector_stores{path.format(id=vector_store.id)}", json=body)
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["param"] == param, answer.text
 
 
 def test_a_type_file_search_does_not_read_is_refused_and_nothing_is_attached(client: OpenAI,
@@ -307,7 +354,8 @@ def test_a_file_batch_attaches_its_files_with_their_attributes(client: OpenAI, h
     for body, status, param in (({"file_ids": [manual.id], "files": [{"file_id": manual.id}]}, 400, "files"),
                                 ({"files": [{"file_id": manual.id}], "attributes": {"a": "b"}}, 400, "attributes"),
                                 ({}, 400, "file_ids"), ({"file_ids": []}, 400, "file_ids"),
-                                ({"files": [{"id": manual.id}]}, 400, "files[0].id"),
+                                ({"files": [{"file_id": manual.id, "id": manual.id}]}, 400, "files[0].id"),
+                                ({"files": [{"id": manual.id}]}, 400, "files[0].file_id"),
                                 ({"file_ids": [manual.id, "file-missing"]}, 404, "id")):
         answer = http.post(base, json=body)
         assert (answer.status_code, answer.json()["error"]["param"]) == (status, param), body
