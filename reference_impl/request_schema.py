@@ -14,7 +14,7 @@ against it; `first_violation` turns the first violation, in body order, into Ope
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -28,7 +28,7 @@ from pydantic import TypeAdapter
 from starlette.requests import Request
 
 from .errors import InvalidRequest
-from .json_body import read_json
+from .json_body import JsonBody, read_json
 
 Schema = dict[str, Any]
 
@@ -104,13 +104,14 @@ def invalid_value(param: str, value: Any, supported: Iterable[Any], *,
                           code="invalid_value")
 
 
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value."""
-    body = (await read_json(request)).value
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise invalid_type("body", "an object", body)
+async def read_json_object(request: Request, max_members: Mapping[str, int] | None = None) -> JsonBody:
+    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value
+    (`max_members`: see `read_json`)."""
+    body = await read_json(request, max_members)
+    if body.value is None:
+        return JsonBody({}, body.size)
+    if not isinstance(body.value, dict):
+        raise invalid_type("body", "an object", body.value)
     return body
 
 
@@ -298,7 +299,8 @@ def _bounded(schema: Schema, bounds: dict[str, Schema]) -> Schema:
     for name, bound in bounds.items():
         if (declared := schema["properties"].get(name)) is not None:
             integer = any(node.get("type") == "integer" for node in [declared, *declared.get("anyOf", [])])
-            schema["properties"][name] = {"allOf": [declared, bound | {_KIND: "integer" if integer else "decimal"}]}
+            # the bound first: a count is checked before the value's members are walked
+            schema["properties"][name] = {"allOf": [bound | {_KIND: "integer" if integer else "decimal"}, declared]}
     return schema
 
 
