@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import sqlite3
 import threading
 import time
@@ -20,10 +21,13 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime
+from responses_parity.reference_impl.chunking import text_chunks
 from responses_parity.reference_impl.request_schema import RequestSchema
 from responses_parity.reference_impl.vector_stores import fts_match
 from sql_trace import SqlTrace
@@ -334,3 +338,62 @@ def test_50_uploads_at_once_all_succeed_under_the_default_cap(stack: Stack) -> N
         assert asyncio.run(uploads()) == [200] * 50
     finally:
         server.stop()
+
+
+# -- the readers that make this cheap read as the simple ones do --------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                     | st.text(max_size=5), lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.text(max_size=3), inner, max_size=4), max_leaves=12)
+_SPACE = st.sampled_from(["", " ", "\n", "\t ", "\r\n"])
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(body=st.dictionaries(st.sampled_from(["items", "metadata", "other", "x"]), _JSON, max_size=4),
+       bound=st.integers(0, 4), space=_SPACE)
+def test_counting_while_parsing_reads_json_as_json_loads_does(body: dict[str, Any], bound: int, space: str) -> None:
+    """Members counted up to their bound, or refused exactly when one too many is there."""
+    text = json.dumps(body, indent=1 if space else None).replace("\n", "\n" + space)
+    limits = {"items": bound, "metadata": bound}
+    over = [key for key, value in body.items()
+            if key in limits and isinstance(value, list | dict) and len(value) > bound]
+    try:
+        parsed = json_body._counted(text, limits)
+    except json_body.TooManyMembers as refused:
+        assert refused.param in over
+    else:
+        assert not over and parsed == json.loads(text)
+
+
+@pytest.mark.parametrize("text", ['{"items": [1,]}', '{"items" [1]}', '{"a": 1}x', '{"a": 1,}', '{"items": [1 2]}',
+                                  '{"items": [', '{"items": [NaN]}', '{"a": "\x01"}', '{1: 2}'])
+def test_counting_while_parsing_refuses_what_json_loads_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        json_body._DECODER.decode(text)
+    with pytest.raises(ValueError):
+        json_body._counted(text, {"items": 20})
+
+
+def _chunks_word_by_word(text: str, size: int, overlap: int) -> list[str]:
+    """The chunking as first written: every word's span in a list, a window of them per chunk."""
+    words = [match.span() for match in re.finditer(r"\S+", text)]
+    cut = []
+    for start in range(0, len(words), size - overlap):
+        window = words[start:start + size]
+        cut.append(text[window[0][0]:window[-1][1]])
+        if start + size >= len(words):
+            break
+    return cut
+
+
+@settings(max_examples=400, deadline=None, derandomize=True, database=None)
+@given(words=st.lists(st.tuples(st.text("ab\u00e9x", max_size=6),
+                                st.sampled_from([" ", "\n", "  ", "\t", "", "\u2003"])), max_size=40),
+       size=st.integers(2, 12), overlap_share=st.floats(0, 0.5), cuts=st.lists(st.integers(0, 400), max_size=6))
+def test_chunks_cut_a_piece_at_a_time_are_the_chunks_cut_word_by_word(words: list[tuple[str, str]], size: int,
+                                                                      overlap_share: float, cuts: list[int]) -> None:
+    text = "".join(word + space for word, space in words)
+    overlap = int(size * overlap_share)
+    edges = sorted({min(cut, len(text)) for cut in cuts})
+    pieces = [text[start:end] for start, end in zip([0, *edges], [*edges, len(text)], strict=True)]
+    assert list(text_chunks(pieces, size, overlap)) == _chunks_word_by_word(text, size, overlap)
