@@ -174,6 +174,10 @@ class MissingFile(LookupError):
         self.file_id = file_id
 
 
+Attributes = dict[str, str | float | bool]
+"""A file's attributes in a vector store (what search filters compare)."""
+
+
 @dataclass(frozen=True)
 class Chunk:
     """A search hit: one chunk of an attached file, its BM25 rank (lower is better) and its file's attributes."""
@@ -236,8 +240,8 @@ class VectorStoreStore(Protocol):
     async def vector_store_files_page(self, store_id: str, query: PageQuery, *, failed: bool | None = None,
                                       batch_id: str | None = None) -> tuple[list[StoredVectorStoreFile], bool]: ...
     async def delete_vector_store_file(self, store_id: str, file_id: str) -> bool: ...
-    async def search_chunks(self, store_id: str, match: str, *, limit: int, good_enough: Callable[[Chunk], bool],
-                            keep: Callable[[Chunk], bool]) -> list[Chunk]: ...
+    async def search_chunks(self, store_id: str, match: str, *, limit: int, good_enough: Callable[[float], bool],
+                            keep: Callable[[Attributes | None], bool]) -> list[Chunk]: ...
     async def touch_vector_store(self, store_id: str, at: int) -> None: ...
     async def update_vector_store_file(self, file: StoredVectorStoreFile) -> None: ...
     async def get_file_batch(self, store_id: str, batch_id: str) -> StoredFileBatch | None: ...
@@ -700,30 +704,35 @@ class SqliteStore:
                           for table in ("vector_store_chunks", "vector_store_files")])
         return found is not None
 
-    async def search_chunks(self, store_id: str, match: str, *, limit: int, good_enough: Callable[[Chunk], bool],
-                            keep: Callable[[Chunk], bool]) -> list[Chunk]:
+    async def search_chunks(self, store_id: str, match: str, *, limit: int, good_enough: Callable[[float], bool],
+                            keep: Callable[[Attributes | None], bool]) -> list[Chunk]:
         """The store's best chunks that FTS5 `match` finds, best BM25 rank first (ties in index
-        order), with their file's name and attributes: at most `limit` of those `keep` keeps,
-        read until the first that is not `good_enough` (none after it is better). A file past
-        its `expires_at` is not searched. The search runs on a connection of its own
-        (`_read`): the store's lock stays free while SQLite ranks the chunks."""
+        order), with their file's name and attributes: at most `limit` of those whose file's
+        attributes `keep` keeps (asked once a file), read until the first rank that is not
+        `good_enough` (none after it is better). Only the chunks returned have their text read.
+        A file past its `expires_at` is not searched. The search runs on a read connection of
+        its own (`_read`): the store's lock stays free while SQLite ranks the chunks."""
         def work(db: sqlite3.Connection) -> list[Chunk]:
-            found: list[Chunk] = []
-            rows = db.execute(
-                "SELECT c.file_id, f.filename, c.text, c.rank, v.attributes FROM vector_store_chunks c "
-                "JOIN vector_store_files v ON v.vector_store_id = c.vector_store_id AND v.file_id = c.file_id "
-                "JOIN files f ON f.id = c.file_id "
-                f"WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? AND c.{_ATTACHED_FILE_KEPT_SQL} "
-                "ORDER BY c.rank, c.rowid", (match, store_id, self._clock()))
-            for file_id, filename, text, rank, attributes in rows:
-                chunk = Chunk(file_id, filename, text, rank, _json_or_none(attributes))
-                if not good_enough(chunk):
+            kept: dict[str, bool] = {}
+            found: list[tuple[int, str, str, float, Attributes | None]] = []
+            for rowid, file_id, filename, rank, attributes in db.execute(
+                    "SELECT c.rowid, c.file_id, f.filename, c.rank, v.attributes FROM vector_store_chunks c "
+                    "JOIN vector_store_files v ON v.vector_store_id = c.vector_store_id AND v.file_id = c.file_id "
+                    "JOIN files f ON f.id = c.file_id "
+                    f"WHERE vector_store_chunks MATCH ? AND c.vector_store_id = ? AND c.{_ATTACHED_FILE_KEPT_SQL} "
+                    "ORDER BY c.rank, c.rowid", (match, store_id, self._clock())):
+                if not good_enough(rank):
                     break
-                if keep(chunk):
-                    found.append(chunk)
+                if file_id not in kept:
+                    kept[file_id] = keep(_json_or_none(attributes))
+                if kept[file_id]:
+                    found.append((rowid, file_id, filename, rank, _json_or_none(attributes)))
                     if len(found) == limit:
                         break
-            return found
+            texts = dict(db.execute(f"SELECT rowid, text FROM vector_store_chunks WHERE rowid IN "
+                                    f"({', '.join('?' * len(found))})", [row[0] for row in found]).fetchall())
+            return [Chunk(file_id, filename, texts[rowid], rank, attributes)
+                    for rowid, file_id, filename, rank, attributes in found]
         return await self._read(work)
 
     # -- audit and tool cache ----------------------------------------------------------------

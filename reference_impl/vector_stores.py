@@ -68,7 +68,7 @@ from .ids import new_id
 from .pagination import list_query, page_object
 from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown
 from .store import (
-    Attachment, Chunk, FileStore, FileTally, MissingFile, StoredFile, StoredFileBatch, StoredVectorStore,
+    Attachment, Attributes, FileStore, FileTally, MissingFile, StoredFile, StoredFileBatch, StoredVectorStore,
     StoredVectorStoreFile, VectorStoreStore,
 )
 
@@ -324,11 +324,11 @@ async def search_stores(store: VectorStoreStore, store_ids: list[str], queries: 
     if match is None:
         return []
 
-    def good_enough(chunk: Chunk) -> bool:
-        return score(chunk.rank) >= score_threshold
+    def good_enough(rank: float) -> bool:
+        return score(rank) >= score_threshold
 
-    def keep(chunk: Chunk) -> bool:
-        return filters is None or passes(filters, chunk.attributes or {})
+    def keep(attributes: Attributes | None) -> bool:
+        return filters is None or passes(filters, attributes or {})
 
     hits = [SearchHit(store_id, chunk.file_id, chunk.filename, score(chunk.rank), chunk.attributes, chunk.text)
             for store_id in store_ids

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
-from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime
+from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime, vector_stores
 from responses_parity.reference_impl.chunking import text_chunks
 from responses_parity.reference_impl.request_schema import RequestSchema
 from responses_parity.reference_impl.vector_stores import fts_match
@@ -160,6 +160,24 @@ def test_a_store_named_again_is_looked_up_and_searched_once(stack: Stack, traced
     assert [result["text"][:6] for result in call["results"]] == ["word0 "]  # one hit, not one per mention
     assert sum(1 for sql in trace.run if "FROM vector_stores WHERE id" in sql) <= 2  # the check, the loop's run
     assert sum(1 for sql in trace.run if "MATCH" in sql) == 1
+
+
+def test_a_search_asks_a_filter_once_a_file_and_reads_only_the_text_it_returns(
+        traced: tuple[httpx.Client, SqlTrace], monkeypatch: pytest.MonkeyPatch) -> None:
+    client, trace = traced
+    text = " ".join(f"common word{n}" for n in range(1500))  # 30 chunks of 100 words, each with "common"
+    store_id = client.post("/vector_stores", json={"file_ids": [upload(client, text)],
+                                                   "chunking_strategy": STATIC}).json()["id"]
+    asked: list[Any] = []
+    monkeypatch.setattr(vector_stores, "passes", lambda filter_, attributes: asked.append(attributes) or False)
+    found = client.post(f"/vector_stores/{store_id}/search", json={
+        "query": "common", "filters": {"type": "eq", "key": "kind", "value": "none"}}).json()
+    assert found["data"] == [] and asked == [{}]
+    monkeypatch.undo()
+    trace.rows = 0
+    hits = client.post(f"/vector_stores/{store_id}/search", json={"query": "common", "max_num_results": 2}).json()
+    assert len(hits["data"]) == 2
+    assert trace.rows < 10  # the store, the best chunks ranked (their texts), not the 30 that match
 
 
 # -- repeated file ids: one file, indexed once ---------------------------------------------------
