@@ -143,7 +143,10 @@ async def body_of(request: Request, known: tuple[str, ...], *required: str,
     """The request's JSON object, or OpenAI's 400 for a key not `known` or a `required` one
     missing (`max_members`: the lists refused as soon as they are seen to be too long, as
     `read_json` counts them)."""
-    body = (await read_json_object(request, max_members)).value
+    return _with_keys((await read_json_object(request, max_members)).value, known, required)
+
+
+def _with_keys(body: dict[str, Any], known: tuple[str, ...], required: tuple[str, ...]) -> dict[str, Any]:
     for key in body:
         if key not in known:
             raise unknown(key, key, known)
@@ -270,6 +273,21 @@ def _queries(value: Any) -> list[str]:
     if isinstance(value, list) and value and all(isinstance(item, str) for item in value):
         return value
     raise invalid_type("query", "a string or an array of strings", value)
+
+
+def _search_request(value: dict[str, Any]) -> tuple[list[str], int, float, dict[str, Any] | None]:
+    """A search body's queries, result limit, score threshold and filter, or OpenAI's 400."""
+    body = _with_keys(value, _SEARCH_KEYS, ("query",))
+    queries = _queries(body["query"])
+    limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
+    threshold = score_threshold(body.get("ranking_options"))
+    rewrite = body.get("rewrite_query", False)
+    if not isinstance(rewrite, bool):
+        raise invalid_type("rewrite_query", "a boolean", rewrite)
+    if rewrite:
+        raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
+                             param="rewrite_query", code="invalid_value")
+    return queries, limit, threshold, checked_filter(body["filters"]) if body.get("filters") is not None else None
 
 
 def fts_match(queries: list[str]) -> str | None:
@@ -533,17 +551,8 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         vector_store = await existing(request.path_params["vector_store_id"])
         if expired(vector_store, time.time()):
             raise VectorStoreExpired(vector_store.id)
-        body = await body_of(request, _SEARCH_KEYS, "query")
-        queries = _queries(body["query"])
-        limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
-        threshold = score_threshold(body.get("ranking_options"))
-        rewrite = body.get("rewrite_query", False)
-        if not isinstance(rewrite, bool):
-            raise invalid_type("rewrite_query", "a boolean", rewrite)
-        if rewrite:
-            raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
-                                 param="rewrite_query", code="invalid_value")
-        filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
+        body = await read_json_object(request)
+        queries, limit, threshold, filter_ = await body.checked(_search_request)  # a query can be long
         hits = await search_stores(store, [vector_store.id], queries, max_num_results=limit,
                                    score_threshold=threshold, filters=filter_)
         data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,

@@ -135,6 +135,26 @@ def test_a_search_leaves_the_store_lock_free_while_sqlite_ranks_the_chunks(stack
     assert held_while_ranking and not any(held_while_ranking)
 
 
+def on_the_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_a_long_search_body_is_checked_off_the_loop(traced: tuple[httpx.Client, SqlTrace],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    client, _ = traced
+    store_id = client.post("/vector_stores", json={"file_ids": [upload(client)]}).json()["id"]
+    where: list[bool] = []
+    queries = vector_stores._queries
+    monkeypatch.setattr(vector_stores, "_queries", lambda value: where.append(on_the_loop()) or queries(value))
+    for query in ("word1", ["word1"] * 10_000):
+        assert client.post(f"/vector_stores/{store_id}/search", json={"query": query}).status_code == 200
+    assert where == [True, False]  # a small body on the loop, a long one in a worker thread
+
+
 def test_a_query_is_searched_by_its_first_words_only() -> None:
     from responses_parity.reference_impl.vector_stores import MAX_QUERY_WORDS
     match = fts_match([" ".join(f"w{n}" for n in range(100_000)), "later"])
