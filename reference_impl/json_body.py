@@ -139,8 +139,9 @@ def _counted(text: str, max_members: Mapping[str, int]) -> Any:
 def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, int], param: str = ""
                ) -> tuple[Any, int]:
     """The object or array at `at` and where it ends: a member at a time, each by the C scanner,
-    refused at `bound + 1` members (None: no bound). The top-level object (`param` empty) reads
-    the members named in `max_members` so."""
+    refused once it has `bound + 1` members (None: no bound; a key named again is one member, as
+    `json.loads` keeps the last). The top-level object (`param` empty) reads the members named
+    in `max_members` so."""
     is_object = text.startswith("{", at)
     close = "}" if is_object else "]"
     members: Any = {} if is_object else []
@@ -148,8 +149,8 @@ def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, 
     if text.startswith(close, at):
         return members, at + 1
     while True:
-        if bound is not None and len(members) == bound:
-            raise TooManyMembers(param, bound, not is_object)
+        if bound is not None and len(members) == bound and not is_object:  # an object's next key may be one it has
+            raise TooManyMembers(param, bound, True)
         if is_object:
             if not text.startswith('"', at):
                 raise ValueError("Expecting property name enclosed in double quotes")
@@ -168,6 +169,8 @@ def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, 
                 raise ValueError("Expecting value") from None
         if is_object:
             members[key] = member
+            if bound is not None and len(members) > bound:
+                raise TooManyMembers(param, bound, False)
         else:
             members.append(member)
         at = _skip(text, at)

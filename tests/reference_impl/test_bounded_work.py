@@ -403,6 +403,12 @@ def test_counting_while_parsing_reads_json_as_json_loads_does(body: dict[str, An
         assert not over and parsed == json.loads(text)
 
 
+def test_a_key_named_again_is_one_member() -> None:
+    metadata = ", ".join(f'"key{n}": "v"' for n in range(16))
+    text = f'{{"metadata": {{{metadata}, "key0": "again"}}}}'
+    assert json_body._counted(text, {"metadata": 16}) == json.loads(text)
+
+
 @pytest.mark.parametrize("text", ['{"items": [1,]}', '{"items" [1]}', '{"a": 1}x', '{"a": 1,}', '{"items": [1 2]}',
                                   '{"items": [', '{"items": [NaN]}', '{"a": "\x01"}', '{1: 2}'])
 def test_counting_while_parsing_refuses_what_json_loads_refuses(text: str) -> None:
