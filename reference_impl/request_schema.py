@@ -146,15 +146,23 @@ class RequestSchema:
         return {key: _Validator(schema | {"$defs": definitions})
                 for key, schema in self.schema["properties"].items()}
 
+    @cached_property
+    def _bounds(self) -> dict[str, Any]:
+        """The bounds of each bounded parameter alone (the members after the first of its `allOf`)."""
+        return {key: _Validator({"allOf": schema["allOf"][1:]}) for key, schema in self.schema["properties"].items()
+                if "allOf" in schema}
+
     def first_violation(self, body: dict[str, Any]) -> InvalidRequest | None:
         """OpenAI's 400 for the first part of `body`, in body order, that breaks the schema, or
-        None when none does. Each top-level value is checked only until its first violation."""
+        None when none does. Each top-level value is checked only until its first violation,
+        its bounds first (a count is checked before the members it counts are walked)."""
         for key, value in body.items():
             if key not in self._validators:
                 return unknown(key, key, self._validators)
-            if (error := next(self._validators[key].iter_errors(value), None)) is not None:
-                error.path.appendleft(key)
-                return _openai_error(error)
+            for validator in (self._bounds.get(key), self._validators[key]):
+                if validator is not None and (error := next(validator.iter_errors(value), None)) is not None:
+                    error.path.appendleft(key)
+                    return _openai_error(error)
         return None
 
 
@@ -299,8 +307,7 @@ def _bounded(schema: Schema, bounds: dict[str, Schema]) -> Schema:
     for name, bound in bounds.items():
         if (declared := schema["properties"].get(name)) is not None:
             integer = any(node.get("type") == "integer" for node in [declared, *declared.get("anyOf", [])])
-            # the bound first: a count is checked before the value's members are walked
-            schema["properties"][name] = {"allOf": [bound | {_KIND: "integer" if integer else "decimal"}, declared]}
+            schema["properties"][name] = {"allOf": [declared, bound | {_KIND: "integer" if integer else "decimal"}]}
     return schema
 
 
