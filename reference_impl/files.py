@@ -80,7 +80,6 @@ class UploadSlots:
 
     def __init__(self, limit: int, wait_s: float) -> None:
         self.limit, self.wait_s = limit, wait_s
-        self.taken = 0
         self._free = asyncio.Semaphore(limit)
 
     @contextlib.asynccontextmanager
@@ -91,11 +90,9 @@ class UploadSlots:
         except TimeoutError:
             raise RateLimited(f"Too many uploads at once: this gateway reads at most {self.limit} at a time. Please "
                               "try again in 1s.", 1) from None
-        self.taken += 1
         try:
             yield
         finally:
-            self.taken -= 1
             self._free.release()
 
 

@@ -111,16 +111,18 @@ async def read_json(request: Request, max_members: Mapping[str, int] | None = No
     except ValueError as error:
         raise InvalidRequest(_UNPARSABLE) from error
     body = JsonBody(value, len(raw))
-    await body.checked(lambda _: _check_readable(value, text))
+    deep, surrogates = text.count("[") + text.count("{") > MAX_DEPTH, _MAYBE_SURROGATE.search(text) is not None
+    if deep or surrogates:  # C-speed counts spare the walks unless the text could hold what they look for
+        await body.checked(lambda _: _check_readable(value, deep, surrogates))
     return body
 
 
-def _check_readable(value: Any, text: str) -> None:
-    """A 400 for a value nested deeper than `MAX_DEPTH` or holding a lone surrogate (`text`: its
-    JSON; C-speed counts spare the walks unless the text could hold either)."""
-    if text.count("[") + text.count("{") > MAX_DEPTH and nesting_depth(value) > MAX_DEPTH:
+def _check_readable(value: Any, deep: bool, surrogates: bool) -> None:
+    """A 400 for a value nested deeper than `MAX_DEPTH` (if it could be `deep`) or holding a lone
+    surrogate (if its text has `surrogates` escapes)."""
+    if deep and nesting_depth(value) > MAX_DEPTH:
         raise _too_deep()
-    if _MAYBE_SURROGATE.search(text) and _has_lone_surrogate(value):
+    if surrogates and _has_lone_surrogate(value):
         raise InvalidRequest(f"{_UNPARSABLE} A string holds a lone UTF-16 surrogate, which is not text.")
 
 
