@@ -32,11 +32,11 @@ from .config import GatewayConfig
 from .conversations import conversation_routes
 from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unauthorized
 from .event_log import sse_frame
-from .files import file_routes
+from .files import UploadSlots, file_routes
 from .json_body import read_json
 from .last_resort import AnswerBugs
 from .outbound import Resolver, system_resolver
-from .pagination import list_query, page
+from .pagination import list_query, page_object
 from .query import boolean, included, integer
 from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
@@ -141,8 +141,10 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
 
     async def input_items(request: Request) -> Response:
         included(request.query_params)
-        found = await stored(request.path_params["response_id"])
-        return JSONResponse(page(found.input_items, *list_query(request.query_params)))
+        response_id = request.path_params["response_id"]
+        if not await store.has_response(response_id):
+            raise NotFound(f"Response with id '{response_id}' not found.")
+        return JSONResponse(page_object(*await store.input_items_page(response_id, list_query(request.query_params))))
 
     async def audit(request: Request) -> Response:
         if not config.admin_key:
@@ -180,7 +182,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),
             Route("/v1/responses/{response_id}/input_items", input_items, methods=["GET"]),
             *conversation_routes(store),
-            *file_routes(store),
+            *file_routes(store, UploadSlots(config.max_concurrent_uploads, config.upload_wait_s)),
             *vector_store_routes(store, store),
             *file_batch_routes(store, store),
             *chat_routes(runtime),

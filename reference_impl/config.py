@@ -13,6 +13,8 @@ admin_key_env: GATEWAY_ADMIN_KEY       # the admin routes' key ("Authorization: 
                                        # this variable, never from the file; unset: no admin routes
 tool_call_cap: 32                      # the gateway's own cap on tool calls per response
 max_concurrent_runs: 16                # loop runs at once per API key; more get a 429
+max_concurrent_uploads: 8              # file uploads read at once; one more waits for a slot up to
+upload_wait_s: 30                      # this many seconds, then gets a 429
 tool_listing_ttl_s: 600                # how long listings of the servers below are reused
 mcp_servers:                           # gateway-configured MCP servers
   - {label: calc, url: "http://127.0.0.1:8643/mcp", transport: streamable_http,
@@ -121,6 +123,8 @@ class GatewayConfig:
     mcp_timeout_s: float = 30.0
     tool_call_cap: int = 32
     max_concurrent_runs: int = 16
+    max_concurrent_uploads: int = 8
+    upload_wait_s: float = 30.0
     store_path: str = ":memory:"
     response_retention_s: float | None = OPENAI_RETENTION_S
     """How long a stored response (its events, input items and audit too) is kept; None: forever."""
@@ -154,6 +158,10 @@ class GatewayConfig:
             raise ConfigError(f"tool_call_cap: must be >= 1, got {self.tool_call_cap}")
         if self.max_concurrent_runs < 1:
             raise ConfigError(f"max_concurrent_runs: must be >= 1, got {self.max_concurrent_runs}")
+        if self.max_concurrent_uploads < 1:
+            raise ConfigError(f"max_concurrent_uploads: must be >= 1, got {self.max_concurrent_uploads}")
+        if self.upload_wait_s < 0:
+            raise ConfigError(f"upload_wait_s: must be >= 0, got {self.upload_wait_s}")
         if not 1 <= self.chat_max_rounds <= MAX_CHAT_ROUNDS:
             raise ConfigError(f"chat.max_rounds: must be 1..{MAX_CHAT_ROUNDS}, got {self.chat_max_rounds}")
         if self.chat_deadline_s <= 0:
@@ -199,7 +207,8 @@ class GatewayConfig:
     def from_mapping(cls, raw: dict[str, Any]) -> GatewayConfig:
         _known("", raw, {"upstream", "store_path", "response_retention_s", "response_retention_max", "admin_key_env",
                          "tool_call_cap", "mcp_timeout_s", "mcp_servers", "max_concurrent_runs", "tool_listing_ttl_s",
-                         "outbound", "tool_cache", "chat", "web_search"})
+                         "outbound", "tool_cache", "chat", "web_search", "max_concurrent_uploads",
+                         "upload_wait_s"})
         upstream = _section(raw, "upstream", {"url", "wire", "chaining", "api_key_env", "timeout_s"})
         if "url" not in upstream:
             raise ConfigError("upstream.url: required")
@@ -223,6 +232,8 @@ class GatewayConfig:
             mcp_timeout_s=float(raw.get("mcp_timeout_s", 30.0)),
             tool_call_cap=int(raw.get("tool_call_cap", 32)),
             max_concurrent_runs=int(raw.get("max_concurrent_runs", 16)),
+            max_concurrent_uploads=int(raw.get("max_concurrent_uploads", 8)),
+            upload_wait_s=float(raw.get("upload_wait_s", 30.0)),
             store_path=str(raw.get("store_path", ":memory:")),
             response_retention_s=_optional(float, raw.get("response_retention_s", OPENAI_RETENTION_S)),
             response_retention_max=_optional(int, raw.get("response_retention_max", DEFAULT_MAX_RESPONSES)),

@@ -1,7 +1,9 @@
 """The Conversations API: `/v1/conversations` and its items.
 
 A conversation is created with metadata and up to 20 items; its items are listed with cursor
-pagination, added (up to 20 at a time), read and deleted one by one. Deleting a conversation
+pagination (a page read from the store), added (up to 20 at a time), read and deleted one by
+one. A body with a 21st item (or a 17th metadata key) is refused as soon as that one is parsed,
+before the rest of the body is read or any item is checked. Deleting a conversation
 answers `conversation.deleted` and, as OpenAI documents, leaves its items alone. Responses
 created with `conversation` read its items as history and append their input and output
 (see `service.py`); a file search's results are kept and listed only with `include`.
@@ -20,23 +22,26 @@ from .client import with_ids
 from .errors import NotFound
 from .hosted_items import as_listed
 from .ids import new_id
-from .pagination import list_query, page
+from .pagination import list_query, page_object
 from .query import included
 from .store import Conversation, ConversationStore
-from .request_schema import conversation_schemas, missing, read_json_object
+from .request_schema import conversation_schemas, member_bounds, missing, read_json_object
 from .validation import input_items
 
-MAX_ITEMS = 20
 
 
-def _checked(body: dict[str, Any], kind: str, *required: str) -> dict[str, Any]:
-    """`body`, or the 400 OpenAI answers it with: a required key missing, then the first part
-    that breaks the Conversations API's description of it."""
-    if absent := [key for key in required if key not in body]:
-        raise missing(absent[0])
-    if (violation := conversation_schemas()[kind].first_violation(body)) is not None:
-        raise violation
-    return body
+async def _checked(request: Request, kind: str, *required: str) -> dict[str, Any]:
+    """The request's body, or the 400 OpenAI answers it with: too many items or metadata keys,
+    a required key missing, then the first part that breaks the Conversations API's description
+    of it."""
+    def check(body: dict[str, Any]) -> dict[str, Any]:
+        if absent := [key for key in required if key not in body]:
+            raise missing(absent[0])
+        if (violation := conversation_schemas()[kind].first_violation(body)) is not None:
+            raise violation
+        return body
+
+    return await (await read_json_object(request, member_bounds(f"conversations.{kind}"))).checked(check)
 
 
 def _items(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -51,7 +56,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         return conversation
 
     async def create(request: Request) -> Response:
-        body = _checked(await read_json_object(request), "create")
+        body = await _checked(request, "create")
         items = _items(body.get("items") or [])
         conversation = Conversation(new_id("conv"), int(time.time()), body.get("metadata") or {})
         await store.create_conversation(conversation, items)
@@ -63,7 +68,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
     async def update(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
-        body = _checked(await read_json_object(request), "update", "metadata")
+        body = await _checked(request, "update", "metadata")
         updated = await store.update_conversation(conversation_id, body["metadata"])
         assert updated is not None
         return JSONResponse(updated.resource())
@@ -78,24 +83,24 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
         include = included(request.query_params)
-        items = [as_listed(item, include) for item in await store.items(conversation_id)]
-        return JSONResponse(page(items, *list_query(request.query_params)))
+        items, more = await store.items_page(conversation_id, list_query(request.query_params))
+        return JSONResponse(page_object([as_listed(item, include) for item in items], more))
 
     async def add_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         included(request.query_params)
         await existing(conversation_id)
-        body = _checked(await read_json_object(request), "add_items", "items")
+        body = await _checked(request, "add_items", "items")
         items = _items(body["items"])
         await store.add_items(conversation_id, items)
-        return JSONResponse(page(items, "asc", MAX_ITEMS))
+        return JSONResponse(page_object(items, False))
 
     async def find_item(conversation_id: str, item_id: str) -> dict[str, Any]:
         await existing(conversation_id)
-        for item in await store.items(conversation_id):
-            if item["id"] == item_id:
-                return item
-        raise NotFound(f"Item with id '{item_id}' not found.")
+        item = await store.item(conversation_id, item_id)
+        if item is None:
+            raise NotFound(f"Item with id '{item_id}' not found.")
+        return item
 
     async def read_item(request: Request) -> Response:
         item = await find_item(request.path_params["conversation_id"], request.path_params["item_id"])

@@ -7,25 +7,36 @@ file expires after 30 days unless told otherwise); it is listed newest first (fi
 (`/content`, its bytes as uploaded) and deleted. Objects and errors are OpenAI's: an unknown or
 expired id is a 404 `No such File object: <id>` with `param: id`, a missing part a 400 naming it.
 The gateway keeps files in its SQLite store and accepts at most `MAX_FILE_BYTES` a file.
+
+An upload is never held in memory as a whole: its body is parsed as it arrives (and refused
+with a 413 once it passes the limit), the file part spooled to a temporary file (beyond 1 MiB,
+Starlette's spool size), and copied from there into the store a piece at a time; a download is
+read from the store a piece at a time too. At most `GatewayConfig.max_concurrent_uploads`
+uploads are read at once: one more waits for a slot up to `upload_wait_s`, as a client expects
+a busy server to take its upload a little later, and is then refused with OpenAI's 429
+`rate_limit_exceeded` and a `retry-after` (which the `openai` SDK waits out and retries).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import get_args
 
 from openai.types import FilePurpose
 from starlette.datastructures import FormData, UploadFile
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Message
+from starlette.types import Message, Receive
 
 from . import openai_bounds
-from .errors import GatewayError, InvalidRequest, RequestTooLarge
+from .errors import GatewayError, InvalidRequest, RateLimited, RequestTooLarge
 from .ids import new_file_id
-from .json_body import read_bytes
-from .pagination import list_query, page
+from .json_body import check_declared_size
+from .pagination import list_query, page_object
 from .request_schema import invalid_type, invalid_value, missing, unknown
 from .store import FileStore, StoredFile
 
@@ -71,39 +82,85 @@ def _expires_at(form: FormData, purpose: str, created_at: int) -> int | None:
     return created_at + int(digits)
 
 
-async def _upload(request: Request) -> tuple[StoredFile, bytes]:
-    """The file an upload request describes, and its bytes, or OpenAI's 400 (413 when too large)."""
-    body = await read_bytes(request, MAX_FILE_BYTES + _FORM_OVERHEAD_BYTES)
+class UploadSlots:
+    """At most `limit` uploads read at once; one more waits up to `wait_s` for a slot, then is a 429."""
 
-    async def buffered() -> Message:
-        return {"type": "http.request", "body": body, "more_body": False}
+    def __init__(self, limit: int, wait_s: float) -> None:
+        self.limit, self.wait_s = limit, wait_s
+        self._free = asyncio.Semaphore(limit)
 
-    # The form is parsed from the bounded body: Starlette spools a file part of any size to disk.
-    async with Request(request.scope, buffered).form(max_files=1, max_fields=8) as form:
-        upload, purpose = form.get("file"), form.get("purpose")
-        if upload is None:
-            raise missing("file")
-        if purpose is None:
-            raise missing("purpose")
-        for key in form:
-            if key not in FORM_FIELDS:
-                raise unknown(key, key, FORM_FIELDS)
-        if not isinstance(upload, UploadFile):
-            raise invalid_type("file", "a file", upload)
-        if not isinstance(purpose, str):
-            raise invalid_type("purpose", "a string", purpose)
-        if purpose not in PURPOSES:
-            raise invalid_value("purpose", purpose, PURPOSES)
-        created_at = int(time.time())
-        expires_at = _expires_at(form, purpose, created_at)
-        content = await upload.read(MAX_FILE_BYTES + 1)
-    if len(content) > MAX_FILE_BYTES:
-        raise RequestTooLarge(len(content), MAX_FILE_BYTES, at_least=True)
-    file = StoredFile(new_file_id(), upload.filename or "upload", purpose, len(content), created_at, expires_at)
-    return file, content
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        try:
+            async with asyncio.timeout(self.wait_s if self._free.locked() else None):
+                await self._free.acquire()
+        except TimeoutError:
+            raise RateLimited(f"Too many uploads at once: this gateway reads at most {self.limit} at a time. Please "
+                              "try again in 1s.", 1) from None
+        try:
+            yield
+        finally:
+            self._free.release()
 
 
-def file_routes(store: FileStore) -> list[Route]:
+def _counted(request: Request, limit: int) -> Receive:
+    """The request's `receive`, refusing the body with a 413 once more than `limit` bytes of it came."""
+    received = 0
+
+    async def receive() -> Message:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > limit:
+            raise RequestTooLarge(received, limit, at_least=True)
+        return message
+
+    return receive
+
+
+def _described(form: FormData) -> tuple[UploadFile, StoredFile]:
+    """The file part of an upload's form and the file it describes, or OpenAI's 400 (413 when too large)."""
+    upload, purpose = form.get("file"), form.get("purpose")
+    if upload is None:
+        raise missing("file")
+    if purpose is None:
+        raise missing("purpose")
+    for key in form:
+        if key not in FORM_FIELDS:
+            raise unknown(key, key, FORM_FIELDS)
+    if not isinstance(upload, UploadFile):
+        raise invalid_type("file", "a file", upload)
+    if not isinstance(purpose, str):
+        raise invalid_type("purpose", "a string", purpose)
+    if purpose not in PURPOSES:
+        raise invalid_value("purpose", purpose, PURPOSES)
+    created_at = int(time.time())
+    expires_at = _expires_at(form, purpose, created_at)
+    size = upload.size or 0
+    if size > MAX_FILE_BYTES:
+        raise RequestTooLarge(size, MAX_FILE_BYTES, at_least=True)
+    return upload, StoredFile(new_file_id(), upload.filename or "upload", purpose, size, created_at, expires_at)
+
+
+async def stored_bytes(store: FileStore, file_id: str) -> AsyncIterator[bytes] | None:
+    """A kept file's bytes, a piece at a time as they are read from the store (the pieces stop
+    early if the file goes meanwhile), or None when it is not kept."""
+    first = await store.file_piece(file_id, 0)
+    if first is None:
+        return None
+
+    async def pieces() -> AsyncIterator[bytes]:
+        piece: bytes | None = first
+        sent = 0
+        while piece:
+            yield piece
+            sent += len(piece)
+            piece = await store.file_piece(file_id, sent)
+
+    return pieces()
+
+
+def file_routes(store: FileStore, uploads: UploadSlots) -> list[Route]:
     async def existing(file_id: str) -> StoredFile:
         found = await store.get_file(file_id)
         if found is None:
@@ -111,25 +168,30 @@ def file_routes(store: FileStore) -> list[Route]:
         return found
 
     async def create(request: Request) -> Response:
-        file, content = await _upload(request)
-        await store.save_file(file, content)
+        limit = MAX_FILE_BYTES + _FORM_OVERHEAD_BYTES
+        check_declared_size(request, limit)
+        async with uploads.slot(), \
+                Request(request.scope, _counted(request, limit)).form(max_files=1, max_fields=8) as form:
+            upload, file = _described(form)
+            await store.save_file(file, upload.file)
         return JSONResponse(file.resource())
 
     async def list_files(request: Request) -> Response:
-        query = request.query_params
-        order, limit, after, before = list_query(query, default_limit=MAX_LIST_LIMIT, max_limit=MAX_LIST_LIMIT)
-        files = [file.resource() for file in await store.files(query.get("purpose"))]
-        return JSONResponse(page(files, order, limit, after, before))
+        query = list_query(request.query_params, default_limit=MAX_LIST_LIMIT, max_limit=MAX_LIST_LIMIT)
+        files, more = await store.files_page(request.query_params.get("purpose"), query)
+        return JSONResponse(page_object([file.resource() for file in files], more))
 
     async def read(request: Request) -> Response:
         return JSONResponse((await existing(request.path_params["file_id"])).resource())
 
     async def content(request: Request) -> Response:
-        file_id = request.path_params["file_id"]
-        data = await store.file_content(file_id)
-        if data is None:
-            raise FileNotFound(file_id)
-        return Response(data, media_type="application/octet-stream")
+        """The bytes as uploaded."""
+        file = await existing(request.path_params["file_id"])
+        pieces = await stored_bytes(store, file.id)
+        if pieces is None:
+            raise FileNotFound(file.id)
+        return StreamingResponse(pieces, media_type="application/octet-stream",
+                                 headers={"content-length": str(file.bytes)})
 
     async def delete(request: Request) -> Response:
         file_id = request.path_params["file_id"]

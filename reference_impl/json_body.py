@@ -4,6 +4,14 @@ Bounds: at most `MAX_BODY_BYTES` are read (a larger body is a 413 before the res
 value nests at most `MAX_DEPTH` levels (the checks after it recurse), and it is JSON as RFC 8259
 has it: no `NaN` or `Infinity`, no lone UTF-16 surrogate in a string (it could not be sent on
 as UTF-8). Each is answered in OpenAI's error envelope, never with a 500.
+
+What the event loop spends on a body is bounded by its size at the speed of C: it is parsed by
+the standard library's C scanner, and a route that bounds how many members a top-level array or
+object may have (`max_members`) has that container parsed a member at a time, and refused once
+it holds one too many, before the rest of it is parsed. The walks that follow in Python (the
+depth, the surrogates; the request schema's check through `JsonBody.checked`) run on the loop
+only for a small body and in a worker thread for a larger one, where the interpreter hands the
+loop its turn every few milliseconds (a single long call into C would not).
 """
 
 from __future__ import annotations
@@ -11,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from json.decoder import scanstring
 from typing import Any, TypeVar
 
 from starlette.requests import Request
@@ -29,20 +38,30 @@ a millisecond, so it is checked on the loop."""
 MAX_DEPTH = 100
 """A Response request nests about 10 levels, a strict JSON Schema in it at most about 30."""
 _UNPARSABLE = "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload."
-_LONE_SURROGATE = re.compile(r"(?<!\\)(?:\\\\)*\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                             r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
+"""Where a lone surrogate could come from: only a `\\uD800`..`\\uDFFF` escape makes one."""
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_WHITESPACE = re.compile(r"[ \t\n\r]*")
 
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
 
 
-async def read_bytes(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The body, or a 413 as soon as it is declared or read larger than `limit` (a chunked body
-    is counted as it arrives)."""
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
+
+
+def check_declared_size(request: Request, limit: int) -> None:
+    """A 413 when the request declares a body larger than `limit` (`content-length`)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise RequestTooLarge(int(declared), limit)
+
+
+async def read_bytes(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
+    """The body, or a 413 as soon as it is declared or read larger than `limit` (a chunked body
+    is counted as it arrives)."""
+    check_declared_size(request, limit)
     raw = bytearray()
     async for chunk in request.stream():
         raw += chunk
@@ -66,22 +85,127 @@ class JsonBody:
         return await asyncio.to_thread(check, self.value)
 
 
-async def read_json(request: Request) -> JsonBody:
-    """The body, parsed; a 413 or 400 saying what is wrong."""
+class TooManyMembers(InvalidRequest):
+    """A bounded top-level array or object with more members than its bound, found by counting
+    before the rest of it is parsed (so how many it has in all is not known)."""
+
+    def __init__(self, param: str, bound: int, is_array: bool) -> None:
+        if is_array:
+            super().__init__(f"Invalid '{param}': array too long. Expected an array with maximum length {bound}, "
+                             f"but got an array with more than {bound} items instead.", param=param,
+                             code="array_above_max_length")
+        else:
+            super().__init__(f"Invalid '{param}': too many properties. Expected an object with at most {bound} "
+                             f"properties, but got an object with more than {bound} properties instead.",
+                             param=param, code="object_above_max_properties")
+
+
+async def read_json(request: Request, max_members: Mapping[str, int] | None = None) -> JsonBody:
+    """The body, parsed; a 413 or 400 saying what is wrong. `max_members`: the most members the
+    top-level object's arrays and objects of those keys may have (a `TooManyMembers` beyond)."""
     raw = await read_bytes(request)
     try:
         text = raw.decode("utf-8")
-        value = json.loads(text or "null", parse_constant=_not_json)
+        value = _counted(text, max_members) if max_members else _DECODER.decode(text or "null")
     except RecursionError:
         raise _too_deep() from None
     except ValueError as error:
         raise InvalidRequest(_UNPARSABLE) from error
-    if _LONE_SURROGATE.search(text):
-        raise InvalidRequest(f"{_UNPARSABLE} A string holds a lone UTF-16 surrogate, which is not text.")
-    if nesting_depth(value) > MAX_DEPTH:
+    body = JsonBody(value, len(raw))
+    deep, surrogates = text.count("[") + text.count("{") > MAX_DEPTH, _MAYBE_SURROGATE.search(text) is not None
+    if deep or surrogates:  # C-speed counts spare the walks unless the text could hold what they look for
+        await body.checked(lambda _: _check_readable(value, deep, surrogates))
+    return body
+
+
+def _check_readable(value: Any, deep: bool, surrogates: bool) -> None:
+    """A 400 for a value nested deeper than `MAX_DEPTH` (if it could be `deep`) or holding a lone
+    surrogate (if its text has `surrogates` escapes)."""
+    if deep and nesting_depth(value) > MAX_DEPTH:
         raise _too_deep()
-    return JsonBody(value, len(raw))
+    if surrogates and _has_lone_surrogate(value):
+        raise InvalidRequest(f"{_UNPARSABLE} A string holds a lone UTF-16 surrogate, which is not text.")
+
+
+def _counted(text: str, max_members: Mapping[str, int]) -> Any:
+    """`text` parsed as `json.loads` would (a `ValueError` where it would raise one), its
+    top-level object's containers under `max_members` a member at a time, up to their bound."""
+    at = _skip(text, 0)
+    if not text.startswith("{", at):
+        return _DECODER.decode(text or "null")
+    value, end = _container(text, at, None, max_members)
+    if _skip(text, end) != len(text):
+        raise ValueError("Extra data")
+    return value
+
+
+def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, int], param: str = ""
+               ) -> tuple[Any, int]:
+    """The object or array at `at` and where it ends: a member at a time, each by the C scanner,
+    refused once it has `bound + 1` members (None: no bound; a key named again is one member, as
+    `json.loads` keeps the last). The top-level object (`param` empty) reads the members named
+    in `max_members` so."""
+    is_object = text.startswith("{", at)
+    close = "}" if is_object else "]"
+    members: Any = {} if is_object else []
+    at = _skip(text, at + 1)
+    if text.startswith(close, at):
+        return members, at + 1
+    while True:
+        if bound is not None and len(members) == bound and not is_object:  # an object's next key may be one it has
+            raise TooManyMembers(param, bound, True)
+        if is_object:
+            if not text.startswith('"', at):
+                raise ValueError("Expecting property name enclosed in double quotes")
+            key, at = scanstring(text, at + 1)
+            at = _skip(text, at)
+            if not text.startswith(":", at):
+                raise ValueError("Expecting ':' delimiter")
+            at = _skip(text, at + 1)
+        limit = max_members.get(key) if is_object and not param else None
+        if limit is not None and text.startswith(("{", "["), at):
+            member, at = _container(text, at, limit, max_members, key)
+        else:
+            try:
+                member, at = _DECODER.scan_once(text, at)
+            except StopIteration:
+                raise ValueError("Expecting value") from None
+        if is_object:
+            members[key] = member
+            if bound is not None and len(members) > bound:
+                raise TooManyMembers(param, bound, False)
+        else:
+            members.append(member)
+        at = _skip(text, at)
+        if text.startswith(close, at):
+            return members, at + 1
+        if not text.startswith(",", at):
+            raise ValueError("Expecting ',' delimiter")
+        at = _skip(text, at + 1)
+
+
+def _skip(text: str, at: int) -> int:
+    match = _WHITESPACE.match(text, at)
+    assert match is not None  # it matches the empty string
+    return match.end()
 
 
 def _too_deep() -> InvalidRequest:
     return InvalidRequest(f"{_UNPARSABLE} It nests deeper than {MAX_DEPTH} levels.")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    """Whether a string of `value` (a key or a value) holds a UTF-16 surrogate: the JSON decoder
+    joins the escapes of a pair into one character, so what is left of one is lone."""
+    pending = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, str):
+            if _SURROGATE.search(node):
+                return True
+        elif isinstance(node, dict):
+            pending.extend(node)
+            pending.extend(node.values())
+        elif isinstance(node, list):
+            pending.extend(node)
+    return False

@@ -1,11 +1,13 @@
-"""Cursor pagination as OpenAI's list endpoints do it (input items, conversation items, files):
-`order` asc|desc (default desc), `limit` 1..100 (default 20; the Files API's 1..10,000,
-default 10,000), `after` / `before` item ids; the page is `{object: list, data, first_id,
-last_id, has_more}`."""
+"""Cursor pagination as OpenAI's list endpoints do it (input items, conversation items, files,
+vector stores and their files): `order` asc|desc (default desc), `limit` 1..100 (default 20;
+the Files API's 1..10,000, default 10,000), `after` / `before` item ids; the page is
+`{object: list, data, first_id, last_id, has_more}`. The store reads one page at a time
+(`sql_page.py`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest
@@ -14,9 +16,23 @@ from .request_schema import invalid_type, invalid_value
 ORDERS = ("asc", "desc")
 
 
-def list_query(query: Mapping[str, str], *, default_limit: int = 20, max_limit: int = 100
-               ) -> tuple[str, int, str | None, str | None]:
-    """(order, limit, after, before) from a query string, or OpenAI's 400."""
+@dataclass(frozen=True)
+class PageQuery:
+    """Which page of a list a request asks for."""
+
+    order: str = "desc"
+    limit: int = 20
+    after: str | None = None
+    before: str | None = None
+
+
+class UnknownCursor(InvalidRequest):
+    def __init__(self, name: str, cursor: str) -> None:
+        super().__init__(f"Invalid '{name}': no item with id '{cursor}' in this list.", param=name)
+
+
+def list_query(query: Mapping[str, str], *, default_limit: int = 20, max_limit: int = 100) -> PageQuery:
+    """The page a query string asks for, or OpenAI's 400."""
     order = query.get("order", "desc")
     if order not in ORDERS:
         raise invalid_value("order", order, ORDERS)
@@ -31,18 +47,10 @@ def list_query(query: Mapping[str, str], *, default_limit: int = 20, max_limit: 
     if limit > max_limit:
         raise InvalidRequest(f"Invalid 'limit': integer above maximum value. Expected a value <= {max_limit}, but got "
                              f"{limit} instead.", param="limit", code="integer_above_max_value")
-    return order, limit, query.get("after"), query.get("before")
+    return PageQuery(order, limit, query.get("after"), query.get("before"))
 
 
-def page(items: list[dict[str, Any]], order: str, limit: int, after: str | None = None,
-         before: str | None = None) -> dict[str, Any]:
-    """One page of `items` (given oldest first)."""
-    ordered = items if order == "asc" else items[::-1]
-    ids = [item["id"] for item in ordered]
-    for name, cursor in (("after", after), ("before", before)):
-        if cursor is not None and cursor not in ids:
-            raise InvalidRequest(f"Invalid '{name}': no item with id '{cursor}' in this list.", param=name)
-    window = ordered[ids.index(after) + 1 if after else 0:ids.index(before) if before else len(ordered)]
-    data = window[:limit]
+def page_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    """The list object of one page of items."""
     return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": len(window) > limit}
+            "last_id": data[-1]["id"] if data else None, "has_more": has_more}

@@ -16,7 +16,7 @@ its wording, per the contract notes §4.2).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -33,7 +33,7 @@ from starlette.requests import Request
 
 from . import openai_bounds
 from .errors import InvalidRequest
-from .json_body import read_json
+from .json_body import JsonBody, read_json
 
 Schema = dict[str, Any]
 
@@ -48,6 +48,14 @@ OBSERVED_BOUNDS: dict[str, dict[str, Schema]] = {"responses": {"max_tool_calls":
 def bounds_of(body: str) -> dict[str, Schema]:
     """Every bound of one body (a name of `openai_bounds.BODIES`), by path."""
     return DOCUMENTED_BOUNDS | openai_bounds.bounds(body) | OBSERVED_BOUNDS.get(body, {})
+
+
+def member_bounds(body: str) -> dict[str, int]:
+    """The top-level arrays and objects of one body whose number of members is bounded, and the
+    bound: `read_json` counts their members as it parses them, and refuses one too many before
+    the rest is read."""
+    return {path: bound.get("maxItems", bound.get("maxProperties")) for path, bound in bounds_of(body).items()
+            if openai_bounds.segments(path) == [path] and ("maxItems" in bound or "maxProperties" in bound)}
 
 
 _KIND = "x-number-kind"
@@ -106,13 +114,14 @@ def invalid_value(param: str, value: Any, supported: Iterable[Any], *,
                           code="invalid_value")
 
 
-async def read_json_object(request: Request) -> dict[str, Any]:
-    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value."""
-    body = (await read_json(request)).value
-    if body is None:
-        return {}
-    if not isinstance(body, dict):
-        raise invalid_type("body", "an object", body)
+async def read_json_object(request: Request, max_members: Mapping[str, int] | None = None) -> JsonBody:
+    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value
+    (`max_members`: see `read_json`)."""
+    body = await read_json(request, max_members)
+    if body.value is None:
+        return JsonBody({}, body.size)
+    if not isinstance(body.value, dict):
+        raise invalid_type("body", "an object", body.value)
     return body
 
 
@@ -153,15 +162,23 @@ class RequestSchema:
         return {key: _Validator(schema | {"$defs": definitions})
                 for key, schema in self.schema["properties"].items()}
 
+    @cached_property
+    def _bounds(self) -> dict[str, Any]:
+        """The bounds of each bounded parameter alone (the members after the first of its `allOf`)."""
+        return {key: _Validator({"allOf": schema["allOf"][1:]}) for key, schema in self.schema["properties"].items()
+                if "allOf" in schema}
+
     def first_violation(self, body: dict[str, Any]) -> InvalidRequest | None:
         """OpenAI's 400 for the first part of `body`, in body order, that breaks the schema, or
-        None when none does. Each top-level value is checked only until its first violation."""
+        None when none does. Each top-level value is checked only until its first violation,
+        its bounds first (a count is checked before the members it counts are walked)."""
         for key, value in body.items():
             if key not in self._validators:
                 return unknown(key, key, self._validators)
-            if (error := next(self._validators[key].iter_errors(value), None)) is not None:
-                error.path.appendleft(key)
-                return _openai_error(error, self.schema.get("$defs", {}))
+            for validator in (self._bounds.get(key), self._validators[key]):
+                if validator is not None and (error := next(validator.iter_errors(value), None)) is not None:
+                    error.path.appendleft(key)
+                    return _openai_error(error, self.schema.get("$defs", {}))
         return None
 
 

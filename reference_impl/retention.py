@@ -2,7 +2,7 @@
 keeps them for 30 days, and only the newest of them, so a long run's memory and disk stay flat.
 
 A finished response older than `max_age_s`, or beyond the newest `max_count` finished ones, is
-evicted with everything kept for it: its input items and chain (in its row), its stream events
+evicted with everything kept for it: its chain (in its row), its input items, its stream events
 and its audit trail. It is then unknown, as if it had never existed: a 404, and a 400
 `previous_response_not_found` for a continuation. The audit trails of runs that stored no
 response (`store: false`, chat completions) follow the same age and count, and expired
@@ -98,4 +98,5 @@ def _evict(db: sqlite3.Connection, response_ids: list[str]) -> None:
     gone = [(response_id,) for response_id in response_ids]
     db.executemany("DELETE FROM responses WHERE id = ?", gone)
     db.executemany("DELETE FROM response_events WHERE response_id = ?", gone)
+    db.executemany("DELETE FROM response_input_items WHERE response_id = ?", gone)
     db.executemany("DELETE FROM audit_trails WHERE run_id = ?", gone)

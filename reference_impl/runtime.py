@@ -104,8 +104,8 @@ class Runtime:
                 raise InvalidRequest(f"This gateway has no web search provider configured, so it cannot run tools "
                                      f"of type '{tool.type}'.", param=f"{where}[{index}]", code="unsupported_value")
             if isinstance(tool, FileSearchTool):
-                for position, store_id in enumerate(tool.vector_store_ids):
-                    param = f"{where}[{index}].vector_store_ids[{position}]"
+                for store_id in dict.fromkeys(tool.vector_store_ids):  # a store named again is looked up once
+                    param = f"{where}[{index}].vector_store_ids[{tool.vector_store_ids.index(store_id)}]"
                     found = await self.store.get_vector_store(store_id)
                     if found is None:
                         raise GatewayError(404, f"Vector store with id '{store_id}' not found.",

@@ -105,9 +105,9 @@ class ResponsesService:
     async def prepare(self, body: JsonBody, api_key: str) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
         """The request, the loop's context and the input items with ids; raises what OpenAI
         would refuse."""
-        request = await body.checked(validate_create)
-        input_items = with_ids(request.input_items)
-        history = history_from_input(await self._history_before(request), input_items)
+        request, input_items = await body.checked(_validated)
+        before = await self._history_before(request)
+        history = await body.checked(lambda _: history_from_input(before, input_items))  # as long as the input
         bindings = self._bindings(request)
         labels = {b.server.label for b in bindings}
         for decision in history.decisions:
@@ -204,6 +204,12 @@ class ResponsesService:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _validated(body: Any) -> tuple[CreateRequest, list[dict[str, Any]]]:
+    """The validated request and its input items with ids (work that grows with the body)."""
+    request = validate_create(body)
+    return request, with_ids(request.input_items)
 
 
 async def _to_the_end(work: Awaitable[None]) -> None:

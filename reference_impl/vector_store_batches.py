@@ -24,9 +24,9 @@ from starlette.routing import Route
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
 from .request_schema import invalid_type, missing, unknown
-from .store import FileStore, StoredFileBatch, StoredVectorStoreFile, VectorStoreStore
-from .vector_stores import (VectorStoreNotFound, body_of, checked_attributes, chunking, file_counts, files_page,
-                            indexed, retrievable)
+from .store import Attachment, FileStore, FileTally, StoredFileBatch, VectorStoreStore
+from .vector_stores import (VectorStoreNotFound, attached, body_of, checked_attributes, chunking, file_counts,
+                            files_page, retrievable, unique_files)
 
 MAX_BATCH_FILES = 2000
 _BATCH_FILE_KEYS = ("file_id", "attributes", "chunking_strategy")
@@ -38,17 +38,20 @@ class FileBatchNotFound(NotFound):
 
 
 def _listed(value: Any, param: str) -> list[Any]:
-    """A batch's list of files, 1 to `MAX_BATCH_FILES` long, or OpenAI's 400."""
+    """A batch's list of files, not empty, or OpenAI's 400 (one of more than `MAX_BATCH_FILES` is
+    refused by counting as the body is read)."""
     if not isinstance(value, list):
         raise invalid_type(param, "an array", value)
-    if not 1 <= len(value) <= MAX_BATCH_FILES:
-        raise InvalidRequest(f"Invalid '{param}': expected an array of 1 to {MAX_BATCH_FILES} files, but got "
-                             f"{len(value)} instead.", param=param, code="invalid_value")
+    if not value:
+        raise InvalidRequest(f"Invalid '{param}': expected an array of 1 to {MAX_BATCH_FILES} files, but got none.",
+                             param=param, code="invalid_value")
     return value
 
 
 def _requested(body: dict[str, Any]) -> list[tuple[Any, Any, Any, str]]:
-    """Each file the batch asks for: (file_id, attributes, chunking_strategy, the param naming it)."""
+    """Each file the batch asks for, once: (file_id, attributes, chunking_strategy, the param
+    naming it). A file named again is one file, with what its last entry says (as attaching it
+    again would leave it)."""
     if "file_ids" in body and "files" in body:
         raise InvalidRequest("'file_ids' and 'files' are mutually exclusive: give one of them.", param="files",
                              code="invalid_value")
@@ -57,7 +60,7 @@ def _requested(body: dict[str, Any]) -> list[tuple[Any, Any, Any, str]]:
             if shared in body:
                 raise InvalidRequest(f"'{shared}' applies to 'file_ids'; with 'files', give it for each file.",
                                      param=shared, code="invalid_value")
-        requested = []
+        requested: dict[str, tuple[Any, Any, Any, str]] = {}
         for index, entry in enumerate(_listed(body["files"], "files")):
             param = f"files[{index}]"
             if not isinstance(entry, dict):
@@ -66,19 +69,21 @@ def _requested(body: dict[str, Any]) -> list[tuple[Any, Any, Any, str]]:
                 raise unknown(f"{param}.{unknown_keys[0]}", unknown_keys[0], _BATCH_FILE_KEYS)
             if "file_id" not in entry:
                 raise missing(f"{param}.file_id")
-            requested.append((entry["file_id"], entry.get("attributes"), entry.get("chunking_strategy"),
-                              f"{param}.file_id"))
-        return requested
+            if not isinstance(entry["file_id"], str):
+                raise invalid_type(f"{param}.file_id", "a string", entry["file_id"])
+            requested[entry["file_id"]] = (entry["file_id"], entry.get("attributes"), entry.get("chunking_strategy"),
+                                           f"{param}.file_id")
+        return list(requested.values())
     if "file_ids" not in body:
         raise missing("file_ids")
     return [(file_id, body.get("attributes"), body.get("chunking_strategy"), "file_ids")
-            for file_id in _listed(body["file_ids"], "file_ids")]
+            for file_id in unique_files(_listed(body["file_ids"], "file_ids"), "file_ids")]
 
 
-def _batch_resource(batch: StoredFileBatch, attached: list[StoredVectorStoreFile]) -> dict[str, Any]:
+def _batch_resource(batch: StoredFileBatch, tally: FileTally) -> dict[str, Any]:
     """OpenAI's `vector_store.files_batch` (the SDK's `VectorStoreFileBatch`)."""
     return {"id": batch.id, "object": "vector_store.files_batch", "created_at": batch.created_at,
-            "vector_store_id": batch.vector_store_id, "status": "completed", "file_counts": file_counts(attached)}
+            "vector_store_id": batch.vector_store_id, "status": "completed", "file_counts": file_counts(tally)}
 
 
 def file_batch_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
@@ -91,30 +96,27 @@ def file_batch_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
             raise FileBatchNotFound(store_id, batch_id)
         return found
 
-    async def batch_files(batch: StoredFileBatch) -> list[StoredVectorStoreFile]:
-        members = set(batch.file_ids)
-        return [file for file in await store.vector_store_files(batch.vector_store_id) if file.file_id in members]
+    async def resource(batch: StoredFileBatch) -> dict[str, Any]:
+        return _batch_resource(batch, await store.file_tally(batch.vector_store_id, batch.id))
 
     async def create(request: Request) -> Response:
         store_id = request.path_params["vector_store_id"]
         if await store.get_vector_store(store_id) is None:
             raise VectorStoreNotFound(store_id)
         body = await body_of(request, "vector_stores.file_batches.create")
-        checked = [(await retrievable(files, file_id, param), checked_attributes(attributes), chunking(strategy))
-                   for file_id, attributes, strategy, param in _requested(body)]
-        attached = [await indexed(files, store_id, file.id, attributes, sizes) for file, attributes, sizes in checked]
-        batch = StoredFileBatch(new_id("vsfb"), store_id, int(time.time()),
-                                list(dict.fromkeys(file.file_id for file, _ in attached)))
-        await store.save_file_batch(batch, attached)
-        return JSONResponse(_batch_resource(batch, await batch_files(batch)))
+        attachments = [Attachment(store_id, (await retrievable(files, file_id, param)).id,
+                                  checked_attributes(attributes), chunking(strategy))
+                       for file_id, attributes, strategy, param in _requested(body)]
+        batch = StoredFileBatch(new_id("vsfb"), store_id, int(time.time()), [a.file_id for a in attachments])
+        await attached(store, attachments, batch)
+        return JSONResponse(await resource(batch))
 
     async def read(request: Request) -> Response:
-        batch = await existing_batch(request)
-        return JSONResponse(_batch_resource(batch, await batch_files(batch)))
+        return JSONResponse(await resource(await existing_batch(request)))
 
     async def list_files(request: Request) -> Response:
         batch = await existing_batch(request)
-        return JSONResponse(files_page(await batch_files(batch), request.query_params))
+        return JSONResponse(await files_page(store, batch.vector_store_id, request.query_params, batch.id))
 
     return [
         Route("/v1/vector_stores/{vector_store_id}/file_batches", create, methods=["POST"]),

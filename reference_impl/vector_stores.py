@@ -4,9 +4,12 @@ A vector store is created (with `name`, `metadata`, `file_ids`, `chunking_strate
 `expires_after`), listed, read, updated (`name`, `metadata`, `expires_after`; null clears) and
 deleted; files are attached one at a time (`file_id`, `attributes`, `chunking_strategy`) or in
 file batches (`vector_store_batches.py`), listed (by `filter` status), read, given new
-`attributes`, read as text (`/content`) and detached. `file_counts` and `usage_bytes` (the bytes
-of a store's chunks) are counted from the files attached when the store is read. `description`
-is accepted and not kept (the SDK's `VectorStore` has no field for it).
+`attributes`, read as text (`/content`, streamed as it is read from the store) and detached.
+`file_counts` and `usage_bytes` (the bytes of a store's chunks) are counted (in SQL) from the
+files attached when the store is read. `description` is accepted and not kept (the SDK's
+`VectorStore` has no field for it). A store takes at most 500 `file_ids` (OpenAI's bound, a
+longer list refused as soon as its 501st is parsed); a file named again is the same file,
+looked up and indexed once.
 
 Attaching indexes the file before the request returns, so a file is `completed`, or `failed`
 with `last_error {code: unsupported_file}` when its bytes are not UTF-8 text; nothing is ever
@@ -26,14 +29,18 @@ a store gets: the message is inferred).
 
 Chunking approximates a token by a word (a run of non-space characters): a chunk is at most
 `max_chunk_size_tokens` words, consecutive chunks share `chunk_overlap_tokens` words, and `auto`
-is OpenAI's 800 and 400. A chunk's text is the file's text from its first word to its last.
+is OpenAI's 800 and 400. A chunk's text is the file's text from its first word to its last
+(`chunking.py`).
 
 `POST /v1/vector_stores/{id}/search` matches any of the query's words (FTS5, BM25), keeps the
 chunks whose file's attributes pass `filters` (comparison and compound filters, as the SDK
 types them) and whose score reaches `ranking_options.score_threshold`, best first, at most
 `max_num_results` (1..50, default 10). The score maps BM25's rank into [0, 1): `r / (1 + r)`
 with `r = -bm25` (FTS5's bm25 is negative, more negative is better). A search with
-`rewrite_query: true` is refused (400), as this gateway does not rewrite queries.
+`rewrite_query: true` is refused (400), as this gateway does not rewrite queries. Only the
+first `MAX_QUERY_WORDS` words of the queries are searched, a store named twice is searched
+once, and SQLite ranks on a read connection of its own, so no other request waits for a search
+(see `store.py`).
 
 Objects are the `openai` SDK's `VectorStore`, `VectorStoreFile`, `FileContentResponse` pages
 and `VectorStoreSearchResponse`; an unknown store or file is a 404 in OpenAI's envelope.
@@ -41,30 +48,41 @@ and `VectorStoreSearchResponse`; an unknown store or file is a 404 in OpenAI's e
 
 from __future__ import annotations
 
-import asyncio
+import codecs
+import functools
+import itertools
+import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from .errors import InvalidRequest, NotFound
-from .files import FileNotFound
+from .files import FileNotFound, stored_bytes
 from .ids import new_id
-from .pagination import list_query, page
-from .request_schema import invalid_type, invalid_value, missing, read_json_object, unknown, vector_store_schemas
-from .store import FileStore, StoredFile, StoredVectorStore, StoredVectorStoreFile, VectorStoreStore
+from .pagination import list_query, page_object
+from .request_schema import (invalid_type, invalid_value, member_bounds, missing, read_json_object, unknown,
+                             vector_store_schemas)
+from .store import (
+    Attachment, Attributes, FileStore, FileTally, MissingFile, StoredFile, StoredFileBatch, StoredVectorStore,
+    StoredVectorStoreFile, VectorStoreStore,
+)
 
 AUTO_CHUNKING = {"max_chunk_size_tokens": 800, "chunk_overlap_tokens": 400}
 CHUNK_SIZE_RANGE = (100, 4096)
 MAX_RESULTS_RANGE = (1, 50)
 DEFAULT_MAX_RESULTS = 10
 MAX_ATTRIBUTES = 16
+MAX_QUERY_WORDS = 256
+"""How many words of a search's queries are searched: a query is a question or a passage, and
+each word costs BM25 a pass over the chunks that hold it (an embedding model, too, reads only
+so much of a query). The words beyond are not read."""
 RANKERS = ("none", "auto", "default-2024-11-15")
 FILE_STATUSES = ("in_progress", "completed", "failed", "cancelled")
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
@@ -73,8 +91,9 @@ SUPPORTED_EXTENSIONS = frozenset({".c", ".cpp", ".cs", ".css", ".doc", ".docx", 
                                   ".md", ".pdf", ".php", ".pptx", ".py", ".rb", ".sh", ".tex", ".ts", ".txt"})
 """The file types OpenAI's file search reads (its guide's list of supported files)."""
 DAY_S = 86_400
-_WORD = re.compile(r"\S+")
 _QUERY_TERM = re.compile(r"\w+")
+_AS_STARLETTE: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
+"""How Starlette's `JSONResponse` writes JSON (a page streamed in parts reads the same)."""
 
 
 class VectorStoreNotFound(NotFound):
@@ -117,9 +136,16 @@ async def retrievable(files: FileStore, file_id: Any, param: str) -> StoredFile:
 async def body_of(request: Request, name: str) -> dict[str, Any]:
     """The request's JSON object, as OpenAI's description of the body `name` has it
     (`request_schema.vector_store_schemas`), or OpenAI's 400 for a key it does not know, a
-    required one missing, or the first value it refuses."""
+    required one missing, or the first value it refuses; a list longer than its bound is refused
+    as soon as it is seen to be (`read_json` counts it), and a long body is checked in a worker
+    thread."""
+    body = await read_json_object(request, member_bounds(name))
+    return await body.checked(functools.partial(described, name))
+
+
+def described(name: str, body: dict[str, Any]) -> dict[str, Any]:
+    """`body` if OpenAI's description of the body `name` has it, else OpenAI's 400 (see `body_of`)."""
     schema = vector_store_schemas()[name]
-    body = await read_json_object(request)
     for key in body:
         if key not in schema.parameters:
             raise unknown(key, key, schema.parameters)
@@ -164,28 +190,6 @@ def chunking(value: Any) -> dict[str, int]:
                     *CHUNK_SIZE_RANGE)
     overlap = _integer(static["chunk_overlap_tokens"], "chunking_strategy.static.chunk_overlap_tokens", 0, size // 2)
     return {"max_chunk_size_tokens": size, "chunk_overlap_tokens": overlap}
-
-
-def chunks(text: str, max_chunk_size_tokens: int, chunk_overlap_tokens: int) -> list[str]:
-    """`text` cut into chunks of at most `max_chunk_size_tokens` words, each sharing
-    `chunk_overlap_tokens` words with the one before it (a word stands for a token)."""
-    words = [match.span() for match in _WORD.finditer(text)]
-    step = max_chunk_size_tokens - chunk_overlap_tokens
-    cut = []
-    for start in range(0, len(words), step):
-        window = words[start:start + max_chunk_size_tokens]
-        cut.append(text[window[0][0]:window[-1][1]])
-        if start + max_chunk_size_tokens >= len(words):
-            break
-    return cut
-
-
-def _file_chunks(content: bytes, sizes: dict[str, int]) -> tuple[list[str], dict[str, str] | None]:
-    """A file's chunks, or none and the `last_error` of a file whose bytes are not UTF-8 text."""
-    try:
-        return chunks(content.decode("utf-8"), **sizes), None
-    except UnicodeDecodeError:
-        return [], {"code": "unsupported_file", "message": "The file is not UTF-8 text."}
 
 
 def checked_attributes(value: Any) -> dict[str, str | float | bool] | None:
@@ -296,10 +300,26 @@ def _queries(value: Any) -> list[str]:
     raise invalid_type("query", "a string or an array of strings", value)
 
 
+def _search_request(value: dict[str, Any]) -> tuple[list[str], int, float, dict[str, Any] | None]:
+    """A search body's queries, result limit, score threshold and filter, or OpenAI's 400."""
+    body = described("vector_stores.search", value)
+    queries = _queries(body["query"])
+    limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
+    threshold = score_threshold(body.get("ranking_options"))
+    rewrite = body.get("rewrite_query", False)
+    if not isinstance(rewrite, bool):
+        raise invalid_type("rewrite_query", "a boolean", rewrite)
+    if rewrite:
+        raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
+                             param="rewrite_query", code="invalid_value")
+    return queries, limit, threshold, checked_filter(body["filters"]) if body.get("filters") is not None else None
+
+
 def fts_match(queries: list[str]) -> str | None:
-    """An FTS5 query matching any word of `queries` (each quoted, so no word is an operator);
-    None when they hold no word."""
-    terms = dict.fromkeys(term.lower() for query in queries for term in _QUERY_TERM.findall(query))
+    """An FTS5 query matching any of the first `MAX_QUERY_WORDS` words of `queries` (each quoted,
+    so no word is an operator); None when they hold no word."""
+    words: Iterator[str] = (match.group() for query in queries for match in _QUERY_TERM.finditer(query))
+    terms = dict.fromkeys(word.lower() for word in itertools.islice(words, MAX_QUERY_WORDS))
     return " OR ".join(f'"{term}"' for term in terms) or None
 
 
@@ -340,16 +360,28 @@ async def search_stores(store: VectorStoreStore, store_ids: list[str], queries: 
     `file_search` tool both search through here. A search is activity: it moves each store's
     `last_active_at` (and so its expiry) to now."""
     now = int(time.time())
+    store_ids = list(dict.fromkeys(store_ids))  # a store named twice is searched once
     for store_id in store_ids:
         await store.touch_vector_store(store_id, now)
     match = fts_match(queries)
     if match is None:
         return []
+
+    def good_enough(rank: float) -> bool:
+        return score(rank) >= score_threshold
+
+    def keep(attributes: Attributes | None) -> bool:
+        return filters is None or passes(filters, attributes or {})
+
     hits = [SearchHit(store_id, chunk.file_id, chunk.filename, score(chunk.rank), chunk.attributes, chunk.text)
-            for store_id in store_ids for chunk in await store.search_chunks(store_id, match)]
-    kept = [hit for hit in hits
-            if hit.score >= score_threshold and (filters is None or passes(filters, hit.attributes or {}))]
-    return sorted(kept, key=lambda hit: -hit.score)[:max_num_results]
+            for store_id in store_ids
+            for chunk in await store.search_chunks(store_id, match, limit=max_num_results, good_enough=good_enough,
+                                                   keep=keep)]
+    return sorted(hits, key=lambda hit: -hit.score)[:max_num_results]
+
+
+def _content_page(data: list[dict[str, str]]) -> dict[str, Any]:
+    return {"object": "vector_store.file_content.page", "data": data, "has_more": False, "next_page": None}
 
 
 def file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
@@ -360,22 +392,26 @@ def file_resource(file: StoredVectorStoreFile) -> dict[str, Any]:
             "attributes": file.attributes, "chunking_strategy": {"type": "static", "static": file.chunking}}
 
 
-def files_page(attached: list[StoredVectorStoreFile], query: Mapping[str, str]) -> dict[str, Any]:
-    """A page of `vector_store.file` objects as `query` asks (`order`, `limit`, `after`, `before`,
-    `filter` by status), or OpenAI's 400."""
-    order, limit, after, before = list_query(query)
+async def files_page(store: VectorStoreStore, store_id: str, query: Mapping[str, str],
+                     batch_id: str | None = None) -> dict[str, Any]:
+    """A page of the store's `vector_store.file` objects (those a batch attached, with
+    `batch_id`) as `query` asks (`order`, `limit`, `after`, `before`, `filter` by status), or
+    OpenAI's 400."""
+    page = list_query(query)
     status = query.get("filter")
     if status is not None and status not in FILE_STATUSES:
         raise invalid_value("filter", status, FILE_STATUSES)
-    listed = [resource for resource in map(file_resource, attached) if status is None or resource["status"] == status]
-    return page(listed, order, limit, after, before)
+    if status in ("in_progress", "cancelled"):  # files are indexed at once: never in progress
+        return page_object([], False)
+    failed = None if status is None else status == "failed"
+    attached, more = await store.vector_store_files_page(store_id, page, failed=failed, batch_id=batch_id)
+    return page_object([file_resource(file) for file in attached], more)
 
 
-def file_counts(files: list[StoredVectorStoreFile]) -> dict[str, int]:
-    """The `file_counts` of a store or a batch holding `files` (indexed at once: none in progress)."""
-    failed = sum(1 for file in files if file.last_error)
-    return {"in_progress": 0, "completed": len(files) - failed, "failed": failed, "cancelled": 0,
-            "total": len(files)}
+def file_counts(tally: FileTally) -> dict[str, int]:
+    """The `file_counts` of a store or a batch (indexed at once: none in progress)."""
+    return {"in_progress": 0, "completed": tally.total - tally.failed, "failed": tally.failed, "cancelled": 0,
+            "total": tally.total}
 
 
 def expires_at(store: StoredVectorStore) -> int | None:
@@ -388,10 +424,10 @@ def expired(store: StoredVectorStore, now: float) -> bool:
     return end is not None and now >= end
 
 
-def _store_resource(store: StoredVectorStore, files: list[StoredVectorStoreFile], now: float) -> dict[str, Any]:
+def _store_resource(store: StoredVectorStore, tally: FileTally, now: float) -> dict[str, Any]:
     """OpenAI's `vector_store` (the SDK's `VectorStore`) as of `now`."""
     return {"id": store.id, "object": "vector_store", "created_at": store.created_at, "name": store.name,
-            "usage_bytes": sum(file.usage_bytes for file in files), "file_counts": file_counts(files),
+            "usage_bytes": tally.usage_bytes, "file_counts": file_counts(tally),
             "status": "expired" if expired(store, now) else "completed", "expires_after": store.expires_after,
             "expires_at": expires_at(store), "last_active_at": store.last_active_at, "metadata": store.metadata}
 
@@ -405,16 +441,25 @@ def _expires_after(value: Any) -> dict[str, Any] | None:
     return {"anchor": "last_active_at", "days": _integer(expires_after.get("days"), "expires_after.days", 1, 365)}
 
 
-async def indexed(files: FileStore, store_id: str, file_id: str, attributes: dict[str, Any] | None,
-                  sizes: dict[str, int]) -> tuple[StoredVectorStoreFile, list[str]]:
-    """A checked file attached to the store, and its chunks; a file whose bytes are not UTF-8
-    text is attached `failed`, with no chunks."""
-    content = await files.file_content(file_id)
-    if content is None:  # deleted since it was checked
-        raise FileNotFound(file_id)
-    cut, last_error = await asyncio.to_thread(_file_chunks, content, sizes)  # a large file takes a while
-    return StoredVectorStoreFile(store_id, file_id, int(time.time()), sum(len(c.encode()) for c in cut), attributes,
-                                 sizes, last_error), cut
+async def attached(store: VectorStoreStore, attachments: list[Attachment], batch: StoredFileBatch | None = None
+                   ) -> list[StoredVectorStoreFile]:
+    """Checked files attached (see `VectorStoreStore.attach_files`), or a 404 for one deleted
+    since it was checked (and none attached)."""
+    try:
+        return await store.attach_files(attachments, batch)
+    except MissingFile as missing_file:
+        raise FileNotFound(missing_file.file_id) from None
+
+
+def unique_files(value: Any, param: str) -> list[str]:
+    """The file ids of a list, each once, in order (a repeated id names the same file), or
+    OpenAI's 400."""
+    if not isinstance(value, list):
+        raise invalid_type(param, "an array", value)
+    for file_id in value:
+        if not isinstance(file_id, str):
+            raise invalid_type(param, "a string", file_id)
+    return list(dict.fromkeys(value))
 
 
 def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
@@ -425,13 +470,11 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return found
 
     async def resource(vector_store: StoredVectorStore) -> dict[str, Any]:
-        return _store_resource(vector_store, await store.vector_store_files(vector_store.id), time.time())
+        return _store_resource(vector_store, await store.file_tally(vector_store.id), time.time())
 
     async def create(request: Request) -> Response:
         body = await body_of(request, "vector_stores.create")
-        file_ids = body.get("file_ids") or []
-        if not isinstance(file_ids, list):
-            raise invalid_type("file_ids", "an array", file_ids)
+        file_ids = unique_files(body.get("file_ids") or [], "file_ids")
         name = body.get("name") or ""
         if not isinstance(name, str):
             raise invalid_type("name", "a string", name)
@@ -442,8 +485,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         created = StoredVectorStore(new_id("vs"), name, now, _metadata(body.get("metadata")),
                                     _expires_after(body.get("expires_after")), now)
         await store.save_vector_store(created)
-        for file_id in file_ids:
-            await store.save_vector_store_file(*await indexed(files, created.id, file_id, None, sizes))
+        await attached(store, [Attachment(created.id, file_id, None, sizes) for file_id in file_ids])
         return JSONResponse(await resource(created))
 
     async def update(request: Request) -> Response:
@@ -463,9 +505,10 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return JSONResponse(await resource(updated))
 
     async def list_stores(request: Request) -> Response:
-        order, limit, after, before = list_query(request.query_params)
-        listed = [await resource(vector_store) for vector_store in await store.vector_stores()]
-        return JSONResponse(page(listed, order, limit, after, before))
+        listed, more = await store.vector_stores_page(list_query(request.query_params))
+        now = time.time()
+        return JSONResponse(page_object([_store_resource(vector_store, tally, now) for vector_store, tally in listed],
+                                        more))
 
     async def read(request: Request) -> Response:
         return JSONResponse(await resource(await existing(request.path_params["vector_store_id"])))
@@ -481,13 +524,12 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         body = await body_of(request, "vector_stores.files.create")
         file = await retrievable(files, body["file_id"], "file_id")
         attributes, sizes = checked_attributes(body.get("attributes")), chunking(body.get("chunking_strategy"))
-        attached, cut = await indexed(files, vector_store.id, file.id, attributes, sizes)
-        await store.save_vector_store_file(attached, cut)
-        return JSONResponse(file_resource(attached))
+        (added,) = await attached(store, [Attachment(vector_store.id, file.id, attributes, sizes)])
+        return JSONResponse(file_resource(added))
 
     async def list_files(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        return JSONResponse(files_page(await store.vector_store_files(vector_store.id), request.query_params))
+        return JSONResponse(await files_page(store, vector_store.id, request.query_params))
 
     async def existing_file(request: Request) -> StoredVectorStoreFile:
         vector_store = await existing(request.path_params["vector_store_id"])
@@ -508,12 +550,22 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return JSONResponse(file_resource(updated))
 
     async def read_file_content(request: Request) -> Response:
-        """The attached file's text as one part (a file that failed to index has none)."""
+        """The attached file's text as one part (a file that failed to index has none), sent as it
+        is read from the store: the JSON around it, and its text escaped a piece at a time."""
         found = await existing_file(request)
-        content = await files.file_content(found.file_id)
-        data = [] if found.last_error or content is None else [{"type": "text", "text": content.decode("utf-8")}]
-        return JSONResponse({"object": "vector_store.file_content.page", "data": data, "has_more": False,
-                             "next_page": None})
+        pieces = None if found.last_error else await stored_bytes(files, found.file_id)
+        if pieces is None:
+            return JSONResponse(_content_page([]))
+        head, tail = json.dumps(_content_page([{"type": "text", "text": "\0"}]), **_AS_STARLETTE).split("\\u0000")
+
+        async def page(text: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+            decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+            yield head.encode()
+            async for piece in text:
+                yield json.dumps(decoder.decode(piece), **_AS_STARLETTE)[1:-1].encode()
+            yield (json.dumps(decoder.decode(b"", final=True), **_AS_STARLETTE)[1:-1] + tail).encode()
+
+        return StreamingResponse(page(pieces), media_type="application/json")
 
     async def delete_file(request: Request) -> Response:
         found = await existing_file(request)
@@ -524,17 +576,8 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         vector_store = await existing(request.path_params["vector_store_id"])
         if expired(vector_store, time.time()):
             raise VectorStoreExpired(vector_store.id)
-        body = await body_of(request, "vector_stores.search")
-        queries = _queries(body["query"])
-        limit = _integer(body.get("max_num_results", DEFAULT_MAX_RESULTS), "max_num_results", *MAX_RESULTS_RANGE)
-        threshold = score_threshold(body.get("ranking_options"))
-        rewrite = body.get("rewrite_query", False)
-        if not isinstance(rewrite, bool):
-            raise invalid_type("rewrite_query", "a boolean", rewrite)
-        if rewrite:
-            raise InvalidRequest("This gateway does not rewrite queries: 'rewrite_query' can only be false.",
-                                 param="rewrite_query", code="invalid_value")
-        filter_ = checked_filter(body["filters"]) if body.get("filters") is not None else None
+        body = await read_json_object(request)
+        queries, limit, threshold, filter_ = await body.checked(_search_request)  # a query can be long
         hits = await search_stores(store, [vector_store.id], queries, max_num_results=limit,
                                    score_threshold=threshold, filters=filter_)
         data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,

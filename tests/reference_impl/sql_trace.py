@@ -1,5 +1,7 @@
 """What a SQLite connection runs, from its trace callback, and how many commits that made (a
-write outside an explicit transaction is a transaction, so a commit, of its own)."""
+write outside an explicit transaction is a transaction, so a commit, of its own); and how many
+rows its queries handed to Python (counted by a row factory, which SQLite's module calls once
+a row)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 class SqlTrace:
     def __init__(self) -> None:
         self.run: list[str] = []
+        self.rows = 0
+
+    def _row(self, cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> tuple[Any, ...]:
+        self.rows += 1
+        return row
 
     def commits(self) -> int:
         commits, in_transaction = 0, False
@@ -39,6 +46,7 @@ class SqlTrace:
         def traced(*args: Any, **kwargs: Any) -> sqlite3.Connection:
             connection = connect(*args, **kwargs)
             connection.set_trace_callback(self.run.append)
+            connection.row_factory = self._row
             return connection
 
         sqlite3.connect = traced

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -13,6 +14,7 @@ from responses_parity.fixtures.upstream.script import RunScript, new_run_token, 
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.chain import Chain
+from responses_parity.reference_impl.pagination import PageQuery
 from responses_parity.reference_impl.store import RESTARTED, SqliteStore, StoredResponse
 
 
@@ -141,3 +143,35 @@ def test_a_database_from_before_vector_store_activity_is_upgraded_in_place(tmp_p
                                                                                           1700000000)
     reopened = SqliteStore(str(database))  # a second start finds nothing left to upgrade
     reopened.close()
+
+
+def test_a_database_from_before_input_items_had_rows_of_their_own_is_upgraded_in_place(tmp_path: Path) -> None:
+    """The responses table as the gateway wrote it when a response's input items were one JSON
+    array in its row: opening it moves them to rows of their own (read a page at a time), loses
+    no response and leaves no column behind."""
+    database = tmp_path / "older.sqlite3"
+    items = [{"id": f"msg_{n}", "type": "message", "role": "user", "content": [{"type": "input_text", "text": str(n)}]}
+             for n in range(5)]
+    response = {"id": "resp_old", "object": "response", "created_at": int(time.time()), "status": "completed"}
+    with sqlite3.connect(database) as db:
+        db.execute("CREATE TABLE responses (id TEXT PRIMARY KEY, created_at INTEGER NOT NULL, status TEXT NOT NULL, "
+                   "streamed INTEGER NOT NULL DEFAULT 0, response TEXT NOT NULL, input_items TEXT NOT NULL, "
+                   "chain TEXT NOT NULL)")
+        db.execute("INSERT INTO responses VALUES ('resp_old', ?, 'completed', 0, ?, ?, ?)",
+                   (response["created_at"], json.dumps(response), json.dumps(items), json.dumps(Chain().to_json())))
+
+    async def read(store: SqliteStore) -> tuple[StoredResponse | None, list[dict], bool, list[dict]]:
+        first, more = await store.input_items_page("resp_old", PageQuery("asc", 3))
+        rest, _ = await store.input_items_page("resp_old", PageQuery("asc", 3, after=first[-1]["id"]))
+        return await store.get("resp_old"), first, more, rest
+
+    store = SqliteStore(str(database))
+    try:
+        found, first, more, rest = asyncio.run(read(store))
+    finally:
+        store.close()
+    assert found is not None and found.response == response
+    assert (first + rest, more) == (items, True)
+    with sqlite3.connect(database) as db:
+        assert "input_items" not in {row[1] for row in db.execute("PRAGMA table_info(responses)")}
+    SqliteStore(str(database)).close()  # a second start finds nothing left to upgrade

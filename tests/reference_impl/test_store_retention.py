@@ -19,8 +19,9 @@ from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from responses_parity.reference_impl.chain import Chain
 from responses_parity.reference_impl.retention import Retention
-from responses_parity.reference_impl.store import (Conversation, SqliteStore, StoredFile, StoredResponse,
-                                                   StoredVectorStore, StoredVectorStoreFile)
+from responses_parity.reference_impl.pagination import PageQuery
+from responses_parity.reference_impl.store import (Attachment, Conversation, SqliteStore, StoredFile, StoredResponse,
+                                                   StoredVectorStore)
 
 T = TypeVar("T")
 AUDIT = [{"kind": "model_round", "round": 1, "status": "ok"}]
@@ -141,14 +142,15 @@ def test_a_file_past_its_expiry_is_unknown_at_once_and_its_row_goes_at_the_next_
         await store.save_file(StoredFile("file-expiring", "a.txt", "batch", 3, now, now + 60), b"abc")
         await store.save_file(StoredFile("file-kept", "b.txt", "assistants", 3, now, None), b"xyz")
         await store.save_vector_store(StoredVectorStore("vs_1", "", now, {}, None, now))
-        for file_id in ("file-expiring", "file-kept"):
-            await store.save_vector_store_file(StoredVectorStoreFile("vs_1", file_id, now, 3, None, {}, None), ["abc"])
+        sizes = {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 0}
+        await store.attach_files([Attachment("vs_1", file_id, None, sizes) for file_id in ("file-expiring",
+                                                                                           "file-kept")])
         clock.now += 59
-        assert await store.file_content("file-expiring") == b"abc"  # gone at `expires_at`, not before
+        assert await store.file_piece("file-expiring", 0) == b"abc"  # gone at `expires_at`, not before
         clock.now += 1
-        assert await store.get_file("file-expiring") is None and await store.file_content("file-expiring") is None
-        assert [file.id for file in await store.files(None)] == ["file-kept"]
-        assert [file.file_id for file in await store.vector_store_files("vs_1")] == ["file-kept"]
+        assert await store.get_file("file-expiring") is None and await store.file_piece("file-expiring", 0) is None
+        assert [file.id for file in (await store.files_page(None, PageQuery()))[0]] == ["file-kept"]
+        assert [file.file_id for file in (await store.vector_store_files_page("vs_1", PageQuery()))[0]] == ["file-kept"]
         assert sqlite3.connect(path).execute("SELECT COUNT(*) FROM files").fetchone() == (2,)  # not swept yet
         assert attached() == [("file-expiring", 1), ("file-kept", 1)]
         await end(store, "resp_sweeps", clock.now)

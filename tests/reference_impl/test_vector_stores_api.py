@@ -21,7 +21,8 @@ from openai.types.vector_stores import FileContentResponse, VectorStoreFile, Vec
 
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.vector_stores import DAY_S, chunks
+from responses_parity.reference_impl.chunking import chunks
+from responses_parity.reference_impl.vector_stores import DAY_S
 
 
 @pytest.fixture
