@@ -36,3 +36,17 @@ def test_a_search_meanwhile_another_thread_adds_sees_the_strings_known_before_it
         assert known.spans("the first-secret again") == [(4, 16)]
     adding.join()
     assert known.spans(strings[-1]) == [(0, len(strings[-1]))]
+
+
+def test_merged_levels_find_what_they_found_before_and_take_new_strings() -> None:
+    strings, known = _strings(1500), KnownStrings()
+    for string in strings[:1000]:
+        known.add([string])
+    text = " ".join(strings[:1000:37])
+    before = sorted(known.spans(text))
+    known.compact()
+    assert sorted(known.spans(text)) == before != []
+    for string in strings[1000:]:
+        known.add([string])
+    every = " ".join(strings[::50])
+    assert sorted(every[start:end] for start, end in known.spans(every)) == strings[::50]
