@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 import httpx
+from rich.markup import escape
 
 from ..capture import read_captures
 from ..findings import Finding, HarnessError
@@ -25,7 +26,7 @@ from ..replay import Replayed, captured_model, replay
 from ..session import open_session
 from ..stack import ServerThread
 from .click_options import click_options
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, redacted_consoles, say
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, redacted_consoles, say
 from .serve import serve_forever
 
 DEFAULT_PROXY_PORT = 8650
@@ -44,9 +45,12 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
     def show(event: ProxyEvent) -> None:
         if isinstance(event, Found):
             say(_finding_json(event.capture, event.finding) if as_json else _finding_line(event.capture, event.finding))
-        elif isinstance(event, NotForwarded):
-            say(json.dumps({"method": event.method, "path": event.path, "not_forwarded": event.reason}) if as_json
-                else f"{event.method} {event.path}: not forwarded: {event.reason}")
+        elif isinstance(event, NotForwarded):  # no finding: with --json, not on standard output
+            line = f"{event.method} {event.path}: not forwarded: {event.reason}"
+            if as_json:
+                err.print(escape(line), soft_wrap=True)
+            else:
+                say(line)
         elif isinstance(event, Recorded) and not as_json:
             exchange = event.exchange
             what = exchange.transport_error or \
