@@ -9,7 +9,8 @@ its resident memory and CPU time from /proc (psutil):
 
 - M1: RSS before, at most and after `--streams` endless streams (`--base-streams` for the
   base), opened `--wave` at a time, each read for `--read-kb` and then dropped (the proxy
-  records at most `--max-answer-mb` of each); "after" is taken once every capture is written;
+  records at most `--max-answer-mb` of each); "after" (and after each wave) is taken once
+  every capture is written;
 - M2: one request whose body declares `--body-mb` (sent in 1 MiB pieces until the proxy answers
   or takes it all): its status, the bytes the proxy took, RSS before, at most and after, the
   size of the capture folder, and the longest wait of small requests sent meanwhile;
@@ -145,7 +146,7 @@ def _wait(condition: Callable[[], bool], what: str) -> None:
 
 
 def endless_streams(running: Proxy, streams: int, args: argparse.Namespace) -> str:
-    before, peak, done = running.rss_mib, 0.0, 0
+    before, peak, done, settled = running.rss_mib, 0.0, 0, []
     began = time.monotonic()
     while done < streams:
         wave = min(args.wave, streams - done)
@@ -159,10 +160,12 @@ def endless_streams(running: Proxy, streams: int, args: argparse.Namespace) -> s
             done += wave
             _wait(lambda total=done: running.captured() >= total, f"{done} captures written")
         peak = max(peak, sampler.peak)
+        settled.append(running.rss_mib)
     after = running.rss_mib
+    waves = " ".join(f"{rss:.0f}" for rss in settled)
     return (f"M1 {streams} endless streams ({args.wave} at a time, {args.read_kb} KiB read each) in "
             f"{time.monotonic() - began:.0f} s: RSS before {before:.0f} MiB, at most {peak:.0f} MiB, "
-            f"after {after:.0f} MiB (+{after - before:.0f} MiB)")
+            f"after {after:.0f} MiB (+{after - before:.0f} MiB); after each wave: {waves}")
 
 
 class _Sampler:
@@ -299,30 +302,33 @@ def credentials(checkout: Path, upstream: CountingUpstream, folder: Path, args: 
 
 
 REDACTION = r"""
-import json, secrets, sys, time
+import json, secrets, statistics, sys, time
 from responses_parity.harness.redaction import Redactor
-count, budget = int(sys.argv[1]), float(sys.argv[2])
-capture = json.loads(sys.argv[3])
+count, budget, rounds = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+capture = json.loads(sys.argv[4])
 def per_capture_us(redactor, n=300):
     began = time.perf_counter()
     for _ in range(n):
         json.dumps(redactor.redact(capture))
     return (time.perf_counter() - began) / n * 1e6
-redactor = Redactor()
-none = [per_capture_us(redactor) for _ in range(5)]
+def interleaved(none, known):
+    times = {"none": [], "known": []}
+    for round_ in range(rounds):
+        for name in (("none", "known") if round_ % 2 == 0 else ("known", "none")):
+            times[name].append(per_capture_us(none if name == "none" else known))
+    added = [k - n for k, n in zip(times["known"], times["none"])]
+    return statistics.median(times["none"]), statistics.median(times["known"]), statistics.median(added)
+none, redactor = Redactor(), Redactor()
 began, learned = time.perf_counter(), 0
 while learned < count and time.perf_counter() - began < budget:
     redactor.add(f"Bearer sk-bench-{secrets.token_hex(16)}")
     learned += 1
 learn_us = (time.perf_counter() - began) / max(learned, 1) * 1e6
-known = [per_capture_us(redactor) for _ in range(5)]
-merged = None
+figures = {"learned": learned, "learn_us": learn_us, "levels": interleaved(none, redactor), "merged": None}
 if hasattr(redactor, "_known") and hasattr(redactor._known, "compact"):  # the benchmark's only look inside
     redactor._known.compact()
-    merged = sorted(per_capture_us(redactor) for _ in range(5))[2]
-none.sort(); known.sort()
-print(json.dumps({"learned": learned, "learn_us": learn_us, "none_us": none[2], "known_us": known[2],
-                  "merged_us": merged}))
+    figures["merged"] = interleaved(none, redactor)
+print(json.dumps(figures))
 """
 
 
@@ -345,14 +351,15 @@ def _typical_capture() -> str:
 
 def redaction(checkout: Path, args: argparse.Namespace) -> str:
     ran = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", REDACTION, str(args.credentials),
-                          str(args.flood_s), _typical_capture()], capture_output=True, text=True, check=True,
-                         timeout=args.flood_s + 600)
+                          str(args.flood_s), str(args.rounds * 2 + 1), _typical_capture()], capture_output=True,
+                         text=True, check=True, timeout=args.flood_s + 900)
     figures = json.loads(ran.stdout)
-    merged = "" if figures["merged_us"] is None else (f", once its automatons are merged {figures['merged_us']:.0f} "
-                                                      f"us (+{figures['merged_us'] - figures['none_us']:.0f} us)")
-    return (f"R1 redacting one capture: {figures['none_us']:.0f} us with no secret known, {figures['known_us']:.0f} us "
-            f"with {figures['learned']:,} credentials known (+{figures['known_us'] - figures['none_us']:.0f} us)"
-            f"{merged}; learning one: {figures['learn_us']:.0f} us on average")
+    none, known, added = figures["levels"]
+    merged = "" if figures["merged"] is None else \
+        f"; once merged into one automaton {figures['merged'][1]:.0f} us ({figures['merged'][2]:+.0f} us)"
+    return (f"R1 redacting one capture (medians of {args.rounds * 2 + 1} interleaved rounds): {none:.0f} us with no "
+            f"secret known, {known:.0f} us with {figures['learned']:,} credentials known ({added:+.0f} us){merged}; "
+            f"learning one took {figures['learn_us']:.0f} us on average")
 
 
 def main() -> None:
