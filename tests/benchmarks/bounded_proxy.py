@@ -17,7 +17,8 @@ its resident memory and CPU time from /proc (psutil):
 - C1: the proxy's CPU per echo request carrying one credential, on a proxy that has seen no
   other credential and on one that has first seen `--credentials` distinct ones (each in a
   request of its own: the flood, with its own CPU per request; stopped after `--flood-s`
-  seconds if slower), in `--rounds` interleaved rounds of `--requests`; medians;
+  seconds if slower; the other proxy gets as many requests, all with the one credential), in
+  `--rounds` interleaved rounds of `--requests`; medians;
 - R1: with each checkout's `Redactor` (in its own interpreter), the time to redact one typical
   capture with none and with `--credentials` distinct credentials known (medians of 5; where the
   known secrets sit in automatons, also once they are merged into one, as a run that stopped
@@ -287,6 +288,7 @@ def credentials(checkout: Path, upstream: CountingUpstream, folder: Path, args: 
         _cpu_per_request_ms(seen, 50, credential)
         flood_ms, flooded = _cpu_per_request_ms(seen, args.credentials, None, distinct=True,
                                                 until=time.monotonic() + args.flood_s)
+        same_ms, _ = _cpu_per_request_ms(fresh, flooded, credential)  # as many requests, one credential
         none: list[float] = []
         known: list[float] = []
         for round_ in range(args.rounds):
@@ -295,7 +297,8 @@ def credentials(checkout: Path, upstream: CountingUpstream, folder: Path, args: 
         rss = f"RSS {fresh.rss_mib:.0f} MiB vs {seen.rss_mib:.0f} MiB"
     added = [k - n for k, n in zip(known, none, strict=True)]
     return [f"C1 flood: {flooded:,} requests each with a new credential: {flood_ms:.2f} ms CPU per request"
-            + ("" if flooded == args.credentials else f" (stopped after {args.flood_s:.0f} s)"),
+            + ("" if flooded == args.credentials else f" (stopped after {args.flood_s:.0f} s)")
+            + f"; as many with one credential: {same_ms:.2f} ms",
             f"C1 CPU per request, {args.rounds} rounds of {args.requests}: none seen {statistics.median(none):.3f} ms, "
             f"{flooded:,} seen {statistics.median(known):.3f} ms, added {statistics.median(added):+.3f} ms "
             f"(rounds {min(added):+.3f} to {max(added):+.3f}); {rss}"]
