@@ -1,7 +1,10 @@
 """A capture folder: the exchanges `parity proxy` recorded, one file per exchange in the
 exchange file format (`exchange.py`), named `NNNN-<method>-<path>.json` in the order the
 requests arrived. Each file's `meta` says where the request went: `path` (with its query, as
-the client sent it), `upstream` (the base URL it was forwarded to) and `captured_at`.
+the client sent it, but for the values of credential parameters), `upstream` (the base URL it
+was forwarded to) and `captured_at`; and, when they apply, `ended` (who ended the exchange
+before its answer did: the client, or the proxy stopping), `note` and `request_note` (what of
+the answer or the request body was not recorded).
 
 Requests of one conversation name earlier answers by their ids (`previous_response_id`, an
 approval's `approval_request_id`, a function output's `call_id`); `answer_ids` lists the ids an

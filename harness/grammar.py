@@ -84,44 +84,79 @@ def _payloads(events: list[SseEvent]) -> list[dict[str, Any]]:
 
 
 def framing_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
-    findings = []
-    for position, event in enumerate(events):
-        if event.is_done_sentinel:
-            continue
-        if event.defect is not None:
-            findings.append(_finding(Severity.ERROR, "framing", event.defect.of(f"event {position}").message,
-                                     key=f"an event's data is not readable JSON ({event.defect.rule})"))
-        elif event.payload is None:
-            findings.append(_finding(Severity.ERROR, "framing", key="an event is not a JSON object",
-                                     message=f"event {position} is not a JSON object: {event.data[:80]!r}"))
-        elif not isinstance(event.payload.get("type"), str):
-            findings.append(_finding(Severity.ERROR, "framing", f"event {position} has no `type`",
-                                     key="an event has no `type`"))
-        elif event.event and event.event != event.payload["type"]:
-            findings.append(_finding(Severity.WARNING, "framing", key="an SSE `event:` field differs from its `type`",
-                                     message=f"event {position}: the SSE `event:` field "
-                                     f"{event.event!r} differs from its `type` {event.payload['type']!r}"))
-    return findings
+    return [finding for position, event in enumerate(events) for finding in event_framing(event, position)]
+
+
+def event_framing(event: SseEvent, position: int) -> list[Finding]:
+    """The framing findings of the `position`th event of a stream."""
+    if event.is_done_sentinel:
+        return []
+    if event.defect is not None:
+        return [_finding(Severity.ERROR, "framing", event.defect.of(f"event {position}").message,
+                         key=f"an event's data is not readable JSON ({event.defect.rule})")]
+    if event.payload is None:
+        return [_finding(Severity.ERROR, "framing", key="an event is not a JSON object",
+                         message=f"event {position} is not a JSON object: {event.data[:80]!r}")]
+    if not isinstance(event.payload.get("type"), str):
+        return [_finding(Severity.ERROR, "framing", f"event {position} has no `type`", key="an event has no `type`")]
+    if event.event and event.event != event.payload["type"]:
+        return [_finding(Severity.WARNING, "framing", key="an SSE `event:` field differs from its `type`",
+                         message=f"event {position}: the SSE `event:` field "
+                         f"{event.event!r} differs from its `type` {event.payload['type']!r}")]
+    return []
 
 
 def sequence_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
-    payloads = _payloads(events)
-    numbered = [p for p in payloads if "sequence_number" in p]
-    if not numbered:
-        return [_finding(Severity.NOTE, "sequence_numbers", "the stream carries no `sequence_number` "
-                         "(streams recorded before June 2025 do not)")] if payloads else []
-    if len(numbered) != len(payloads):
-        missing = next(p.get("type") for p in payloads if "sequence_number" not in p)
-        return [_finding(Severity.ERROR, "sequence_numbers", f"some events have `sequence_number` and some do "
-                         f"not (first without: {missing})")]
-    start = 0 if resumed_after is None else resumed_after + 1
-    for position, payload in enumerate(payloads):
-        if payload["sequence_number"] != start + position:
+    numbering = SequenceNumbering(resumed_after)
+    for payload in _payloads(events):
+        numbering.add(payload)
+    return numbering.findings()
+
+
+class SequenceNumbering:
+    """`sequence_conformance` of a stream whose events are added one at a time, in constant
+    memory (a proxy checks an endless stream so)."""
+
+    def __init__(self, resumed_after: int | None = None) -> None:
+        self._start = 0 if resumed_after is None else resumed_after + 1
+        self._payloads = 0
+        self._numbered = 0
+        self._first_unnumbered: tuple[Any] | None = None
+        """The type of the first event without a number (in a tuple: it may be None)."""
+        self._first_wrong: tuple[int, Any, Any] | None = None
+        """The position, type and number of the first event numbered out of order."""
+
+    @property
+    def next_number(self) -> int | None:
+        """The `sequence_number` the next event carries when every one so far carried one."""
+        return self._start + self._payloads if self._numbered and self._numbered == self._payloads else None
+
+    def add(self, payload: dict[str, Any]) -> None:
+        """The next event's payload."""
+        position = self._payloads
+        self._payloads += 1
+        if "sequence_number" not in payload:
+            self._first_unnumbered = self._first_unnumbered or (payload.get("type"),)
+            return
+        self._numbered += 1
+        if self._first_wrong is None and payload["sequence_number"] != self._start + position:
+            self._first_wrong = position, payload.get("type"), payload["sequence_number"]
+
+    def findings(self) -> list[Finding]:
+        """The stream's numbering findings so far."""
+        if not self._numbered:
+            return [_finding(Severity.NOTE, "sequence_numbers", "the stream carries no `sequence_number` "
+                             "(streams recorded before June 2025 do not)")] if self._payloads else []
+        if self._first_unnumbered is not None:
+            return [_finding(Severity.ERROR, "sequence_numbers", f"some events have `sequence_number` and some do "
+                             f"not (first without: {self._first_unnumbered[0]})")]
+        if self._first_wrong is not None:
+            position, kind, number = self._first_wrong
+            expected = self._start + position
             return [_finding(Severity.ERROR, "sequence_numbers", key="numbering does not go 0, 1, 2 ...",
-                             message=f"event {position} ({payload.get('type')}) has sequence_number "
-                             f"{payload['sequence_number']}, expected {start + position}: numbering starts at "
-                             f"{start} and goes up by 1", expected=start + position, actual=payload["sequence_number"])]
-    return []
+                             message=f"event {position} ({kind}) has sequence_number {number}, expected {expected}: "
+                             f"numbering starts at {self._start} and goes up by 1", expected=expected, actual=number)]
+        return []
 
 
 def _opening(types: list[str | None]) -> list[Finding]:

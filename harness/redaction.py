@@ -14,6 +14,11 @@ Values shorter than `MIN_SECRET_LENGTH` characters are not taken as secrets (rem
 would blot out ordinary words). Not undone: other changes a gateway may make to a secret
 (hashing, truncating, splitting it, encoding it in base64).
 
+The known secrets are found by automatons (`known_strings.KnownStrings`), so removing them
+costs about the same with ten thousand known as with one, and learning one more does not cost
+a rebuild of all the others. `within` gives a redactor that also removes the secrets of one
+exchange (an MCP tool's authorization in one request) without making them secrets of the run.
+
 Artifacts reach the disk through `Redactor.write_json` and `Redactor.write_text`; a console
 prints through a `RedactedStream`.
 """
@@ -28,6 +33,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
+
+from .known_strings import KnownStrings
 
 REDACTED = "<redacted>"
 SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "openai-organization",
@@ -47,25 +54,32 @@ def redact_text(text: str) -> str:
 class Redactor:
     """The secrets of one run and their removal (see the module's docstring for what is removed)."""
 
-    def __init__(self) -> None:
-        self._secrets: set[str] = set()
-        self._known: re.Pattern[str] | None = None
+    def __init__(self, known: KnownStrings | None = None, local: KnownStrings | None = None) -> None:
+        self._known = known if known is not None else KnownStrings()
+        self._local = local
 
     def add(self, *values: str | None) -> None:
         """Know these values as secrets (None, and values too short to be one, are skipped)."""
-        new = {form for value in values if value for form in _forms(value)} - self._secrets
-        if new:
-            self._secrets |= new
-            self._known = re.compile("|".join(re.escape(s) for s in sorted(self._secrets, key=len, reverse=True)))
+        self._known.add(form for value in values if value for form in _forms(value))
+
+    def knows(self, *values: str | None) -> bool:
+        """Whether every one of these values is already known as a secret (`add` would learn nothing)."""
+        return all(form in self._known for value in values if value for form in _forms(value))
 
     def learn(self, data: Any) -> None:
         """Know as secrets the strings `data` (a request body, a scenario) holds where secrets
         go: under secret-bearing keys, and as the header values of MCP tools."""
         self.add(*_placed_secrets(data))
 
+    def within(self, *values: str | None) -> Redactor:
+        """A redactor that removes these values too (the secrets of one exchange, say), besides
+        every secret this one knows now and learns later; this one does not learn them."""
+        return Redactor(self._known, KnownStrings(form for value in values if value for form in _forms(value)))
+
     def redact_text(self, text: str) -> str:
-        if self._known is not None:
-            text = self._known.sub(REDACTED, text)
+        spans = self._known.spans(text) + (self._local.spans(text) if self._local is not None else [])
+        if spans:
+            text = _blank(text, spans)
         return _SECRET_TEXT.sub(REDACTED, text)
 
     def redact(self, value: Any) -> Any:
@@ -103,6 +117,37 @@ class RedactedStream:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def tool_secrets(data: Any) -> list[str]:
+    """The values a request body (`data`) holds where OpenAI's API puts secrets: the
+    `authorization` and the header values of its MCP tools, wherever they sit."""
+    found: list[str] = []
+    pending = [data]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, dict):
+            if node.get("type") == "mcp":
+                headers = node.get("headers")
+                found += [value for value in (node.get("authorization"),
+                                              *(headers.values() if isinstance(headers, dict) else ()))
+                          if isinstance(value, str)]
+            pending += node.values()
+        elif isinstance(node, list):
+            pending += node
+    return found
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with each of `spans` replaced by `<redacted>`, overlapping ones as one."""
+    parts, kept_from = [], 0
+    for start, end in sorted(spans):
+        if start < kept_from:  # overlaps the span before: that one reaches further
+            kept_from = max(kept_from, end)
+            continue
+        parts += [text[kept_from:start], REDACTED]
+        kept_from = end
+    return "".join(parts) + text[kept_from:]
 
 
 def _is_secret_key(key: Any) -> bool:

@@ -6,27 +6,31 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import click
 import httpx
+from rich.markup import escape
 
 from ..capture import read_captures
 from ..findings import Finding, HarnessError
 from ..from_capture import scenario_text
 from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
-from ..proxy import Found, ProxyEvent, Recorded, RecordingProxy
+from ..proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits, Recorded,
+                     RecordingProxy)
 from ..redaction import Redactor
 from ..replay import Replayed, captured_model, replay
 from ..session import open_session
 from ..stack import ServerThread
 from .click_options import click_options
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, redacted_consoles, say
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, redacted_consoles, say
 from .serve import serve_forever
 
 DEFAULT_PROXY_PORT = 8650
+_MB = 2**20
 
 
 def _finding_line(where: str, finding: Finding) -> str:
@@ -41,10 +45,18 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
     def show(event: ProxyEvent) -> None:
         if isinstance(event, Found):
             say(_finding_json(event.capture, event.finding) if as_json else _finding_line(event.capture, event.finding))
+        elif isinstance(event, NotForwarded):  # no finding: with --json, not on standard output
+            line = f"{event.method} {event.path}: not forwarded: {event.reason}"
+            if as_json:
+                err.print(escape(line), soft_wrap=True)
+            else:
+                say(line)
         elif isinstance(event, Recorded) and not as_json:
             exchange = event.exchange
-            what = exchange.transport_error or f"{exchange.status}{' (stream)' if exchange.streamed else ''}"
-            say(f"{event.capture}: {exchange.method} {exchange.meta.get('path')} -> {what}")
+            what = exchange.transport_error or \
+                f"{exchange.status or 'no answer'}{' (stream)' if exchange.streamed else ''}"
+            ended = f"; {exchange.meta['ended']}" if exchange.meta.get("ended") else ""
+            say(f"{event.capture}: {exchange.method} {exchange.meta.get('path')} -> {what}{ended}")
     return show
 
 
@@ -58,20 +70,46 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
               show_default=True, help="Folder the exchanges are written to, one file each.")
 @click.option("--json", "as_json", is_flag=True, help="Print each finding as a JSON line.")
 @click_options(MAX_ANSWER_MB)
-def proxy_command(upstream: str, port: int, captures: Path, as_json: bool, max_answer_mb: float) -> None:
+@click.option("--max-request-mb", type=click.FloatRange(0, min_open=True), default=ProxyLimits.max_request_bytes / _MB,
+              show_default=True, help="A larger request body is refused with a 413 in OpenAI's error envelope, "
+                                      "before the rest of it is read.")
+@click.option("--max-recorded-request-mb", type=click.FloatRange(0, min_open=True),
+              default=ProxyLimits.max_recorded_request_bytes / _MB, show_default=True,
+              help="How much of one request body is recorded (it is forwarded whole).")
+@click.option("--read-timeout", type=click.FloatRange(0, min_open=True), default=DEFAULT_READ_TIMEOUT_S,
+              show_default=True, help="Seconds the upstream may send nothing, before its answer or within it: then "
+                                      "the client gets a 504 (in a stream, an error event) and it is a finding.")
+@click.option("--secret-header", "secret_headers", multiple=True, metavar="NAME",
+              help="A request header whose value is a credential, removed from every capture and line like "
+                   "Authorization's (repeatable).")
+@click.option("--secret-param", "secret_params", multiple=True, metavar="NAME",
+              help="A query parameter whose value is a credential, besides api_key, key, token, access_token, ... "
+                   "(repeatable).")
+def proxy_command(*, upstream: str, port: int, captures: Path, as_json: bool, max_answer_mb: float,
+                  max_request_mb: float, max_recorded_request_mb: float, read_timeout: float,
+                  secret_headers: tuple[str, ...], secret_params: tuple[str, ...]) -> None:
     """Forward a client's traffic to UPSTREAM unchanged, record every Responses, Chat Completions
     and Conversations exchange (secrets removed) and print the findings of the checks that need
     no reference as they occur: one line each, the capture file, the rule and what is wrong.
-    Point the client's base URL at http://127.0.0.1:PORT/v1."""
+    Point the client's base URL at http://127.0.0.1:PORT/v1. Stops on Ctrl-C or SIGTERM,
+    closing what is open and writing what it recorded."""
     if not upstream.startswith(("http://", "https://")):
         raise click.BadParameter(f"{upstream!r} is not an http(s) URL", param_hint="--upstream")
+    limits = ProxyLimits(max_request_bytes=int(max_request_mb * _MB),
+                         max_recorded_request_bytes=int(max_recorded_request_mb * _MB),
+                         max_answer_bytes=int(max_answer_mb * _MB), read_timeout_s=read_timeout)
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # stopped as by Ctrl-C: open exchanges end, recorded
     with redacted_consoles() as redactor:
-        proxy = RecordingProxy(upstream, captures, _printer(as_json), redactor,
-                               max_answer_bytes=int(max_answer_mb * 2**20))
+        proxy = RecordingProxy(upstream, captures, _printer(as_json), redactor=redactor, limits=limits,
+                               credentials=Credentials.naming(secret_headers, secret_params))
+
+        def stop(server: ServerThread) -> None:
+            proxy.stop()  # open exchanges end, and are recorded, before the server stops
+            server.stop()
+
         serve_forever(lambda: ServerThread(proxy.app, port).start(),
                       lambda server: say(f"parity proxy listening on {server.url} -> {proxy.upstream}; "
-                                         f"captures in {captures} (Ctrl-C to stop)"),
-                      ServerThread.stop)
+                                         f"captures in {captures} (Ctrl-C to stop)"), stop)
 
 
 def _show(replayed: Replayed, as_json: bool) -> None:

@@ -221,9 +221,12 @@ BEHAVIOURS: dict[str, Behaviour] = {
 
 
 class HostileTarget:
-    """The server, in a thread of its own; `url(behaviour)` is a target's base URL."""
+    """The server, in a thread of its own; `url(behaviour)` is a target's base URL. Another
+    `answer` serves each connection its own way (`counting_upstream` does)."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]] | None = None
+                 ) -> None:
+        self._answer = answer or _answer
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._serve, name="hostile-target", daemon=True)
@@ -261,7 +264,7 @@ class HostileTarget:
         asyncio.set_event_loop(self._loop)
 
         async def listen() -> None:
-            self._server = await asyncio.start_server(_answer, "127.0.0.1", 0)
+            self._server = await asyncio.start_server(self._answer, "127.0.0.1", 0)
             self.port = self._server.sockets[0].getsockname()[1]
             self._ready.set()
 

@@ -8,7 +8,6 @@ import asyncio
 import json
 import re
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ import yaml
 from hostile_target import HostileTarget
 from openai import AsyncOpenAI, OpenAI
 from parity_process import DEADLINE_S, PARITY, ParityProcess, running
+from proxy_process import captured_files, start_proxy
 
 from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.from_capture import model_turns
@@ -36,7 +36,6 @@ FLOW_TURNS: list[dict[str, Any]] = [
 ]
 WEATHER = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
-LISTENING = r"parity proxy listening on (?P<url>http://\S+) "
 
 
 def stable(value: Any) -> Any:
@@ -58,13 +57,6 @@ def stack_with(turns: list[dict[str, Any]]) -> Stack:
 def start(tmp_path: Path) -> Iterator[Callable[..., ParityProcess]]:
     with running(tmp_path) as starting:
         yield starting
-
-
-def start_proxy(start: Callable[..., ParityProcess], upstream: str, captures: Path,
-                *extra: str) -> tuple[ParityProcess, str]:
-    proxy = start([str(PARITY), "proxy", "--upstream", upstream, "--port", "0", "--captures", str(captures), *extra],
-                  f"proxy-{captures.name}")
-    return proxy, proxy.wait_for(LISTENING)["url"]
 
 
 def sdk_flow(client: OpenAI, mcp_url: str, stream: bool) -> list[Any]:
@@ -96,15 +88,6 @@ def sdk_flow(client: OpenAI, mcp_url: str, stream: bool) -> list[Any]:
 def check_exchange(files: list[Path]) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(PARITY), "check-exchange", "--current", *map(str, files)], capture_output=True,
                           text=True, timeout=120, check=False)
-
-
-def captured_files(folder: Path, count: int) -> list[Path]:
-    """The capture files once `count` are written (each is written when its answer ended)."""
-    deadline = time.monotonic() + DEADLINE_S
-    while len(files := sorted(folder.glob("*.json"))) < count:
-        assert time.monotonic() < deadline, f"only {len(files)} of {count} captures written"
-        time.sleep(0.05)  # poll interval while the proxy finishes writing
-    return files
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

@@ -18,7 +18,7 @@ from faulty_gateways import EchoingGateway
 
 from responses_parity.harness.commands import console
 from responses_parity.harness.cli import main
-from responses_parity.harness.redaction import REDACTED, Redactor
+from responses_parity.harness.redaction import REDACTED, Redactor, tool_secrets
 from responses_parity.harness.session import TargetOptions, open_session
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
@@ -200,3 +200,27 @@ def test_a_profiled_gateway_log_holds_no_secret_once_its_session_ends() -> None:
     text = log.read_text()
     assert "Zq9plainKEY777" not in text and "sk-parity-" not in text
     assert f"'Authorization': '{REDACTED}'" in text
+
+
+def test_an_exchanges_own_secrets_are_removed_within_it_and_nowhere_else() -> None:
+    run = Redactor()
+    run.add("runSecret123")
+    exchange = run.within("mcpLocal456")
+    run.add("laterSecret789")  # the run's secrets learnt afterwards count within the exchange too
+    assert exchange.redact_text("runSecret123 mcpLocal456 laterSecret789") == f"{REDACTED} {REDACTED} {REDACTED}"
+    assert run.redact_text("mcpLocal456 runSecret123") == f"mcpLocal456 {REDACTED}"
+    assert not run.knows("mcpLocal456") and run.knows("runSecret123")
+
+
+def test_secrets_that_overlap_in_a_text_are_removed_as_one() -> None:
+    redactor = Redactor()
+    redactor.add("abcdef12", "ef12gh34")
+    assert redactor.redact_text("x abcdef12gh34 y abcdef12ef12gh34") == f"x {REDACTED} y {REDACTED}{REDACTED}"
+
+
+def test_the_secrets_a_request_body_holds_are_its_mcp_tools_authorization_and_header_values() -> None:
+    body = {"metadata": {"api_key": "completed"}, "input": [{"type": "message", "content": "authorization"}],
+            "tools": [{"type": "mcp", "authorization": "oauth1", "headers": {"X-Key": "hdr1"}},
+                      {"type": "function", "name": "f", "authorization": "not-a-tool-secret"}],
+            "prompt": {"variables": {"tool": {"type": "mcp", "authorization": "oauth2"}}}}
+    assert sorted(tool_secrets(body)) == ["hdr1", "oauth1", "oauth2"]
