@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import write_scenario
 
+from responses_parity.harness import child_process
 from responses_parity.harness.cli import main
 from responses_parity.harness.commands import console
 from responses_parity.harness.loader import builtin_scenarios_dir
@@ -214,9 +214,9 @@ def test_json_puts_the_results_document_alone_on_standard_output(tmp_path: Path)
     write_scenario(tmp_path, PASSING, "passing.yaml")
     write_scenario(tmp_path, FAILING, "failing.yaml")
     reports = tmp_path / "reports"
-    completed = subprocess.run([sys.executable, "-m", "responses_parity.harness", "run", str(tmp_path), "--json",
-                                "--mode", "nonstream", "--report-dir", str(reports)],
-                               capture_output=True, text=True, check=False)
+    completed = child_process.run([sys.executable, "-m", "responses_parity.harness", "run", str(tmp_path), "--json",
+                                   "--mode", "nonstream", "--report-dir", str(reports)],
+                                  capture_output=True, text=True, check=False)
     assert completed.returncode == 1, completed.stderr
     assert json.loads(completed.stdout) == json.loads((reports / "results.json").read_text())
     assert "1 passed, 1 failed, 0 could not run" in completed.stderr and "[2/2]" in completed.stderr
