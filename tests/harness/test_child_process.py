@@ -1,7 +1,7 @@
 """Child processes end with what started them: `stop` ends a child's whole process group, and
 a starter killed with SIGKILL (as a CI time limit kills a test run, its process group with it)
-leaves nothing running: not the `parity proxy` a test session started, not a profiled gateway
-nor the worker it forked."""
+leaves nothing running: not the `parity proxy` a test session started, not the profiled gateway
+`parity run` started nor the worker that gateway forked."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from parity_process import DEADLINE_S, ParityProcess, running
+from parity_process import DEADLINE_S, PARITY, ParityProcess, running
 
 from responses_parity.harness.child_process import ChildProcess
 
@@ -25,14 +25,16 @@ HERE = Path(__file__).parent
 PROFILE = HERE / "profiles" / "forks-a-worker.yaml"
 IGNORES_SIGTERM = "import signal; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); " \
                   "signal.pause()"
-GATEWAY_STARTER = """
-import sys, threading
-from responses_parity.harness.session import TargetOptions, open_session
-with open_session(TargetOptions(target=sys.argv[1]), set()) as session:
-    print(f"gateway {session.gateway.process.pid} log {session.gateway.log}", flush=True)
-    threading.Event().wait()
+NEVER_DONE = """
+id: never-done
+title: waits for a model call that never comes
+evidence: {contract: "none", unrecorded: true}
+steps:
+  - id: waits
+    send: false
+    wait: {until: {upstream: {model_calls: 1}}, timeout: 120}
 """
-"""A run of a profiled gateway, as `parity run --target PROFILE` starts one, that waits to be killed."""
+"""A scenario that keeps `parity run` going until it is killed."""
 PROXY_SESSION = """
 import os, threading
 from pathlib import Path
@@ -107,16 +109,18 @@ def test_a_proxy_a_killed_test_session_started_ends(tmp_path: Path, leftovers: l
 
 
 def test_a_profiled_gateway_and_its_worker_end_when_the_run_is_killed(tmp_path: Path, leftovers: list[int]) -> None:
-    env = os.environ | {"PARITY_CACHE_DIR": str(tmp_path / "cache")}
+    (tmp_path / "never-done.yaml").write_text(NEVER_DONE)
+    cache = tmp_path / "cache"
+    log = cache / "gateways" / "forks-a-worker" / "run" / "gateway.log"
     with running(tmp_path) as start:
-        run = start([sys.executable, "-c", GATEWAY_STARTER, str(PROFILE)], "run", env=env)
-        started = run.wait_for(r"^gateway (?P<pid>\d+) log (?P<log>\S+)$")
-        gateway, log = int(started["pid"]), Path(started["log"])
-        leftovers.append(gateway)
-        until(lambda: re.search(r"^worker \d+$", log.read_text(), re.MULTILINE) is not None, "the worker starts")
+        run = start([str(PARITY), "run", str(tmp_path / "never-done.yaml"), "--target", str(PROFILE), "--report-dir",
+                     str(tmp_path / "reports")], "run", env=os.environ | {"PARITY_CACHE_DIR": str(cache)})
+        until(lambda: log.exists() and re.search(r"^worker \d+$", log.read_text(), re.MULTILINE) is not None,
+              f"the gateway starts its worker:\n{run.output()}")
         worker = int(log.read_text().split()[1])
-        leftovers.append(worker)
-        assert not gone(gateway) and not gone(worker)
+        gateway = psutil.Process(worker).ppid()
+        leftovers += [gateway, worker]
+        assert psutil.Process(gateway).ppid() == run.process.pid
         killed_at_the_time_limit(run)
         until(lambda: gone(gateway) and gone(worker), "the gateway and its worker end")
 
