@@ -2,7 +2,7 @@
 scenario in both stream modes N times (`parity run` against the embedded reference gateway)
 while a CPU hog keeps every core busy, and prints the failures per scenario and mode.
 
-    python tests/benchmarks/flakiness.py [--runs N] [--jobs J] [--hogs H] [-- extra parity run args]
+    python tests/benchmarks/flakiness.py [--runs N] [--jobs J] [--hogs H] [--reports DIR] [-- extra parity run args]
 
 A scenario that fails once in ten runs is a bug to find at its cause. It prints figures and
 exits 1 when any run failed; it is not part of the default test run.
@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=4, help="parity run --jobs")
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy processes (default: one a core)")
+    parser.add_argument("--reports", type=Path, default=None,
+                        help="keep each run's reports in DIR/<run> (default: a temporary folder, removed)")
     parser.add_argument("extra", nargs="*", help="more `parity run` arguments (after --)")
     args = parser.parse_args()
     hogs = [ChildProcess(SPIN, stdin=subprocess.DEVNULL) for _ in range(args.hogs)]
@@ -59,9 +61,10 @@ def main() -> None:
     examples: dict[tuple[str, str], str] = {}
     times, units = [], 0
     try:
-        with tempfile.TemporaryDirectory() as reports:
+        with tempfile.TemporaryDirectory() as temporary:
+            reports = args.reports or Path(temporary)
             for number in range(1, args.runs + 1):
-                elapsed, document = _run(Path(reports) / str(number), args.jobs, args.extra)
+                elapsed, document = _run(reports / str(number), args.jobs, args.extra)
                 times.append(elapsed)
                 results = document.get("results", [])
                 units = len(results)  # type: ignore[arg-type]
