@@ -14,10 +14,10 @@ that started the child ends. Why a group led by the watchdog: the group's id is 
 PID, which cannot be reused while the starter has not reaped the watchdog, so signalling the
 group never reaches a process this harness did not start.
 
-`stop` ends the group as the watchdog would (SIGTERM, SIGKILL to what is left after the grace
-period, at once once the command itself has ended), and so does leaving a `with` block. A
-write end inherited by a process forked without exec would keep the lifeline open: the
-harness forks none (the pipe is close-on-exec, and `subprocess` closes other descriptors).
+`stop` ends the group as the watchdog would: SIGTERM, then SIGKILL to whatever is left once the
+command has ended or its grace period has passed; leaving a `with` block stops it too. Only a
+process forked without exec could keep the lifeline open by inheriting it (the pipe is
+close-on-exec, and `subprocess` closes the descriptors it does not pass); the harness forks none.
 
 This module imports nothing of the project, so that the watchdog starts in milliseconds.
 """
