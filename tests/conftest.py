@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.harness.fixture_client import FixtureClient
@@ -21,6 +22,12 @@ from responses_parity.harness.targets import Target
 
 RunScenario = Callable[..., ScenarioResult]
 _FIGURES = pytest.StashKey[list[str]]()
+
+# Property tests judge what an example does, never how long it took: Hypothesis's default 200 ms
+# deadline per example (and its check that generating examples is not too slow) fail a test when
+# a loaded machine merely pauses it.
+settings.register_profile("parity", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("parity")
 
 
 @pytest.fixture(scope="session")
