@@ -54,7 +54,7 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
         target = Target("test", target_url or stack.reference_url or "", timeout_s=timeout_s)
 
         async def go() -> ScenarioResult:
-            async with httpx.AsyncClient() as http:
+            async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as http:
                 fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url)
                 engine = Engine(target, http, fixtures, gateways=stack.reference_gateways())
                 return await engine.run(LoadedScenario(scenario, path), mode)
