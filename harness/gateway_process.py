@@ -2,9 +2,8 @@
 process, wait until it is ready, stop it.
 
 The environment lives in a cache folder keyed by the install spec (`PARITY_CACHE_DIR`, default
-`~/.cache/responses-parity`), so the first run installs and later runs start at once. The gateway
-and the install steps run as `ChildProcess`es: each in a process group of its own that ends with
-the harness, even a killed one; stopping sends SIGTERM to that group, then SIGKILL after the
+`~/.cache/responses-parity`), so the first run installs and later runs start at once. The child
+runs in a process group of its own; stopping sends SIGTERM to that group, then SIGKILL after the
 profile's grace period: only processes this harness started are ever signalled.
 
 Every failure is a `HarnessError` that names the profile and ends with the tail of the log
