@@ -21,7 +21,6 @@ import os
 import re
 import secrets
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import child_process
 from .findings import HarnessError
 from .fixture_client import McpFixture
 from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
@@ -114,8 +114,7 @@ def _run_logged(command: list[str], log: Path, cwd: Path, what: str) -> None:
         sink.write(f"$ {' '.join(command)}\n")
         sink.flush()
         try:
-            done = subprocess.run(command, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S,
-                                  check=False)
+            done = child_process.run(command, cwd=cwd, stdout=sink, stderr=subprocess.STDOUT, timeout=INSTALL_TIMEOUT_S)
         except (OSError, subprocess.TimeoutExpired) as error:
             raise HarnessError(f"{what}: {error}\n{log_tail(log)}") from error
     if done.returncode != 0:
@@ -198,26 +197,11 @@ class RunningGateway:
     model: str
     headers: dict[str, str] = field(repr=False)
     log: Path
-    process: subprocess.Popen[bytes] = field(repr=False)
+    process: child_process.ChildProcess = field(repr=False)
 
     def stop(self) -> None:
         """SIGTERM to the gateway's own process group, SIGKILL after the grace period."""
-        stop_process_group(self.process, self.profile.start.stop_grace_s)
-
-
-def stop_process_group(process: subprocess.Popen[Any], grace_s: float) -> None:
-    """SIGTERM to the process group a child started (`start_new_session`) leads, SIGKILL to it
-    after `grace_s`; nothing when the child has ended."""
-    if process.poll() is not None:
-        return
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    try:
-        process.wait(timeout=grace_s)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        self.process.stop()
 
 
 def start(profile: Profile, installation: Installation, *, upstream: str, mcp: Mapping[str, McpFixture],
@@ -253,8 +237,8 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
     log = run_dir / "gateway.log"
     with log.open("wb") as sink:
         try:
-            process = subprocess.Popen(command, cwd=run_dir, env=env, stdout=sink, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
+            process = child_process.ChildProcess(command, cwd=run_dir, env=env, stdout=sink, stderr=subprocess.STDOUT,
+                                                 stdin=subprocess.DEVNULL, grace_s=profile.start.stop_grace_s)
         except OSError as error:
             raise HarnessError(f"{name} cannot be started ({command[0]}): {error}") from error
     gateway = RunningGateway(profile, base_url, target_model, headers, log, process)

@@ -134,11 +134,16 @@ class Announced:
     """The search fixture's base URL (None when it serves none)."""
 
 
+HEALTH_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+"""How long a scripted upstream may take to answer its health check: on a loaded machine it can
+take seconds, and one taken for absent makes the run start another on its port."""
+
+
 def running_upstream(url: str) -> Announced | None:
     """The fixtures a scripted upstream answering at `url` announces, or None when no scripted
     upstream answers there."""
     try:
-        response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=2)
+        response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=HEALTH_TIMEOUT)
         health = response.json()
     except (httpx.HTTPError, ValueError):
         return None

@@ -144,10 +144,11 @@ async def send(client: httpx.AsyncClient, target: Target, method: str, path: str
     `Retry-After` the target asked for (at most 30 s) or a doubling back-off; the exchange's
     `meta.attempts` says how many it took. With `disconnect` (and, for its `when`, the
     `disconnect_when` trigger), the connection is dropped early, on purpose: on a client of its
-    own, closed at once, since a cancelled request may otherwise linger in a shared pool."""
+    own (with the shared client's timeouts), closed at once, since a cancelled request may
+    otherwise linger in a shared pool."""
     headers = dict(target.headers) | (headers or {})
     if disconnect is not None:
-        async with httpx.AsyncClient() as own:
+        async with httpx.AsyncClient(timeout=client.timeout) as own:
             return await _send(own, target, method, path, body, disconnect=disconnect,
                                disconnect_when=disconnect_when, headers=headers)
     attempt = 0

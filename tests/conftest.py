@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, settings
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.harness.fixture_client import FixtureClient
@@ -23,6 +24,12 @@ from responses_parity.reference_impl import build_gateway_app
 
 RunScenario = Callable[..., ScenarioResult]
 _FIGURES = pytest.StashKey[list[str]]()
+
+# Property tests judge what an example does, never how long it took: Hypothesis's default 200 ms
+# deadline per example (and its check that generating examples is not too slow) fail a test when
+# a loaded machine merely pauses it.
+settings.register_profile("parity", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("parity")
 
 
 @pytest.fixture(scope="session")
@@ -59,7 +66,7 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
         target = Target("test", target_url or stack.reference_url or "", timeout_s=timeout_s)
 
         async def go() -> ScenarioResult:
-            async with httpx.AsyncClient() as http:
+            async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as http:
                 fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url)
                 engine = Engine(target, http, fixtures, gateways=stack.reference_gateways())
                 return await engine.run(LoadedScenario(scenario, path), mode)

@@ -1,7 +1,8 @@
-"""The processes a benchmark starts, each in its own process group so that none shares a core's
+"""The processes a benchmark starts, each a process of its own so that none shares a core's
 interpreter lock with the load client: the scripted upstream, the `calc` MCP fixture and the
 reference gateway as `parity serve ...` children, and profiled gateways as `parity run` starts
-them. Each one's CPU time (with its children's) is read before and after a measurement.
+them; each a `ChildProcess`, which ends with the benchmark, even a killed one. Each one's CPU
+time (with its children's) is read before and after a measurement.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from pathlib import Path
 
 import psutil
 
+from ..child_process import ChildProcess
 from ..findings import HarnessError
-from ..gateway_process import stop_process_group
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0
@@ -56,7 +57,7 @@ class ServedPart:
     """A `parity serve <part>` child on a free loopback port; `url` is where it listens."""
 
     name: str
-    process: subprocess.Popen[str] = field(repr=False)
+    process: ChildProcess = field(repr=False)
     url: str
     log: deque[str] = field(default_factory=lambda: deque(maxlen=LOG_LINES), repr=False)
     """The last lines it printed."""
@@ -67,8 +68,8 @@ class ServedPart:
         listens; a child that exits or stays silent is a `HarnessError` with what it printed."""
         command = [sys.executable, "-m", "responses_parity.harness", "serve", *arguments, "--port", "0"]
         env = os.environ | {"PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                   stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        process = ChildProcess(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               stdin=subprocess.DEVNULL, env=env, grace_s=STOP_GRACE_S)
         log: deque[str] = deque(maxlen=LOG_LINES)
         found = threading.Event()
         url: list[str] = []
@@ -84,7 +85,7 @@ class ServedPart:
 
         threading.Thread(target=read, name=f"bench-{name}-output", daemon=True).start()
         if not found.wait(START_TIMEOUT_S) or not url:
-            stop_process_group(process, STOP_GRACE_S)
+            process.stop()
             said = "\n".join(log) or "nothing"
             raise HarnessError(f"{name} did not start within {START_TIMEOUT_S:g}s; it printed:\n{said}")
         return cls(name, process, url[0], log)
@@ -94,7 +95,7 @@ class ServedPart:
         return self.process.pid
 
     def stop(self) -> None:
-        stop_process_group(self.process, STOP_GRACE_S)
+        self.process.stop()
 
 
 def write_reference_config(folder: Path, upstream_url: str) -> Path:

@@ -144,7 +144,7 @@ def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) 
         try:
             with open_session(options, (), redactor=redactor, script=captured_model(recorded)) as session:
                 async def go() -> list[Replayed]:
-                    async with httpx.AsyncClient() as client:
+                    async with httpx.AsyncClient(timeout=httpx.Timeout(session.target.timeout_s)) as client:
                         return await replay(recorded, session.target, client)
                 results = asyncio.run(go())
         except HarnessError as problem:

@@ -2,7 +2,7 @@
 scenario in both stream modes N times (`parity run` against the embedded reference gateway)
 while a CPU hog keeps every core busy, and prints the failures per scenario and mode.
 
-    python tests/benchmarks/flakiness.py [--runs N] [--jobs J] [--hogs H] [-- extra parity run args]
+    python tests/benchmarks/flakiness.py [--runs N] [--jobs J] [--hogs H] [--reports DIR] [-- extra parity run args]
 
 A scenario that fails once in ten runs is a bug to find at its cause. It prints figures and
 exits 1 when any run failed; it is not part of the default test run.
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import os
 import statistics
 import subprocess
@@ -22,16 +21,17 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from responses_parity.harness import child_process
+from responses_parity.harness.child_process import ChildProcess
 
-def _spin() -> None:
-    while True:
-        pass
+SPIN = [sys.executable, "-c", "while True: pass"]
+"""A CPU hog: a `ChildProcess`, so that it ends with the benchmark even when this is killed."""
 
 
 def _run(report_dir: Path, jobs: int, extra: list[str]) -> tuple[float, dict[str, object]]:
     started = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "responses_parity.harness", "run", "--jobs", str(jobs),
-                    "--report-dir", str(report_dir), *extra], check=False, capture_output=True)
+    child_process.run([sys.executable, "-m", "responses_parity.harness", "run", "--jobs", str(jobs),
+                       "--report-dir", str(report_dir), *extra], capture_output=True)
     elapsed = time.perf_counter() - started
     results = report_dir / "results.json"
     return elapsed, json.loads(results.read_text()) if results.exists() else {}
@@ -52,18 +52,19 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--jobs", type=int, default=4, help="parity run --jobs")
     parser.add_argument("--hogs", type=int, default=os.cpu_count() or 2, help="busy processes (default: one a core)")
+    parser.add_argument("--reports", type=Path, default=None,
+                        help="keep each run's reports in DIR/<run> (default: a temporary folder, removed)")
     parser.add_argument("extra", nargs="*", help="more `parity run` arguments (after --)")
     args = parser.parse_args()
-    hogs = [multiprocessing.Process(target=_spin, daemon=True) for _ in range(args.hogs)]
-    for hog in hogs:
-        hog.start()
+    hogs = [ChildProcess(SPIN, stdin=subprocess.DEVNULL) for _ in range(args.hogs)]
     failures: Counter[tuple[str, str]] = Counter()
     examples: dict[tuple[str, str], str] = {}
     times, units = [], 0
     try:
-        with tempfile.TemporaryDirectory() as reports:
+        with tempfile.TemporaryDirectory() as temporary:
+            reports = args.reports or Path(temporary)
             for number in range(1, args.runs + 1):
-                elapsed, document = _run(Path(reports) / str(number), args.jobs, args.extra)
+                elapsed, document = _run(reports / str(number), args.jobs, args.extra)
                 times.append(elapsed)
                 results = document.get("results", [])
                 units = len(results)  # type: ignore[arg-type]
@@ -76,7 +77,7 @@ def main() -> None:
                 print(f"run {number}/{args.runs}: {elapsed:.1f}s, {state}", flush=True)
     finally:
         for hog in hogs:
-            hog.terminate()
+            hog.stop()
     print(f"\n{args.runs} runs of {units} scenario runs, jobs={args.jobs}, {args.hogs} busy process(es) on "
           f"{os.cpu_count()} core(s); wall time median {statistics.median(times):.1f}s "
           f"(min {min(times):.1f}s, max {max(times):.1f}s)")

@@ -24,7 +24,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
 import socket
 import statistics
 import subprocess
@@ -37,6 +36,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+from responses_parity.harness.child_process import ChildProcess
 
 HERE = Path(__file__).resolve().parents[2]
 RUN = "0123456789"
@@ -118,18 +119,11 @@ class Target:
 @contextmanager
 def _serving(command: list[str], cwd: Path, port: int) -> Iterator[int]:
     """Runs a `parity serve` command until the block ends; yields its pid once it listens."""
-    with tempfile.TemporaryFile() as log:  # not a pipe: a server that logs much would block on a full one
-        process = subprocess.Popen([*command, "--port", str(port)], cwd=cwd, stdout=log, stderr=log,
-                                   start_new_session=True)
-        try:
-            _wait_listening(port, process, log)
-            yield process.pid
-        finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
+    # A file, not a pipe: a server that logs much would block on a full one.
+    with tempfile.TemporaryFile() as log, ChildProcess([*command, "--port", str(port)], cwd=cwd, stdout=log,
+                                                       stderr=log, grace_s=10) as process:
+        _wait_listening(port, process, log)
+        yield process.pid
 
 
 def _wait_listening(port: int, process: subprocess.Popen[bytes], log: IO[bytes]) -> None:

@@ -1,6 +1,7 @@
-"""`parity` commands run as a user runs them: child processes, each in a process group of its
-own, their output in a log file the test reads until the command says what it waits for, and
-stopped by PID (their own process group) at the end."""
+"""`parity` commands run as a user runs them: child processes, each a `ChildProcess` (a process
+group of its own that ends with the test run, even a killed one), their output in a log file the
+test reads until the command says what it waits for, and stopped by PID (their own process group)
+at the end."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from responses_parity.harness.gateway_process import stop_process_group
+from responses_parity.harness.child_process import ChildProcess
 
 PARITY = Path(sys.executable).with_name("parity")
 """The `parity` console script of the environment the tests run in."""
@@ -35,8 +36,8 @@ class ParityProcess:
                  env: Mapping[str, str] | None = None) -> None:
         self.log = log
         with log.open("wb") as sink:
-            self.process = subprocess.Popen(list(args), stdout=sink, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True)
+            self.process = ChildProcess(list(args), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        cwd=cwd, env=env, grace_s=STOP_GRACE_S)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -52,7 +53,7 @@ class ParityProcess:
         return found
 
     def stop(self) -> None:
-        stop_process_group(self.process, STOP_GRACE_S)
+        self.process.stop()
 
 
 @contextmanager

@@ -6,16 +6,13 @@ scenarios run against the reference gateway started as a separate process get no
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import re
 import shutil
-import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
@@ -24,6 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from responses_parity.harness.child_process import ChildProcess
 from responses_parity.harness.loader import parse_yaml
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -93,24 +91,16 @@ def checkout(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def step_groups() -> Iterator[list[int]]:
-    """The process groups of the steps run (a background server stays in its step's group);
-    each is stopped by its id at the end: SIGTERM, then SIGKILL after a grace period."""
-    groups: list[int] = []
-    yield groups
-    for group in groups:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(group, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_GRACE_S
-    for group in groups:
-        with contextlib.suppress(ProcessLookupError):
-            while time.monotonic() < deadline:
-                os.killpg(group, 0)
-                time.sleep(0.05)  # poll interval while the group's processes exit
-            os.killpg(group, signal.SIGKILL)
+def steps_run() -> Iterator[list[ChildProcess]]:
+    """The steps run, each a `ChildProcess` (a background server stays in its step's process
+    group); each group is stopped at the end: SIGTERM, then SIGKILL after a grace period."""
+    processes: list[ChildProcess] = []
+    yield processes
+    for process in processes:
+        process.stop()
 
 
-def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, step_groups: list[int]) -> None:
+def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, steps_run: list[ChildProcess]) -> None:
     job = steps("gateway")
     ports = sorted({int(port) for step in job for port in re.findall(r"127\.0\.0\.1:(\d+)", step.get("run", ""))})
     if taken := [port for port in ports if port_taken(port)]:
@@ -128,10 +118,10 @@ def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, ste
             continue
         script = checkout.parent / f"step-{index}.sh"
         script.write_text(step["run"] + "\n")
-        process = subprocess.Popen(["bash", "-e", str(script)], cwd=checkout, env=env | step.get("env", {}),
-                                   stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                   text=True, start_new_session=True)
-        step_groups.append(process.pid)
+        process = ChildProcess(["bash", "-e", str(script)], cwd=checkout, env=env | step.get("env", {}),
+                               stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                               grace_s=STOP_GRACE_S)
+        steps_run.append(process)
         output, _ = process.communicate(timeout=STEP_TIMEOUT_S)
         logs = "".join(f"\n--- {log.name}\n{log.read_text()}" for log in sorted((checkout / "logs").glob("*.log")))
         assert process.returncode == 0, f"step {index} `{step['run']}` failed:\n{output}{logs}"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,11 +14,17 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import write_scenario
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
+from responses_parity.harness import child_process
 from responses_parity.harness.cli import main
 from responses_parity.harness.commands import console
 from responses_parity.harness.loader import builtin_scenarios_dir
+from responses_parity.harness.stack import ServerThread, Stack
 
+EXCHANGES = Path(__file__).parent / "exchanges"
 PASSING = """
 id: passing
 title: passing
@@ -214,9 +220,9 @@ def test_json_puts_the_results_document_alone_on_standard_output(tmp_path: Path)
     write_scenario(tmp_path, PASSING, "passing.yaml")
     write_scenario(tmp_path, FAILING, "failing.yaml")
     reports = tmp_path / "reports"
-    completed = subprocess.run([sys.executable, "-m", "responses_parity.harness", "run", str(tmp_path), "--json",
-                                "--mode", "nonstream", "--report-dir", str(reports)],
-                               capture_output=True, text=True, check=False)
+    completed = child_process.run([sys.executable, "-m", "responses_parity.harness", "run", str(tmp_path), "--json",
+                                   "--mode", "nonstream", "--report-dir", str(reports)],
+                                  capture_output=True, text=True, check=False)
     assert completed.returncode == 1, completed.stderr
     assert json.loads(completed.stdout) == json.loads((reports / "results.json").read_text())
     assert "1 passed, 1 failed, 0 could not run" in completed.stderr and "[2/2]" in completed.stderr
@@ -279,3 +285,22 @@ def test_init_overwrites_nothing_unless_forced(tmp_path: Path) -> None:
     assert invoke("init", str(tmp_path), "--force")[0] == 0
     assert mine.read_text().startswith("# yaml-language-server: $schema=scenario.schema.json\n")
     assert (tmp_path / "scenario.schema.json").exists()
+
+
+def test_replay_waits_for_a_slow_target_as_long_as_its_timeout_says(stack: Stack, tmp_path: Path) -> None:
+    """The target answers after six seconds (a loaded machine's gateway can), more than an HTTP
+    client waits by default: `parity replay` waits as long as `--timeout` says."""
+    captured = json.loads((EXCHANGES / "error-400-model-not-found.json").read_text())
+
+    async def late(request: object) -> JSONResponse:
+        await asyncio.sleep(6)
+        return JSONResponse(captured["response"]["body"], status_code=captured["response"]["status"])
+
+    (tmp_path / "0001-post-v1-responses.json").write_text(json.dumps(captured))
+    target = ServerThread(Starlette(routes=[Route("/v1/responses", late, methods=["POST"])])).start()
+    try:
+        result = CliRunner().invoke(main, ["replay", str(tmp_path / "0001-post-v1-responses.json"), "--target",
+                                           target.url, "--upstream", stack.upstream_url or "", "--timeout", "60"])
+    finally:
+        target.stop()
+    assert result.exit_code == 0, result.output

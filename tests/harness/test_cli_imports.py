@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
+
+from responses_parity.harness import child_process
 
 EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
 HEAVY = ("mcp", "uvicorn", "openai", "responses_parity.fixtures", "responses_parity.reference_impl.app")
@@ -22,8 +23,8 @@ print(json.dumps({"exit_code": result.exit_code, "output": result.output, "modul
 
 
 def run_parity(cache: Path, *args: str) -> dict:
-    completed = subprocess.run([sys.executable, "-c", _IMPORTED_AFTER, *args], capture_output=True, text=True,
-                               check=True, env=os.environ | {"PARITY_CACHE_DIR": str(cache)})
+    completed = child_process.run([sys.executable, "-c", _IMPORTED_AFTER, *args], capture_output=True, text=True,
+                                  check=True, env=os.environ | {"PARITY_CACHE_DIR": str(cache)})
     return json.loads(completed.stdout.splitlines()[-1])
 
 

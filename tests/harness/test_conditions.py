@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 TEXT = """
 id: waits
 title: waits
@@ -61,3 +63,32 @@ def test_a_disconnect_whose_condition_never_held_is_reported(run_scenario: Any) 
     disconnect: {when: {upstream: {tool_runs: {add: 1}}}}'''))
     assert ("disconnect.when", "the answer was over before the client was to go away: `disconnect.when` never held "
                                "while it was in flight") in messages(result)
+
+
+LATE_CONDITION = """
+id: late-condition
+title: the condition holds only once the model has thought for a while
+evidence: {contract: "x", unrecorded: true}
+mcp: [calc]
+steps:
+  - id: ask
+    request:
+      model: "{{model}}"
+      input: "Think, then sleep."
+      tools: [{type: mcp, server_label: calc, server_url: "{{mcp.calc.url}}", require_approval: never}]
+    model:
+      - {call: {tool: sleep, arguments: {seconds: 30}}, delay: 6}
+      - text: "Slept."
+    disconnect: {when: {upstream: {tool_runs: {sleep: 1}}}}
+    expect:
+      upstream: {model_calls: 1, tool_runs: {sleep: 1}}
+"""
+
+
+@pytest.mark.parametrize("mode", ["nonstream", "stream"])
+def test_a_disconnect_whose_condition_holds_late_waits_for_it_within_the_targets_timeout(
+        run_scenario: Any, mode: str) -> None:
+    """Nothing comes from the gateway for six seconds (a loaded machine's first MCP session takes
+    as long), more than an HTTP client waits by default: the wait is the target's timeout."""
+    result = run_scenario(LATE_CONDITION, mode=mode)
+    assert result.outcome == "pass", messages(result)

@@ -5,13 +5,14 @@ example's script, the reference gateway as a separate process with
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import yaml
 from parity_process import PARITY, running
+
+from responses_parity.harness import child_process
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LISTENING = r"reference gateway listening on (?P<url>http://\S+)"
@@ -46,7 +47,7 @@ def test_an_example_drives_the_reference_gateway_through_its_sdk(example: str, t
                         "gateway").wait_for(LISTENING)["url"]
         env = {"PATH": "/usr/bin:/bin", "GATEWAY_BASE_URL": f"{gateway}/v1",
                "MCP_CALC_URL": served["mcp"]["calc"]["url"]}
-        ran = subprocess.run([sys.executable, str(EXAMPLES / f"{example}.py")], capture_output=True, text=True,
-                             env=env, timeout=120, check=False)
+        ran = child_process.run([sys.executable, str(EXAMPLES / f"{example}.py")], capture_output=True, text=True,
+                                env=env, timeout=120, check=False)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == EXPECTED[example]

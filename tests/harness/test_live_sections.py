@@ -55,7 +55,7 @@ def stand_in_results(stack: Stack) -> list[ScenarioResult]:
     assert selected, "no built-in scenario runs live"
 
     async def go() -> list[ScenarioResult]:
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout_s)) as http:
             engine = Engine(target, http, FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url))
             return await engine.run_all([(loaded, mode) for loaded in selected for mode in loaded.scenario.modes],
                                         jobs=4)

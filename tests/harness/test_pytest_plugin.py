@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 from test_cli import COULD_NOT_RUN, FAILING, PASSING
 
+from responses_parity.harness import child_process
 from responses_parity.harness.cli import main
 
 pytest_plugins = ["pytester"]
@@ -127,8 +127,8 @@ def test_the_plugin_imports_nothing_but_its_options_until_it_is_used() -> None:
     imported_by_the_plugin = ("import json, sys, pytest; before = set(sys.modules); "
                               "import responses_parity.harness.pytest_plugin; "
                               "print(json.dumps(sorted(set(sys.modules) - before)))")
-    completed = subprocess.run([sys.executable, "-c", imported_by_the_plugin], capture_output=True, text=True,
-                               check=True)
+    completed = child_process.run([sys.executable, "-c", imported_by_the_plugin], capture_output=True, text=True,
+                                  check=True)
     assert set(json.loads(completed.stdout)) <= {
         "responses_parity", "responses_parity.harness", "responses_parity.harness.pytest_plugin",
         "responses_parity.harness.options", "responses_parity.harness.defaults"}
@@ -140,8 +140,8 @@ def test_a_project_that_does_not_use_the_plugin_sees_the_same_run_and_no_warning
     startup = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(startup)
     project = startup.fresh_project(tmp_path / "project")
-    runs = [subprocess.run(startup.one_test_run(sys.executable, with_plugin), cwd=project, capture_output=True,
-                           text=True, check=False, env=os.environ | {"PYTEST_ADDOPTS": ""})
+    runs = [child_process.run(startup.one_test_run(sys.executable, with_plugin), cwd=project, capture_output=True,
+                              text=True, check=False, env=os.environ | {"PYTEST_ADDOPTS": ""})
             for with_plugin in (True, False)]
     assert [run.returncode for run in runs] == [0, 0], runs
     assert "responses-parity-" in runs[0].stdout and "responses-parity-" not in runs[1].stdout

@@ -22,6 +22,7 @@ from parity_process import DEADLINE_S, PARITY, ParityProcess, running
 from proxy_process import captured_files, start_proxy
 
 from responses_parity.fixtures.upstream.script import AdHocScript
+from responses_parity.harness import child_process
 from responses_parity.harness.from_capture import model_turns
 from responses_parity.harness.stack import Stack
 
@@ -86,8 +87,8 @@ def sdk_flow(client: OpenAI, mcp_url: str, stream: bool) -> list[Any]:
 
 
 def check_exchange(files: list[Path]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(PARITY), "check-exchange", "--current", *map(str, files)], capture_output=True,
-                          text=True, timeout=120, check=False)
+    return child_process.run([str(PARITY), "check-exchange", "--current", *map(str, files)], capture_output=True,
+                             text=True, timeout=120, check=False)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
@@ -159,8 +160,8 @@ def test_the_agents_sdk_gets_the_same_run_through_the_proxy(stream: bool, start:
         assert checked.returncode == 0, checked.stdout + checked.stderr
         assert not any(API_KEY in file.read_text() for file in files)
         # Replayed against a reference gateway of its own, whose model plays the captured turns: the same contracts.
-        replayed = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
-                                  capture_output=True, text=True, timeout=120, check=False)
+        replayed = child_process.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
+                                     capture_output=True, text=True, timeout=120, check=False)
         assert replayed.returncode == 0, replayed.stdout + replayed.stderr
 
 
@@ -245,8 +246,8 @@ def test_replay_maps_ids_and_finds_no_difference_against_the_same_behaviour(
         start: Callable[..., ParityProcess], tmp_path: Path) -> None:
     with stack_with(FLOW_TURNS * 2) as stack:
         capture_flow(start, stack, tmp_path / "captures")
-        same = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", f"{stack.reference_url}",
-                               "--json"], capture_output=True, text=True, timeout=120, check=False)
+        same = child_process.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target",
+                                  f"{stack.reference_url}", "--json"], capture_output=True, text=True, timeout=120)
     assert same.returncode == 0, same.stdout + same.stderr
     lines = [json.loads(line) for line in same.stdout.splitlines()]
     assert [line["status"] for line in lines] == [200] * 5
@@ -257,8 +258,8 @@ def test_replay_against_the_reference_gateway_plays_the_captured_model_turns(
         start: Callable[..., ParityProcess], tmp_path: Path) -> None:
     with stack_with(FLOW_TURNS) as stack:
         capture_flow(start, stack, tmp_path / "captures", stream=True)
-        same = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
-                              capture_output=True, text=True, timeout=120, check=False)
+        same = child_process.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
+                                 capture_output=True, text=True, timeout=120, check=False)
     assert same.returncode == 0, same.stdout + same.stderr
     assert same.stdout.count(": same contract (status 200)") == 5
 
@@ -268,8 +269,8 @@ def test_replay_reports_each_exchange_whose_contract_differs(start: Callable[...
     with stack_with(FLOW_TURNS) as stack:
         capture_flow(start, stack, tmp_path / "captures")
     with stack_with([{"text": "No tools today."}] * 5) as other:
-        differs = subprocess.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target",
-                                  f"{other.reference_url}"], capture_output=True, text=True, timeout=120, check=False)
+        differs = child_process.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target",
+                                     f"{other.reference_url}"], capture_output=True, text=True, timeout=120)
     assert differs.returncode == 1, differs.stdout + differs.stderr
     assert "0001-post-v1-responses.json: differs" in differs.stdout
     assert "golden.output" in differs.stdout
@@ -280,11 +281,11 @@ def test_a_capture_becomes_a_scenario_that_loads_and_passes(start: Callable[...,
     with stack_with(FLOW_TURNS) as stack:
         files = capture_flow(start, stack, tmp_path / "captures")
         out = tmp_path / "captured.yaml"
-        drafted = subprocess.run([str(PARITY), "scenario", "from-capture", *map(str, files[1:3]), "-o", str(out)],
-                                 capture_output=True, text=True, timeout=120, check=False)
+        drafted = child_process.run([str(PARITY), "scenario", "from-capture", *map(str, files[1:3]), "-o", str(out)],
+                                    capture_output=True, text=True, timeout=120, check=False)
         assert drafted.returncode == 0, drafted.stderr
-        validated = subprocess.run([str(PARITY), "validate", str(out)], capture_output=True, text=True, timeout=120,
-                                   check=False)
+        validated = child_process.run([str(PARITY), "validate", str(out)], capture_output=True, text=True, timeout=120,
+                                      check=False)
         assert validated.returncode == 0, validated.stdout + validated.stderr
         text = out.read_text()
         scenario = yaml.safe_load(text)
@@ -300,8 +301,8 @@ def test_a_capture_becomes_a_scenario_that_loads_and_passes(start: Callable[...,
         assert scenario["mcp"] == ["calc"]
         assert scenario["steps"][0]["request"]["tools"][0]["server_url"] == "{{mcp.calc.url}}"
         assert MCP_TOKEN not in text
-        ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
-                             capture_output=True, text=True, timeout=300, check=False)
+        ran = child_process.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
+                                capture_output=True, text=True, timeout=300, check=False)
         assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
@@ -310,15 +311,15 @@ def test_a_streamed_conversation_becomes_a_scenario_that_passes(start: Callable[
     with stack_with(FLOW_TURNS) as stack:
         capture_flow(start, stack, tmp_path / "captures", stream=True)
         out = tmp_path / "captured.yaml"
-        drafted = subprocess.run([str(PARITY), "scenario", "from-capture", str(tmp_path / "captures"), "-o", str(out),
-                                  "--id", "streamed-flow"], capture_output=True, text=True, timeout=120, check=False)
+        drafted = child_process.run([str(PARITY), "scenario", "from-capture", str(tmp_path / "captures"), "-o",
+                                     str(out), "--id", "streamed-flow"], capture_output=True, text=True, timeout=120)
         assert drafted.returncode == 0, drafted.stderr
         scenario = yaml.safe_load(out.read_text())
         assert [step["stream"] for step in scenario["steps"]] == [True] * 5
         assert scenario["steps"][0]["expect"]["terminal"] == "response.completed"
         assert scenario["steps"][4]["request"]["input"][0]["call_id"] == "{{step4.output[0].call_id}}"
-        ran = subprocess.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
-                             capture_output=True, text=True, timeout=300, check=False)
+        ran = child_process.run([str(PARITY), "run", str(out), "--report-dir", str(tmp_path / "report")],
+                                capture_output=True, text=True, timeout=300, check=False)
         assert ran.returncode == 0, ran.stdout + ran.stderr
 
 
@@ -326,8 +327,8 @@ def test_a_streamed_conversation_becomes_a_scenario_that_passes(start: Callable[
 def test_a_file_that_is_no_capture_is_a_usage_error_naming_it(command: list[str], tmp_path: Path) -> None:
     broken = tmp_path / "0001-post-v1-responses.json"
     broken.write_text('{"request": {"method": "POST"}}')
-    ran = subprocess.run([str(PARITY), command[0], *command[1:], str(broken)], capture_output=True, text=True,
-                         timeout=120, check=False)
+    ran = child_process.run([str(PARITY), command[0], *command[1:], str(broken)], capture_output=True, text=True,
+                            timeout=120, check=False)
     assert ran.returncode == 2
     assert f"{broken}: not a captured exchange" in ran.stderr
 

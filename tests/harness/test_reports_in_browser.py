@@ -87,7 +87,7 @@ def browser(reports: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True, args=ARGS,
             viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(15_000)
+        context.set_default_timeout(60_000)  # a deadline for each wait, generous for a loaded machine
         try:
             yield Browser(context)
         finally:

@@ -124,7 +124,7 @@ def test_both_modes_of_one_scenario_each_see_only_their_own_search(
     loaded = LoadedScenario(load_file(path), path)
 
     async def both() -> list[Any]:
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(20)) as http:
             engine = Engine(Target("front", url, timeout_s=20), http,
                             FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url))
             return await engine.run_all([(loaded, "nonstream"), (loaded, "stream")], jobs=2)
@@ -139,7 +139,7 @@ def test_a_scenario_that_states_searches_cannot_run_without_a_search_fixture(
     path = write_scenario(tmp_path, scenario("parity nowhere", [[]], [[]]))
 
     async def without_search_fixture() -> Any:
-        async with httpx.AsyncClient() as http:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(20)) as http:
             engine = Engine(Target("front", url, timeout_s=20), http,
                             FixtureClient(http, stack.upstream_url or "", stack.mcp))
             return await engine.run(LoadedScenario(load_file(path), path), "nonstream")

@@ -4,6 +4,7 @@ listing failed when the gateway cannot reach them)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
@@ -16,12 +17,14 @@ import yaml
 from click.testing import CliRunner
 from conftest import RunScenario
 from parity_process import PARITY, ParityProcess, running
+from starlette.types import Receive, Scope, Send
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
+from responses_parity.fixtures.upstream import UpstreamState, build_upstream_app
 from responses_parity.harness.cli import main
 from responses_parity.harness.loader import builtin_scenarios_dir
 from responses_parity.harness.session import TargetOptions, open_session
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.stack import ServerThread, Stack, running_upstream
 from responses_parity.reference_impl import GatewayConfig
 
 LISTENING = r"reference gateway listening on (?P<url>http://\S+)"
@@ -152,3 +155,20 @@ def test_the_fixtures_keep_nothing_of_a_finished_run(run_scenario: RunScenario, 
     run = step.exchange.request_body["tools"][0]["server_url"].split("/r/")[1].split("/")[0]
     assert httpx.get(f"{stack.mcp['calc'].base_url}/__parity/runs/{run}/calls").json() == {"calls": []}
     assert httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").status_code == 404
+
+
+def test_a_served_upstream_slow_to_answer_is_still_the_one_a_run_uses() -> None:
+    """On a loaded machine a served upstream takes seconds to answer its health check: it is
+    still found, not taken for absent (the run would then start another on its port)."""
+    upstream = build_upstream_app(UpstreamState())
+
+    async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await asyncio.sleep(3)  # a loaded machine's delay, longer than the check used to wait
+        await upstream(scope, receive, send)
+
+    server = ServerThread(slow).start()
+    try:
+        assert running_upstream(server.url) is not None
+    finally:
+        server.stop()

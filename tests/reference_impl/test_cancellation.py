@@ -25,7 +25,7 @@ steps:
       input: "Sleep, then add."
       tools: [{type: mcp, server_label: calc, server_url: "{{mcp.calc.url}}", require_approval: never}]
     model:
-      - call: {tool: sleep, arguments: {seconds: 2}}
+      - call: {tool: sleep, arguments: {seconds: 30}}
       - call: {tool: add, arguments: {a: 1, b: 2}}
       - text: "3"
     disconnect: {when: {upstream: {tool_runs: {sleep: 1}}}}
@@ -54,7 +54,10 @@ def test_a_call_that_swallows_its_cancellation_does_not_keep_the_loop_going(
 
 def test_an_mcp_call_cancelled_mid_call_raises_the_cancellation(stack: Stack,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    calling = asyncio.Event()
+
     async def breaks_when_cancelled(self: Client, name: str, arguments: dict[str, Any], **_: Any) -> Any:
+        calling.set()
         try:
             await anyio.sleep(30)
         except anyio.get_cancelled_exc_class():
@@ -65,7 +68,7 @@ def test_an_mcp_call_cancelled_mid_call_raises_the_cancellation(stack: Stack,
     async def go() -> None:
         server = McpServer("calc", stack.mcp["calc"].for_run("cancelprobe").url)
         task = asyncio.create_task(McpConnector(30).call_tool(server, "sleep", {"seconds": 30}))
-        await asyncio.sleep(0.3)
+        await asyncio.wait_for(calling.wait(), 30)  # mid-call: the session is open, the call under way
         task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await task

@@ -31,6 +31,7 @@ import httpx
 import pytest
 
 from responses_parity.fixtures.upstream.script import new_run_token, run_marker
+from responses_parity.harness.child_process import ChildProcess
 from responses_parity.harness.stack import Stack
 
 KINDS = ("stream", "json", "background", "background_stream")
@@ -43,7 +44,7 @@ KILL_AFTER = 30
 FINAL = ("completed", "failed", "incomplete", "cancelled")
 DEADLINE_S = 60.0
 LISTENING = re.compile(r"reference gateway listening on (?P<url>http://\S+)")
-StartGateway = Callable[[Path], tuple[subprocess.Popen[bytes], str]]
+StartGateway = Callable[[Path], tuple[ChildProcess, str]]
 
 
 @dataclass
@@ -76,16 +77,16 @@ class Seen:
 @pytest.fixture
 def gateways(stack: Stack, tmp_path: Path) -> Iterator[StartGateway]:
     """Starts reference gateways as child processes on one SQLite file, each on a port it picks
-    itself (named in its log); kills (by PID) any still running at the end."""
-    started: list[subprocess.Popen[bytes]] = []
+    itself (named in its log); stops (by PID) any still running at the end."""
+    started: list[ChildProcess] = []
 
-    def start(database: Path) -> tuple[subprocess.Popen[bytes], str]:
+    def start(database: Path) -> tuple[ChildProcess, str]:
         log = tmp_path / f"gateway-{len(started)}.log"
         with log.open("wb") as sink:
-            process = subprocess.Popen(
+            process = ChildProcess(
                 [sys.executable, "-m", "responses_parity.harness", "serve", "reference", "--upstream",
                  f"{stack.upstream_url}/v1", "--store", str(database), "--port", "0"],
-                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+                stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         started.append(process)
         deadline = time.monotonic() + DEADLINE_S
         while not (listening := LISTENING.search(log.read_text())):
@@ -96,9 +97,7 @@ def gateways(stack: Stack, tmp_path: Path) -> Iterator[StartGateway]:
 
     yield start
     for process in started:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=10)
+        process.stop()
 
 
 async def register(upstream: httpx.AsyncClient, text: str, delay: float = 0.0) -> str:
@@ -150,7 +149,7 @@ async def until_killed(work: Awaitable[None], seen: Seen) -> None:
             seen.errors.append(f"{type(error).__name__}: {error}")
 
 
-async def load_then_kill(url: str, upstream_url: str, process: subprocess.Popen[bytes]) -> Seen:
+async def load_then_kill(url: str, upstream_url: str, process: ChildProcess) -> Seen:
     """Drive the load; once enough was completed and every slow request has reached the
     upstream, kill the gateway as the next completion is seen; let the clients read what was
     sent before it died."""

@@ -187,14 +187,29 @@ async def test_a_restarted_server_gets_a_fresh_session_and_the_call_succeeds(
     assert (second.methods["server/discover"], second.sessions) == (0, 1)  # reopened once, its era known
 
 
+class Clock:
+    """Time as the test sets it: a session is idle too long when the test says so, never because
+    the machine was slow between two calls."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def test_the_pool_is_bounded_and_idle_sessions_close(calc: tuple[MethodCounter, str]) -> None:
     counter, base = calc
-    pool: SessionPool[Any] = SessionPool(size=2, idle_s=0.2)
+    clock = Clock()
+    # An owner looks at the clock at least every `idle_s` (real time): a short one only makes it look often.
+    pool: SessionPool[Any] = SessionPool(size=2, idle_s=0.05, clock=clock)
     async with McpConnector(10, pool=pool) as connector:
         for run in ("a", "b", "c"):
             assert (await add(connector, McpServer("calc", f"{base}/r/{run}/mcp"))).output == "5"
         assert len(pool) == 2
         await until(lambda: pool.owners <= 2, "the evicted session closes")
+        assert (len(pool), pool.owners) == (2, 2)  # not idle yet, however long the calls took
+        clock.now += 1
         await until(lambda: pool.owners == 0, "idle sessions close")
         assert len(pool) == 0
         assert (await add(connector, McpServer("calc", f"{base}/r/a/mcp"))).output == "5"
