@@ -28,10 +28,8 @@ import argparse
 import asyncio
 import contextlib
 import json
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -43,6 +41,8 @@ from pathlib import Path
 
 import httpx
 import psutil
+
+from responses_parity.harness.child_process import ChildProcess
 
 HERE = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0
@@ -65,7 +65,7 @@ def serving(checkout: Path, folder: str) -> Iterator[tuple[str, int]]:
     command = [str(checkout / ".venv" / "bin" / "python"), "-m", "responses_parity.harness", "serve", "reference",
                "--port", str(port), "--upstream", "http://127.0.0.1:9/v1", "--store", f"{folder}/store.sqlite3"]
     with tempfile.TemporaryFile() as log:  # not a pipe: a full one would block the server
-        process = subprocess.Popen(command, cwd=checkout, stdout=log, stderr=log, start_new_session=True)
+        process = ChildProcess(command, cwd=checkout, stdout=log, stderr=log, grace_s=10)
         try:
             deadline = time.monotonic() + START_TIMEOUT_S
             while True:
@@ -80,12 +80,7 @@ def serving(checkout: Path, folder: str) -> Iterator[tuple[str, int]]:
                 time.sleep(0.05)
             yield f"http://127.0.0.1:{port}", process.pid
         finally:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            process.stop()
 
 
 @dataclass

@@ -48,6 +48,8 @@ from pathlib import Path
 
 import psutil
 
+from responses_parity.harness.child_process import ChildProcess
+
 HERE = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(HERE / "tests" / "harness"))
 
@@ -63,7 +65,7 @@ MIB = 2**20
 class Proxy:
     """One `parity proxy` process."""
 
-    process: subprocess.Popen[bytes]
+    process: ChildProcess
     port: int
     captures: Path
 
@@ -85,9 +87,9 @@ def proxy(checkout: Path, upstream: str, folder: Path, *extra: str) -> Iterator[
     folder.mkdir(parents=True)
     log = folder / "proxy.log"
     with log.open("wb") as sink:
-        process = subprocess.Popen([str(checkout / ".venv" / "bin" / "parity"), "proxy", "--upstream", upstream,
-                                    "--port", "0", "--captures", str(folder / "captures"), *extra],
-                                   stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        process = ChildProcess([str(checkout / ".venv" / "bin" / "parity"), "proxy", "--upstream", upstream,
+                                "--port", "0", "--captures", str(folder / "captures"), *extra],
+                               stdout=sink, stderr=subprocess.STDOUT, grace_s=10)
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
         while not (found := LISTENING.search(log.read_text(errors="replace"))):
@@ -96,12 +98,7 @@ def proxy(checkout: Path, upstream: str, folder: Path, *extra: str) -> Iterator[
             time.sleep(0.05)
         yield Proxy(process, int(found.group(1)), folder / "captures")
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        process.stop()
 
 
 def _head(port: int, path: str, length: int, *headers: str) -> bytes:

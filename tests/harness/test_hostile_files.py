@@ -17,6 +17,7 @@ from parity_process import PARITY
 from test_cli import PASSING
 from test_placeholders import HOSTILE
 
+from responses_parity.harness import child_process
 from responses_parity.harness.cli import main
 from responses_parity.harness.json_cache import load_or_build
 from responses_parity.harness.probe.answers import ANSWERS_FILE, read_answers
@@ -58,8 +59,8 @@ def hostile_scenarios(folder: Path) -> tuple[Path, Path]:
 
 def parity(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     """`parity ARGS` run as a user runs it; fails the test when it has not ended by the deadline."""
-    return subprocess.run([str(PARITY), *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_DEADLINE_S,
-                          stdin=subprocess.DEVNULL, start_new_session=True, check=False)
+    return child_process.run([str(PARITY), *args], cwd=cwd, capture_output=True, text=True, timeout=RUN_DEADLINE_S,
+                             stdin=subprocess.DEVNULL)
 
 
 def test_validate_names_each_hostile_file_in_one_line_and_validates_the_good_one(tmp_path: Path) -> None:
