@@ -4,20 +4,23 @@ incomplete reasons, chat finish reasons; plus the few names real OpenAI traffic 
 the SDK does not declare yet. Scenario validation checks every name a scenario uses against
 these, so a typo is an error before anything runs, never an expectation that silently holds;
 the schema checks use them to tell SDK lag from a target's own inventions.
+
+Importing the SDK's types takes most of a second, so the names are read from it once and kept
+in a cache file per SDK version (`json_cache`), as the SDK's schemas are: validating scenarios
+then imports no SDK.
 """
 
 from __future__ import annotations
 
+import hashlib
 import typing
 from functools import cache
+from importlib import metadata
+from pathlib import Path
 from typing import Any
 
-from openai.types.chat import ChatCompletion
-from openai.types.responses import (
-    Response, ResponseInputItem, ResponseOutputItem, ResponseStatus, ResponseStreamEvent,
-)
-from openai.types.responses.response import IncompleteDetails
-from pydantic import BaseModel
+from .defaults import cache_dir
+from .json_cache import load_or_build
 
 __all__ = ["EVENT_TYPES_BEYOND_THE_SDK", "RESPONSE_FIELDS_BEYOND_THE_SDK", "chat_finish_reasons", "event_types",
            "incomplete_reasons", "input_item_types", "item_fields", "item_statuses", "output_item_types",
@@ -36,42 +39,87 @@ def _literals(annotation: Any) -> list[Any]:
     return [value for arg in typing.get_args(annotation) for value in _literals(arg)]
 
 
-def _members(union: Any) -> list[type[BaseModel]]:
+def _members(union: Any) -> list[Any]:
+    """The pydantic models a union of the SDK holds."""
+    from pydantic import BaseModel
+
     args = typing.get_args(union)
     if typing.get_origin(union) is typing.Annotated:
         return _members(args[0])
     return [arg for arg in args if isinstance(arg, type) and issubclass(arg, BaseModel)]
 
 
-@cache
-def _items_by_type() -> dict[str, list[type[BaseModel]]]:
-    """Every item model (output and input), by the `type` values it takes."""
-    models: dict[str, list[type[BaseModel]]] = {}
+def _type_values(model: Any) -> list[str]:
+    return _literals(model.model_fields["type"].annotation)
+
+
+def derive_names() -> dict[str, Any]:
+    """The names the installed SDK declares, as JSON (sorted lists): item types with each one's
+    fields and statuses, event types, Response fields and statuses, incomplete and chat finish
+    reasons."""
+    from openai.types.chat import ChatCompletion
+    from openai.types.responses import (
+        Response, ResponseInputItem, ResponseOutputItem, ResponseStatus, ResponseStreamEvent,
+    )
+    from openai.types.responses.response import IncompleteDetails
+
+    items: dict[str, list[Any]] = {}
     for model in [*_members(ResponseOutputItem), *_members(ResponseInputItem)]:
-        for value in _literals(model.model_fields["type"].annotation):
-            if model not in models.setdefault(value, []):
-                models[value].append(model)
-    return models
+        for value in _type_values(model):
+            if model not in items.setdefault(value, []):
+                items[value].append(model)
+    choice = typing.get_args(ChatCompletion.model_fields["choices"].annotation)[0]
+    return {
+        "output_item_types": sorted({value for model in _members(ResponseOutputItem) for value in _type_values(model)}),
+        "item_fields": {kind: sorted({name for model in models for name in model.model_fields})
+                        for kind, models in items.items()},
+        "item_statuses": {kind: sorted({value for model in models if "status" in model.model_fields
+                                        for value in _literals(model.model_fields["status"].annotation)})
+                          for kind, models in items.items()},
+        "event_types": sorted({value for model in _members(ResponseStreamEvent) for value in _type_values(model)}),
+        "response_fields": sorted(Response.model_fields),
+        "response_statuses": sorted(_literals(ResponseStatus)),
+        "incomplete_reasons": sorted(_literals(IncompleteDetails.model_fields["reason"].annotation)),
+        "chat_finish_reasons": sorted(_literals(choice.model_fields["finish_reason"].annotation)),
+    }
+
+
+def names_cache_file() -> Path:
+    """Where the names of the installed SDK, as this module reads them, are kept."""
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    name = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}-{code}.json"
+    return cache_dir() / "sdk-names" / name
+
+
+def _complete(value: Any) -> bool:
+    lists = ("output_item_types", "event_types", "response_fields", "response_statuses", "incomplete_reasons",
+             "chat_finish_reasons")
+    return isinstance(value, dict) and all(isinstance(value.get(key), list) for key in lists) and \
+        all(isinstance(value.get(key), dict) for key in ("item_fields", "item_statuses"))
+
+
+@cache
+def _names() -> dict[str, Any]:
+    """`derive_names()`, read from the cache file when it holds them, else derived and saved there."""
+    return load_or_build(names_cache_file(), derive_names, _complete)
 
 
 @cache
 def output_item_types() -> frozenset[str]:
     """Item types a Response's `output` may hold."""
-    return frozenset(value for model in _members(ResponseOutputItem)
-                     for value in _literals(model.model_fields["type"].annotation))
+    return frozenset(_names()["output_item_types"])
 
 
 @cache
 def input_item_types() -> frozenset[str]:
     """Item types a request's `input` (or a stored list of items) may hold, output ones included."""
-    return frozenset(_items_by_type())
+    return frozenset(_names()["item_fields"])
 
 
 @cache
 def sdk_event_types() -> frozenset[str]:
     """Every stream event type the installed SDK declares."""
-    return frozenset(value for model in _members(ResponseStreamEvent)
-                     for value in _literals(model.model_fields["type"].annotation))
+    return frozenset(_names()["event_types"])
 
 
 def event_types() -> frozenset[str]:
@@ -82,15 +130,13 @@ def event_types() -> frozenset[str]:
 @cache
 def item_fields(item_type: str) -> frozenset[str]:
     """The fields an item of this type may carry (empty for a type the SDK does not know)."""
-    return frozenset(name for model in _items_by_type().get(item_type, []) for name in model.model_fields)
+    return frozenset(_names()["item_fields"].get(item_type, []))
 
 
 @cache
 def item_statuses(item_type: str) -> frozenset[str]:
     """The `status` values an item of this type may take (empty when it has no closed set)."""
-    return frozenset(value for model in _items_by_type().get(item_type, [])
-                     if "status" in model.model_fields
-                     for value in _literals(model.model_fields["status"].annotation))
+    return frozenset(_names()["item_statuses"].get(item_type, []))
 
 
 RESPONSE_FIELDS_BEYOND_THE_SDK = frozenset({"store", "billing", "presence_penalty", "frequency_penalty"})
@@ -101,20 +147,19 @@ every recorded Response echoes `store`; those recorded from late 2025 on also ca
 
 @cache
 def response_fields() -> frozenset[str]:
-    return frozenset(Response.model_fields) | RESPONSE_FIELDS_BEYOND_THE_SDK
+    return frozenset(_names()["response_fields"]) | RESPONSE_FIELDS_BEYOND_THE_SDK
 
 
 @cache
 def response_statuses() -> frozenset[str]:
-    return frozenset(_literals(ResponseStatus))
+    return frozenset(_names()["response_statuses"])
 
 
 @cache
 def incomplete_reasons() -> frozenset[str]:
-    return frozenset(_literals(IncompleteDetails.model_fields["reason"].annotation))
+    return frozenset(_names()["incomplete_reasons"])
 
 
 @cache
 def chat_finish_reasons() -> frozenset[str]:
-    choice = typing.get_args(ChatCompletion.model_fields["choices"].annotation)[0]
-    return frozenset(_literals(choice.model_fields["finish_reason"].annotation))
+    return frozenset(_names()["chat_finish_reasons"])

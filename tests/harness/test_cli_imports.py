@@ -46,4 +46,22 @@ def test_check_exchange_imports_neither_servers_nor_the_sdk_once_the_schemas_are
     assert [name for name in heavy(cold["modules"]) if not name.startswith("openai")] == []
     warm = run_parity(tmp_path, "check-exchange", str(EXCHANGE))
     assert warm["output"] == cold["output"]
-    assert heavy(warm["modules"]) == []
+    assert [name for name in heavy(warm["modules"]) if not name.startswith("responses_parity.fixtures")] == []
+
+
+def test_validate_imports_neither_servers_nor_the_sdks_once_the_names_are_cached(tmp_path: Path) -> None:
+    """A scenario that names no MCP fixture tool is validated without the `mcp` SDK, and with the
+    SDK's names cached without the `openai` SDK (the scripted model's turn types, from the
+    fixtures, it needs): `parity validate` on a folder of files answers in well under a second."""
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "text.yaml").write_text(
+        "id: text\ntitle: text\nevidence: {recordings: [stream-text__openllmetry__1]}\nsteps:\n  - id: ask\n"
+        '    request: {model: "{{model}}", input: "Hi"}\n    model: [{text: Hello}]\n'
+        "    expect: {status: completed, output: [message]}\n")
+    cold = run_parity(tmp_path, "validate", str(folder))
+    assert cold["exit_code"] == 0 and "1 scenario(s) valid" in cold["output"], cold["output"]
+    assert "openai" in cold["modules"]  # reading the names needs the SDK once
+    warm = run_parity(tmp_path, "validate", str(folder))
+    assert warm["output"] == cold["output"]
+    assert [name for name in heavy(warm["modules"]) if not name.startswith("responses_parity.fixtures")] == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from responses_parity.harness import schemas
+from responses_parity.harness import schemas, vocabulary
 
 
 @pytest.fixture
@@ -51,3 +51,15 @@ def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path: Path, monkeypa
     blocker.write_text("")
     monkeypatch.setenv("PARITY_CACHE_DIR", str(blocker))
     assert schemas.sdk_schemas() == schemas.derive_sdk_schemas()
+
+
+def test_the_sdk_names_are_read_once_and_kept_as_the_schemas_are(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    names = vocabulary.names_cache_file()
+    assert names.parent == tmp_path / "sdk-names" and names.name.startswith("openai-")
+    cold = vocabulary.derive_names()
+    assert vocabulary.load_or_build(names, vocabulary.derive_names, vocabulary._complete) == cold
+    assert json.loads(names.read_text()) == cold
+    assert "message" in cold["output_item_types"] and "completed" in cold["response_statuses"]
+    assert "call_id" in cold["item_fields"]["function_call"]
