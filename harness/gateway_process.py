@@ -39,6 +39,8 @@ from .redaction import redact_text
 from .defaults import LOOPBACK, cache_dir
 
 LOG_TAIL_LINES = 25
+LOG_TAIL_BYTES = 64 * 1024
+"""How much of the end of a log `log_tail` reads."""
 INSTALL_TIMEOUT_S = 1800.0
 HASH_MISMATCH = "DO NOT MATCH THE HASHES"
 """What pip says when a file differs from its hash in a requirements file."""
@@ -48,7 +50,9 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     """The log's last lines, indented, with anything that looks like a secret redacted (a
     gateway may print its master key; errors carrying this tail reach reports)."""
     try:
-        text = path.read_text(errors="replace").rstrip().splitlines()
+        with path.open("rb") as log:  # the end alone: a gateway may write a log of any size
+            log.seek(max(log.seek(0, os.SEEK_END) - LOG_TAIL_BYTES, 0))
+            text = log.read().decode(errors="replace").rstrip().splitlines()
     except OSError:
         return "(no log)"
     return redact_text("\n".join(f"    | {line}" for line in text[-lines:])) or "    | (the log is empty)"

@@ -40,6 +40,8 @@ REDACTED = "<redacted>"
 SECRET_KEYS = frozenset({"authorization", "api_key", "api-key", "x-api-key", "openai-organization",
                          "openai-project", "proxy-authorization", "cookie", "set-cookie", "mcp_authorization"})
 MIN_SECRET_LENGTH = 6
+MAX_LOG_LINE_BYTES = 4 * 2**20
+"""The longest line `Redactor.rewrite_log` redacts; a longer one is left out (it is not read whole)."""
 _SECRET_TEXT = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-~+/=]{8,}|\borg-[A-Za-z0-9]{8,}|\bproj_[A-Za-z0-9]{8,})"
 )
@@ -100,6 +102,23 @@ class Redactor:
 
     def write_text(self, path: Path, text: str) -> None:
         path.write_text(self.redact_text(text))
+
+    def rewrite_log(self, path: Path) -> None:
+        """The text file at `path` (a gateway's log, of any size: the gateway wrote it) rewritten
+        without a secret, a line at a time; a line longer than `MAX_LOG_LINE_BYTES` is left out,
+        named by its size, as it could not be redacted without being read whole."""
+        partial = path.with_name(f"{path.name}.redacting")
+        with path.open("rb") as source, partial.open("w", encoding="utf-8") as sink:
+            while line := source.readline(MAX_LOG_LINE_BYTES + 1):
+                if len(line) <= MAX_LOG_LINE_BYTES:
+                    sink.write(self.redact_text(line.decode("utf-8", errors="replace")))
+                    continue
+                size = len(line)
+                while not line.endswith(b"\n") and (line := source.readline(MAX_LOG_LINE_BYTES + 1)):
+                    size += len(line)
+                sink.write(f"[a line of {size:,} bytes, longer than the {MAX_LOG_LINE_BYTES:,} a log line is "
+                           "redacted up to, left out]\n")
+        partial.replace(path)
 
 
 class RedactedStream:

@@ -165,7 +165,7 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
             yield started
     finally:
         if started is not None and started.gateway is not None and started.gateway.log.exists():  # stopped now
-            started.redactor.write_text(started.gateway.log, started.gateway.log.read_text(errors="replace"))
+            started.redactor.rewrite_log(started.gateway.log)
 
 
 @contextmanager

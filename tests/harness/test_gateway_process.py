@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from responses_parity.harness.findings import HarnessError
+from responses_parity.harness.gateway_process import log_tail
 from responses_parity.harness.loader import builtin_scenarios_dir, load
 from responses_parity.harness.runner import units_of
 from responses_parity.harness.session import TargetOptions, open_session
@@ -120,3 +121,12 @@ def test_an_unknown_target_name_lists_the_profiles() -> None:
     with pytest.raises(HarnessError, match=r"unknown target 'smgg'.*smg"), \
             open_session(TargetOptions(target="smgg"), set()):
         pass
+
+
+def test_a_log_tail_reads_only_the_end_of_a_log_of_any_size(tmp_path: Path) -> None:
+    log = tmp_path / "gateway.log"
+    with log.open("wb") as file:
+        file.truncate(8 * 2**30)  # 8 GiB, sparse: read whole, the test would not end
+        file.seek(0, 2)
+        file.write(b"\n".join(f"line {n}".encode() for n in range(100)) + b"\n")
+    assert log_tail(log).splitlines() == [f"    | line {n}" for n in range(75, 100)]

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from conftest import write_scenario
 from faulty_gateways import EchoingGateway
 
+from responses_parity.harness import redaction
 from responses_parity.harness.commands import console
 from responses_parity.harness.cli import main
 from responses_parity.harness.redaction import REDACTED, Redactor, tool_secrets
@@ -224,3 +225,23 @@ def test_the_secrets_a_request_body_holds_are_its_mcp_tools_authorization_and_he
                       {"type": "function", "name": "f", "authorization": "not-a-tool-secret"}],
             "prompt": {"variables": {"tool": {"type": "mcp", "authorization": "oauth2"}}}}
     assert sorted(tool_secrets(body)) == ["hdr1", "oauth1", "oauth2"]
+
+
+def test_a_gateways_log_is_rewritten_a_line_at_a_time_without_its_secrets(tmp_path: Path,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """A gateway writes its log as it likes: each line is redacted, and a line too long to read
+    whole is left out, named by its size, rather than read whole or written unredacted."""
+    monkeypatch.setattr(redaction, "MAX_LOG_LINE_BYTES", 64)
+    log = tmp_path / "gateway.log"
+    secret = "tenant-key-0123456789"
+    log.write_bytes(f"started with key {secret}\n".encode() + b"x" * 100 + secret.encode() + b"\n"
+                    + f"Bearer {secret} refused\n".encode() + b"\xff no newline at the end")
+    redactor = Redactor()
+    redactor.add(secret)
+    redactor.rewrite_log(log)
+    assert log.read_text().splitlines() == [
+        f"started with key {REDACTED}",
+        f"[a line of {100 + len(secret) + 1} bytes, longer than the 64 a log line is redacted up to, left out]",
+        f"Bearer {REDACTED} refused",
+        "\ufffd no newline at the end"]
+    assert [path.name for path in tmp_path.iterdir()] == ["gateway.log"]
