@@ -53,6 +53,11 @@ def _containing(ip: IpAddress, networks: Iterable[IpNetwork]) -> IpNetwork | Non
 _MULTICAST = _networks(["224.0.0.0/4", "ff00::/8"])
 """IANA's multicast address spaces, which the special-purpose registries do not list."""
 
+_IPV6_GLOBAL_UNICAST = ipaddress.IPv6Network("2000::/3")
+"""The only IPv6 space IANA's IPv6 Address Space registry allocates as global unicast; the rest
+is reserved by the IETF (fec0::/10, deprecated site-local, still routes on some stacks), and is
+reachable only where the special-purpose registry says so (64:ff9b::/96)."""
+
 _IPV4_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
 
 _CARRIERS = tuple((ipaddress.IPv6Network(cidr), form) for cidr, form in (
@@ -73,14 +78,16 @@ async def system_resolver(host: str) -> list[str]:
 
 def _unreachable_range(ip: IpAddress) -> tuple[str, IpNetwork] | None:
     """The range that makes `ip` not globally reachable, by name (the registry's, lowercased),
-    or None when it is reachable: multicast, or the most specific registry entry holding it says
-    so. An IPv4-mapped address is left to its IPv4 address (the registry's entry for
+    or None when it is reachable: multicast, the most specific registry entry holding it says so,
+    or an IPv6 address no entry holds lies outside global unicast. An IPv4-mapped address is left to its IPv4 address (the registry's entry for
     ::ffff:0:0/96 describes the IPv6 form on the wire, which a socket never sends)."""
     if (network := _containing(ip, _MULTICAST)) is not None:
         return "multicast", network
     if ip in _IPV4_MAPPED:
         return None
     entry = registry().entry_for(ip)
+    if entry is None and isinstance(ip, ipaddress.IPv6Address) and ip not in _IPV6_GLOBAL_UNICAST:
+        return "outside ipv6 global unicast", _IPV6_GLOBAL_UNICAST
     if entry is None or entry.reachable:
         return None
     return entry.name.lower(), entry.block

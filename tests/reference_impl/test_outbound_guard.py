@@ -133,6 +133,18 @@ def test_registry_entries_newer_than_pythons_own_table_are_blocked(address: str,
     assert message.endswith(f"blocks: not globally routable ({reason})")
 
 
+@pytest.mark.parametrize("address", ["fec0::1", "4000::1", "8000::1", "e000::1", "::2:0:1"])
+def test_ipv6_outside_global_unicast_is_blocked_where_no_registry_entry_holds_it(address: str) -> None:
+    """IANA allocates only 2000::/3 as global unicast; the rest (deprecated site-local fec0::/10
+    among it) is reserved, and the special-purpose registry does not list it."""
+    message = blocked(OutboundPolicy.from_settings(), f"https://{HOST}/mcp", {HOST: [address]})
+    assert message.endswith("blocks: not globally routable (outside ipv6 global unicast range 2000::/3)")
+
+
+def test_nat64_outside_global_unicast_is_judged_by_its_registry_entry_and_ipv4_address() -> None:
+    assert reached(OutboundPolicy.from_settings(), f"https://{HOST}/mcp", {HOST: ["64:ff9b::808:808"]}) != []
+
+
 @pytest.mark.parametrize("address", [
     "192.0.0.9", "192.0.0.10", "2001:1::1", "2001:1::2", "2001:1::3", "2001:3::1", "2001:4:112::1", "2001:20::1",
     "2001:30::1",
