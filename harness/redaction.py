@@ -1,10 +1,12 @@
 """Remove secrets before anything is written or printed: reports, saved exchanges, goldens,
 baselines, the console.
 
-A `Redactor` holds the secrets of one run, learned as the run goes (the target's headers, the
-scenarios, the requests the harness sent), and replaces with `<redacted>`:
+A `Redactor` holds the secrets of one run, added as the run goes (the target's headers, what
+its scenarios place where secrets go, the MCP tools' secrets of the requests the harness sent),
+and replaces with `<redacted>`:
 - values under secret-bearing keys at any depth (`authorization`, `api_key`, ..., which covers
-  MCP tools' `authorization` and request headers), and the header values of MCP tools;
+  MCP tools' `authorization` and request headers), and the header values of MCP tools, where
+  they sit (such a value is not, by its key's name, a secret of the run);
 - anything that looks like an API key, a bearer token, or an OpenAI organization or project id;
 - every secret it knows, by value, wherever it appears inside a string: as it is, JSON-escaped
   (as it sits in the JSON or SSE text a gateway echoes it in) and percent-encoded (in a URL);
@@ -29,7 +31,6 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -67,11 +68,6 @@ class Redactor:
     def knows(self, *values: str | None) -> bool:
         """Whether every one of these values is already known as a secret (`add` would learn nothing)."""
         return all(form in self._known for value in values if value for form in _forms(value))
-
-    def learn(self, data: Any) -> None:
-        """Know as secrets the strings `data` (a request body, a scenario) holds where secrets
-        go: under secret-bearing keys, and as the header values of MCP tools."""
-        self.add(*_placed_secrets(data))
 
     def within(self, *values: str | None) -> Redactor:
         """A redactor that removes these values too (the secrets of one exchange, say), besides
@@ -176,20 +172,6 @@ def _is_secret_key(key: Any) -> bool:
 def _is_mcp_tool(value: dict[Any, Any]) -> bool:
     """An MCP tool with headers (all of whose values are secrets)."""
     return value.get("type") == "mcp" and isinstance(value.get("headers"), dict)
-
-
-def _placed_secrets(data: Any) -> Iterator[str]:
-    if isinstance(data, dict):
-        if _is_mcp_tool(data):
-            yield from (value for value in data["headers"].values() if isinstance(value, str))
-        for key, item in data.items():
-            if _is_secret_key(key) and isinstance(item, str):
-                yield item
-            else:
-                yield from _placed_secrets(item)
-    elif isinstance(data, list):
-        for item in data:
-            yield from _placed_secrets(item)
 
 
 def _forms(value: str) -> set[str]:

@@ -9,7 +9,7 @@ JSON Schema shipped for editors (`scenarios/scenario.schema.json`) is generated 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
@@ -17,6 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 from ..fixtures.mcp import FIXTURE_SERVERS
 from ..fixtures.search import FoundPage
 from .defaults import MODES, Mode
+from .redaction import SECRET_KEYS, tool_secrets
 from ..fixtures.upstream.script import ModelTurn
 
 FORMAT_VERSION = 1
@@ -432,6 +433,29 @@ class Scenario(_Strict):
             if name not in FIXTURE_SERVERS:
                 raise ValueError(f"unknown MCP fixture {name!r} (known: {', '.join(sorted(FIXTURE_SERVERS))})")
         return self
+
+    def secrets(self) -> list[str]:
+        """The values this scenario puts where secrets go, which a run removes from all it writes:
+        its MCP tools' `authorization` and header values (wherever a request or a live steer holds
+        one), its steps' credential headers (`Authorization`, `api-key`, ...) and the MCP
+        authorization it expects upstream. A value elsewhere is never a secret by its key's name
+        (`metadata: {api_key: completed}` would otherwise blank every `completed` of the run)."""
+        headers = [value for step in self.steps for name, value in step.headers.items() if name.lower() in SECRET_KEYS]
+        expected = [upstream.mcp_authorization for upstream in self._upstream_expectations()
+                    if upstream.mcp_authorization is not None]
+        return [*tool_secrets(self.model_dump(mode="json")), *headers, *expected]
+
+    def _upstream_expectations(self) -> Iterator[UpstreamExpect]:
+        def of(expect: Expect) -> Iterator[UpstreamExpect]:
+            if expect.upstream is not None:
+                yield expect.upstream
+            for variant in expect.variants or ():
+                yield from of(variant.expect)
+
+        for step in self.steps:
+            yield from of(step.expect)
+            if isinstance(step.wait, Wait) and step.wait.until.upstream is not None:
+                yield step.wait.until.upstream
 
     @property
     def fixtures(self) -> list[str]:

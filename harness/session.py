@@ -21,7 +21,7 @@ from .gateway_process import RunningGateway, install, start
 from .loader import LoadedScenario
 from .options import TargetOptions
 from .profile import Profile, ProfileError, find_profile, profile_paths
-from .redaction import Redactor
+from .redaction import Redactor, tool_secrets
 from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
 from .scenario import Mode
 from .stack import Stack, fixture_ports, running_upstream, search_port
@@ -58,7 +58,7 @@ class Session:
         `HarnessError` when the target cannot be reached at all."""
         if self.target.rewrites.mcp_server_url is not None:
             jobs = 1
-        self.redactor.learn([loaded.scenario.model_dump(mode="json") for loaded, _ in units])
+        self.redactor.add(*(secret for loaded, _ in units for secret in loaded.scenario.secrets()))
         on_event = self._learning(on_event)
         if (why := await unreachable(self.target)) is not None:
             raise HarnessError(f"the target {self.target.name} at {self.target.base_url} is unreachable: {why}")
@@ -77,7 +77,8 @@ class Session:
         carried (placeholders rendered), so no one hears of them before it does."""
         def learn_then_tell(event: EngineEvent) -> None:
             if isinstance(event, UnitFinished):
-                self.redactor.learn([step.exchange.request_body for step in event.result.steps if step.exchange])
+                self.redactor.add(*(secret for step in event.result.steps if step.exchange
+                                    for secret in tool_secrets(step.exchange.request_body)))
             if on_event is not None:
                 on_event(event)
 

@@ -20,6 +20,7 @@ from responses_parity.harness import redaction
 from responses_parity.harness.commands import console
 from responses_parity.harness.cli import main
 from responses_parity.harness.redaction import REDACTED, Redactor, tool_secrets
+from responses_parity.harness.scenario import Scenario
 from responses_parity.harness.session import TargetOptions, open_session
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
@@ -164,7 +165,7 @@ def test_mcp_authorization_and_header_values_are_learned_and_removed_from_reques
     request = {"tools": [{"type": "mcp", "authorization": "oauthPlain99", "headers": {"X-Key": "hdrPlain99"}},
                          {"type": "function", "name": "headers"}]}
     redactor = Redactor()
-    redactor.learn(request)
+    redactor.add(*tool_secrets(request))
     assert redactor.redact(request)["tools"] == [
         {"type": "mcp", "authorization": REDACTED, "headers": {"X-Key": REDACTED}},
         {"type": "function", "name": "headers"}]
@@ -225,6 +226,43 @@ def test_the_secrets_a_request_body_holds_are_its_mcp_tools_authorization_and_he
                       {"type": "function", "name": "f", "authorization": "not-a-tool-secret"}],
             "prompt": {"variables": {"tool": {"type": "mcp", "authorization": "oauth2"}}}}
     assert sorted(tool_secrets(body)) == ["hdr1", "oauth1", "oauth2"]
+
+
+def test_a_scenarios_secrets_are_the_values_it_puts_where_secrets_go_and_no_others() -> None:
+    upstream = {"mcp_authorization": "expectedAuth1"}
+    scenario = Scenario.model_validate({
+        "id": "placed", "title": "t", "evidence": {"recordings": ["stream-text__openllmetry__1"]}, "mcp": ["calc"],
+        "steps": [{"id": "ask", "headers": {"Authorization": "Bearer stepToken1", "X-Trace": "traceValue1"},
+                   "wait": {"until": {"upstream": {"mcp_authorization": "waitedAuth1"}}},
+                   "request": {"metadata": {"api_key": "completed"}, "authorization": "bodyValue1",
+                               "tools": [{"type": "mcp", "authorization": "toolAuth1", "headers": {"X-K": "hdr1"}}]},
+                   "expect": {"upstream": upstream, "variants": [{"name": "v", "expect": {"upstream": {
+                       "mcp_authorization": "variantAuth1"}}}]}}]})
+    assert sorted(scenario.secrets()) == sorted(["Bearer stepToken1", "toolAuth1", "hdr1", "expectedAuth1",
+                                                 "variantAuth1", "waitedAuth1"])
+
+
+def test_a_body_value_under_a_secret_looking_key_is_blanked_where_it_sits_and_nowhere_else(tmp_path: Path) -> None:
+    """`metadata: {api_key: completed}` in a scenario does not make `completed` a secret of the
+    run: every later `"status": "completed"` stays in the report."""
+    scenarios = tmp_path / "scenarios"
+    scenarios.mkdir()
+    write_scenario(scenarios, """
+        id: metadata-key
+        title: a metadata value under a key named like a credential
+        evidence: {recordings: [stream-text__openllmetry__1]}
+        modes: [nonstream]
+        steps:
+          - id: ask
+            request: {model: "{{model}}", input: "Hi", metadata: {api_key: "completed"}}
+            model: [{text: "Hello"}]
+            expect: {absent_text: ["Hello"]}  # fails, so that the exchange is written
+    """)
+    code, output = invoke("run", str(scenarios), "--report-dir", str(tmp_path / "reports"))
+    assert code == 1, output
+    exchange = json.loads((tmp_path / "reports" / "exchanges" / "metadata-key__nonstream__ask.json").read_text())
+    assert exchange["request"]["body"]["metadata"] == {"api_key": REDACTED}
+    assert exchange["response"]["body"]["status"] == "completed"
 
 
 def test_a_gateways_log_is_rewritten_a_line_at_a_time_without_its_secrets(tmp_path: Path,
