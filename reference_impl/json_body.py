@@ -5,13 +5,15 @@ value nests at most `MAX_DEPTH` levels (the checks after it recurse), and it is 
 has it: no `NaN` or `Infinity`, no lone UTF-16 surrogate in a string (it could not be sent on
 as UTF-8). Each is answered in OpenAI's error envelope, never with a 500.
 
-What the event loop spends on a body is bounded by its size at the speed of C: it is parsed by
-the standard library's C scanner, and a route that bounds how many members a top-level array or
-object may have (`max_members`) has that container parsed a member at a time, and refused once
-it holds one too many, before the rest of it is parsed. The walks that follow in Python (the
-depth, the surrogates; the request schema's check through `JsonBody.checked`) run on the loop
-only for a small body and in a worker thread for a larger one, where the interpreter hands the
-loop its turn every few milliseconds (a single long call into C would not).
+What the event loop spends on a body is bounded: a body is parsed by the standard library's C
+scanner, on the loop up to `PARSE_ON_THE_LOOP_BYTES` and in a worker thread beyond, there a
+member of the top-level value's containers at a time, each member in one call into C, so that
+the interpreter can hand the loop its turn between them (a single call for the whole body would
+hold the loop for as long as it takes). A route that bounds how many members a top-level array
+or object may have (`max_members`) has that container parsed a member at a time, and refused
+once it holds one too many, before the rest of it is parsed. The walks that follow in Python
+(the depth, the surrogates; the request schema's check through `JsonBody.checked`) run on the
+loop only for a small body and in a worker thread for a larger one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ CHECK_ON_THE_LOOP_BYTES = 1024
 """Checking a body against the request schema costs up to about 1.3 µs a byte; up to this size
 that is less than handing it to a worker thread costs the loop (about 0.1 ms), and at most about
 a millisecond, so it is checked on the loop."""
+PARSE_ON_THE_LOOP_BYTES = 256 * 1024
+"""The C scanner parses this much in about a millisecond: a larger body is parsed off the loop."""
 MAX_DEPTH = 100
 """A Response request nests about 10 levels, a strict JSON Schema in it at most about 30."""
 _UNPARSABLE = "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload."
@@ -104,18 +108,28 @@ async def read_json(request: Request, max_members: Mapping[str, int] | None = No
     """The body, parsed; a 413 or 400 saying what is wrong. `max_members`: the most members the
     top-level object's arrays and objects of those keys may have (a `TooManyMembers` beyond)."""
     raw = await read_bytes(request)
-    try:
-        text = raw.decode("utf-8")
-        value = _counted(text, max_members) if max_members else _DECODER.decode(text or "null")
-    except RecursionError:
-        raise _too_deep() from None
-    except ValueError as error:
-        raise InvalidRequest(_UNPARSABLE) from error
+    if len(raw) <= PARSE_ON_THE_LOOP_BYTES:
+        text, value = _parsed(raw, max_members or {}, stepwise=False)
+    else:
+        text, value = await asyncio.to_thread(_parsed, raw, max_members or {}, True)
     body = JsonBody(value, len(raw))
     deep, surrogates = text.count("[") + text.count("{") > MAX_DEPTH, _MAYBE_SURROGATE.search(text) is not None
     if deep or surrogates:  # C-speed counts spare the walks unless the text could hold what they look for
         await body.checked(lambda _: _check_readable(value, deep, surrogates))
     return body
+
+
+def _parsed(raw: bytes, max_members: Mapping[str, int], stepwise: bool) -> tuple[str, Any]:
+    """The text of `raw` and its value, or a 400; `stepwise`: the top-level value's containers
+    a member at a time (see `_counted`)."""
+    try:
+        text = raw.decode("utf-8")
+        value = _counted(text, max_members, stepwise) if max_members or stepwise else _DECODER.decode(text or "null")
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as error:
+        raise InvalidRequest(_UNPARSABLE) from error
+    return text, value
 
 
 def _check_readable(value: Any, deep: bool, surrogates: bool) -> None:
@@ -127,24 +141,25 @@ def _check_readable(value: Any, deep: bool, surrogates: bool) -> None:
         raise InvalidRequest(f"{_UNPARSABLE} A string holds a lone UTF-16 surrogate, which is not text.")
 
 
-def _counted(text: str, max_members: Mapping[str, int]) -> Any:
+def _counted(text: str, max_members: Mapping[str, int], stepwise: bool = False) -> Any:
     """`text` parsed as `json.loads` would (a `ValueError` where it would raise one), its
-    top-level object's containers under `max_members` a member at a time, up to their bound."""
+    top-level object's containers under `max_members` a member at a time, up to their bound;
+    `stepwise`: the top-level value and every container in it a member at a time."""
     at = _skip(text, 0)
-    if not text.startswith("{", at):
+    if not text.startswith("{", at) and not (stepwise and text.startswith("[", at)):
         return _DECODER.decode(text or "null")
-    value, end = _container(text, at, None, max_members)
+    value, end = _container(text, at, None, max_members, stepwise=stepwise)
     if _skip(text, end) != len(text):
         raise ValueError("Extra data")
     return value
 
 
-def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, int], param: str = ""
-               ) -> tuple[Any, int]:
+def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, int], param: str = "", *,
+               stepwise: bool = False) -> tuple[Any, int]:
     """The object or array at `at` and where it ends: a member at a time, each by the C scanner,
     refused once it has `bound + 1` members (None: no bound; a key named again is one member, as
-    `json.loads` keeps the last). The top-level object (`param` empty) reads the members named
-    in `max_members` so."""
+    `json.loads` keeps the last). Its own containers named in `max_members` are read so, with
+    `stepwise` all of them (their members each in one call into C)."""
     is_object = text.startswith("{", at)
     close = "}" if is_object else "]"
     members: Any = {} if is_object else []
@@ -162,9 +177,9 @@ def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, 
             if not text.startswith(":", at):
                 raise ValueError("Expecting ':' delimiter")
             at = _skip(text, at + 1)
-        limit = max_members.get(key) if is_object and not param else None
-        if limit is not None and text.startswith(("{", "["), at):
-            member, at = _container(text, at, limit, max_members, key)
+        limit = max_members.get(key) if is_object else None
+        if (limit is not None or stepwise) and text.startswith(("{", "["), at):
+            member, at = _container(text, at, limit, {}, key if is_object else param)
         else:
             try:
                 member, at = _DECODER.scan_once(text, at)

@@ -155,6 +155,33 @@ def test_a_long_search_body_is_checked_off_the_loop(traced: tuple[httpx.Client, 
     assert where == [True, False]  # a small body on the loop, a long one in a worker thread
 
 
+def test_a_large_body_is_parsed_off_the_loop_a_member_at_a_time(traced: tuple[httpx.Client, SqlTrace],
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call into the C scanner, and where it ran: a small body is one call on the loop, a
+    large one's 20,000 input items each a call in a worker thread (so no call holds the loop for
+    the whole body)."""
+    client, _ = traced
+    calls: list[tuple[bool, int]] = []
+    scan = json_body._DECODER.scan_once  # what `decode` calls too
+
+    def scanned(text: str, at: int) -> tuple[Any, int]:
+        value, end = scan(text, at)
+        calls.append((on_the_loop(), end - at))
+        return value, end
+
+    monkeypatch.setattr(json_body._DECODER, "scan_once", scanned)
+    small = {"model": "m", "input": "Hi", "max_output_tokens": 0}  # refused after it is parsed: no model is called
+    large = small | {"input": [{"type": "message", "role": "user", "content": "hello " * 3}] * 20_000}
+    assert len(json.dumps(large)) > json_body.PARSE_ON_THE_LOOP_BYTES
+    for body in (small, large):
+        answer = client.post("/responses", content=json.dumps(body), headers={"content-type": "application/json"})
+        assert answer.status_code == 400 and answer.json()["error"]["param"] == "max_output_tokens", answer.text
+    assert calls[0] == (True, len(json.dumps(small)))
+    off_the_loop = calls[1:]
+    assert not any(loop for loop, _ in off_the_loop) and len(off_the_loop) > 20_000
+    assert max(size for _, size in off_the_loop) < 100
+
+
 def test_a_query_is_searched_by_its_first_words_only() -> None:
     from responses_parity.reference_impl.vector_stores import MAX_QUERY_WORDS
     match = fts_match([" ".join(f"w{n}" for n in range(100_000)), "later"])
@@ -401,16 +428,18 @@ _SPACE = st.sampled_from(["", " ", "\n", "\t ", "\r\n"])
 
 
 @settings(max_examples=300, deadline=None, derandomize=True, database=None)
-@given(body=st.dictionaries(st.sampled_from(["items", "metadata", "other", "x"]), _JSON, max_size=4),
-       bound=st.integers(0, 4), space=_SPACE)
-def test_counting_while_parsing_reads_json_as_json_loads_does(body: dict[str, Any], bound: int, space: str) -> None:
-    """Members counted up to their bound, or refused exactly when one too many is there."""
+@given(body=st.dictionaries(st.sampled_from(["items", "metadata", "other", "x"]), _JSON, max_size=4) | _JSON,
+       bound=st.integers(0, 4), space=_SPACE, stepwise=st.booleans())
+def test_counting_while_parsing_reads_json_as_json_loads_does(body: Any, bound: int, space: str,
+                                                              stepwise: bool) -> None:
+    """Members counted up to their bound, or refused exactly when one too many is there; read
+    stepwise or not, any JSON value."""
     text = json.dumps(body, indent=1 if space else None).replace("\n", "\n" + space)
     limits = {"items": bound, "metadata": bound}
-    over = [key for key, value in body.items()
-            if key in limits and isinstance(value, list | dict) and len(value) > bound]
+    members = body.items() if isinstance(body, dict) else []
+    over = [key for key, value in members if key in limits and isinstance(value, list | dict) and len(value) > bound]
     try:
-        parsed = json_body._counted(text, limits)
+        parsed = json_body._counted(text, limits, stepwise)
     except json_body.TooManyMembers as refused:
         assert refused.param in over
     else:
@@ -424,12 +453,14 @@ def test_a_key_named_again_is_one_member() -> None:
 
 
 @pytest.mark.parametrize("text", ['{"items": [1,]}', '{"items" [1]}', '{"a": 1}x', '{"a": 1,}', '{"items": [1 2]}',
-                                  '{"items": [', '{"items": [NaN]}', '{"a": "\x01"}', '{1: 2}'])
+                                  '{"items": [', '{"items": [NaN]}', '{"a": "\x01"}', '{1: 2}', '[1,]', '[[1] 2]',
+                                  '[{"a": [1,]}]', '[1]x'])
 def test_counting_while_parsing_refuses_what_json_loads_refuses(text: str) -> None:
     with pytest.raises(ValueError):
         json_body._DECODER.decode(text)
-    with pytest.raises(ValueError):
-        json_body._counted(text, {"items": 20})
+    for stepwise in (False, True):
+        with pytest.raises(ValueError):
+            json_body._counted(text, {"items": 20}, stepwise)
 
 
 def _chunks_word_by_word(text: str, size: int, overlap: int) -> list[str]:
