@@ -108,15 +108,23 @@ async def read_json(request: Request, max_members: Mapping[str, int] | None = No
     """The body, parsed; a 413 or 400 saying what is wrong. `max_members`: the most members the
     top-level object's arrays and objects of those keys may have (a `TooManyMembers` beyond)."""
     raw = await read_bytes(request)
-    if len(raw) <= PARSE_ON_THE_LOOP_BYTES:
-        text, value = _parsed(raw, max_members or {}, stepwise=False)
-    else:
-        text, value = await asyncio.to_thread(_parsed, raw, max_members or {}, True)
+    if len(raw) > PARSE_ON_THE_LOOP_BYTES:
+        return JsonBody(await asyncio.to_thread(_readable, raw, max_members or {}), len(raw))
+    text, value = _parsed(raw, max_members or {}, stepwise=False)
     body = JsonBody(value, len(raw))
-    deep, surrogates = text.count("[") + text.count("{") > MAX_DEPTH, _MAYBE_SURROGATE.search(text) is not None
-    if deep or surrogates:  # C-speed counts spare the walks unless the text could hold what they look for
+    deep, surrogates = _suspicions(text)
+    if deep or surrogates:
         await body.checked(lambda _: _check_readable(value, deep, surrogates))
     return body
+
+
+def _readable(raw: bytes, max_members: Mapping[str, int]) -> Any:
+    """The value of a large body, parsed a member at a time and checked, or a 400 (in a worker
+    thread: see the module's docstring)."""
+    text, value = _parsed(raw, max_members, stepwise=True)
+    if any(suspicions := _suspicions(text)):
+        _check_readable(value, *suspicions)
+    return value
 
 
 def _parsed(raw: bytes, max_members: Mapping[str, int], stepwise: bool) -> tuple[str, Any]:
@@ -130,6 +138,12 @@ def _parsed(raw: bytes, max_members: Mapping[str, int], stepwise: bool) -> tuple
     except ValueError as error:
         raise InvalidRequest(_UNPARSABLE) from error
     return text, value
+
+
+def _suspicions(text: str) -> tuple[bool, bool]:
+    """Whether `text` could nest deeper than `MAX_DEPTH`, and could hold a lone surrogate: counts
+    at the speed of C that spare the walks unless the text could hold what they look for."""
+    return text.count("[") + text.count("{") > MAX_DEPTH, _MAYBE_SURROGATE.search(text) is not None
 
 
 def _check_readable(value: Any, deep: bool, surrogates: bool) -> None:

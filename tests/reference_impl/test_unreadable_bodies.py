@@ -18,7 +18,13 @@ import pytest
 from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import app as app_module
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.json_body import CHECK_ON_THE_LOOP_BYTES, MAX_BODY_BYTES, MAX_DEPTH, JsonBody
+from responses_parity.reference_impl.json_body import (
+    CHECK_ON_THE_LOOP_BYTES,
+    MAX_BODY_BYTES,
+    MAX_DEPTH,
+    PARSE_ON_THE_LOOP_BYTES,
+    JsonBody,
+)
 
 PATHS = ("/v1/responses", "/v1/conversations")
 
@@ -28,18 +34,20 @@ def deep(levels: int) -> bytes:
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize(("body", "status", "says"), [
-    (b'{"model": "m", "input": ', 400, "We could not parse the JSON body of your request."),
-    (b'{"model": "m", "input": "caf\xff"}', 400, "We could not parse the JSON body of your request."),
-    (b'{"model": "m", "input": "x", "temperature": NaN}', 400, "We could not parse the JSON body"),
-    (b'{"model": "m", "input": "x\\ud800"}', 400, "a lone UTF-16 surrogate"),
-    (deep(MAX_DEPTH + 1), 400, f"It nests deeper than {MAX_DEPTH} levels."),
-    (deep(100_000), 400, f"It nests deeper than {MAX_DEPTH} levels."),
+@pytest.mark.parametrize(("body", "says"), [
+    (b'{"model": "m", "input": ', "We could not parse the JSON body of your request."),
+    (b'{"model": "m", "input": "caf\xff"}', "We could not parse the JSON body of your request."),
+    (b'{"model": "m", "input": "x", "temperature": NaN}', "We could not parse the JSON body"),
+    (b'{"model": "m", "input": "x\\ud800"}', "a lone UTF-16 surrogate"),
+    (deep(MAX_DEPTH + 1), f"It nests deeper than {MAX_DEPTH} levels."),
+    (deep(100_000), f"It nests deeper than {MAX_DEPTH} levels."),
 ])
-def test_an_unreadable_body_is_an_openai_error(stack: Stack, path: str, body: bytes, status: int, says: str) -> None:
-    answer = httpx.post(f"{stack.reference_url}{path}", content=body, timeout=30,
+@pytest.mark.parametrize("padding", [0, PARSE_ON_THE_LOOP_BYTES], ids=["small", "large"])
+def test_an_unreadable_body_is_an_openai_400(stack: Stack, path: str, body: bytes, says: str, padding: int) -> None:
+    """Read on the loop, or (a large one) in a worker thread a member at a time."""
+    answer = httpx.post(f"{stack.reference_url}{path}", content=b" " * padding + body, timeout=30,
                         headers={"content-type": "application/json"})
-    assert answer.status_code == status, answer.text[:200]
+    assert answer.status_code == 400, answer.text[:200]
     error = answer.json()["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["type"] == "invalid_request_error"
     assert says in error["message"]
