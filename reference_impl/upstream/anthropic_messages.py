@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import UpstreamError
 from .adapter import closing_events, responses_usage
-from .http import HttpUpstream, UpstreamClient
+from .http import HttpUpstream, UpstreamClient, request_content
 from .items import ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnRequest
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -97,9 +97,9 @@ class AnthropicMessagesAdapter:
         return body
 
     async def stream_turn(self, turn: TurnRequest) -> AsyncIterator[ModelEvent]:
-        body = self.payload(turn)
+        content = await request_content(lambda: self.payload(turn), len(turn.transcript))
         if not turn.stream:
-            message = await self._http.post_json(body)
+            message = await self._http.post_json(content)
             blocks = message.get("content") or []
             text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
             calls = [ToolCall(b["id"], b["name"], json.dumps(b.get("input") or {}, separators=(",", ":")))
@@ -113,7 +113,7 @@ class AnthropicMessagesAdapter:
         stop_reason: str | None = None
         usage: dict[str, Any] = {}
         text_started = False
-        async for event in self._http.post_stream(body):
+        async for event in self._http.post_stream(content):
             kind = event.get("type")
             if kind == "error":
                 error = event.get("error") or {}

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..errors import UpstreamError
 from .adapter import closing_events, responses_usage
-from .http import HttpUpstream, UpstreamClient
+from .http import HttpUpstream, UpstreamClient, request_content
 from .items import ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnRequest
 
 
@@ -86,9 +86,9 @@ class ChatCompletionsAdapter:
         return body
 
     async def stream_turn(self, turn: TurnRequest) -> AsyncIterator[ModelEvent]:
-        body = self.payload(turn)
+        content = await request_content(lambda: self.payload(turn), len(turn.transcript))
         if not turn.stream:
-            response = await self._http.post_json(body)
+            response = await self._http.post_json(content)
             choice = (response.get("choices") or [{}])[0]
             message = choice.get("message") or {}
             text = message.get("content")
@@ -103,7 +103,7 @@ class ChatCompletionsAdapter:
         calls: dict[int, list[str]] = {}
         finish_reason: str | None = None
         usage: dict[str, Any] | None = None
-        async for chunk in self._http.post_stream(body):
+        async for chunk in self._http.post_stream(content):
             if isinstance(chunk.get("error"), dict):
                 raise UpstreamError(500, chunk["error"].get("message") or "The upstream model failed.",
                                     code=chunk["error"].get("code"))

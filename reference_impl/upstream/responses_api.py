@@ -14,7 +14,7 @@ from typing import Any
 
 from ..config import UpstreamChaining
 from ..errors import UpstreamError
-from .http import HttpUpstream, UpstreamClient
+from .http import HttpUpstream, UpstreamClient, request_content
 from .items import (
     ItemDone, ItemStarted, Message, ModelEvent, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted,
     TextDelta, ToolCall, ToolOutput, TranscriptItem, TurnDone, TurnRequest,
@@ -87,13 +87,13 @@ class ResponsesAdapter:
         return body | turn.sampling
 
     async def stream_turn(self, turn: TurnRequest) -> AsyncIterator[ModelEvent]:
-        body = self.payload(turn)
+        content = await request_content(lambda: self.payload(turn), len(turn.transcript))
         if not turn.stream:
-            for event in _events_of(await self._http.post_json(body)):
+            for event in _events_of(await self._http.post_json(content)):
                 yield event
             return
         error: dict[str, Any] | None = None
-        async for event in self._http.post_stream(body):
+        async for event in self._http.post_stream(content):
             kind = event.get("type")
             if kind == "error":
                 error = event.get("error") if isinstance(event.get("error"), dict) else event

@@ -29,6 +29,7 @@ from responses_parity.harness.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime, vector_stores
 from responses_parity.reference_impl.chunking import text_chunks
 from responses_parity.reference_impl.request_schema import RequestSchema
+from responses_parity.reference_impl.upstream import http as upstream_http
 from responses_parity.reference_impl.vector_stores import fts_match
 from sql_trace import SqlTrace
 
@@ -180,6 +181,31 @@ def test_a_large_body_is_parsed_off_the_loop_a_member_at_a_time(traced: tuple[ht
     off_the_loop = calls[1:]
     assert not any(loop for loop, _ in off_the_loop) and len(off_the_loop) > 20_000
     assert max(size for _, size in off_the_loop) < 100
+
+
+def test_a_long_transcript_is_built_and_encoded_for_the_model_off_the_loop_a_member_at_a_time(
+        stack: Stack, traced: tuple[httpx.Client, SqlTrace], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each call into the C encoder for the model request, and where it ran: a short transcript
+    is encoded in one call on the loop, a long one an item at a time in a worker thread."""
+    client, _ = traced
+    encoded: list[tuple[bool, int]] = []
+    encode = upstream_http._ENCODE
+    monkeypatch.setattr(upstream_http, "_ENCODE", lambda value: encoded.append((on_the_loop(), len(
+        text := encode(value)))) or text)
+    for count in (1, 1000):
+        run = new_run_token()
+        script = RunScript.model_validate({"steps": [[{"text": "Read."}]]})
+        httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+        items = [{"role": "user", "content": f"item {n}"} for n in range(count - 1)]
+        encoded.clear()
+        answer = client.post("/responses", json={"model": "m", "input": [
+            *items, {"role": "user", "content": f"Read. {run_marker(run, 0)}"}]})
+        assert answer.status_code == 200 and answer.json()["status"] == "completed", answer.text
+        if count == 1:
+            assert [loop for loop, _ in encoded] == [True]  # the whole request at once
+        else:
+            assert not any(loop for loop, _ in encoded) and len(encoded) > count
+            assert max(size for _, size in encoded) < 200  # an item, a key or a value at a time (of 40 KB)
 
 
 def test_a_query_is_searched_by_its_first_words_only() -> None:
@@ -444,6 +470,12 @@ def test_counting_while_parsing_reads_json_as_json_loads_does(body: Any, bound: 
         assert refused.param in over
     else:
         assert not over and parsed == json.loads(text)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True, database=None)
+@given(body=st.dictionaries(st.text(max_size=5), _JSON, max_size=5))
+def test_encoding_a_member_at_a_time_writes_what_one_call_writes(body: dict[str, Any]) -> None:
+    assert upstream_http.json_bytes_stepwise(body) == upstream_http.json_bytes(body)
 
 
 def test_a_key_named_again_is_one_member() -> None:

@@ -21,7 +21,7 @@ from starlette.routing import Route
 from responses_parity.harness.stack import ServerThread
 from responses_parity.reference_impl import GatewayConfig, build_gateway_app
 from responses_parity.reference_impl.errors import UpstreamError
-from responses_parity.reference_impl.upstream.http import HttpUpstream, UpstreamClient
+from responses_parity.reference_impl.upstream.http import HttpUpstream, UpstreamClient, json_bytes
 
 EVENTS = [{"type": "one", "n": 1}, {"type": "two", "text": "café"}]
 
@@ -80,7 +80,7 @@ def model() -> Iterator[str]:
 async def _post_json(url: str, timeout_s: float = 30.0) -> dict:
     client = UpstreamClient(timeout_s)
     try:
-        return await HttpUpstream(client, url, "sk-test-key").post_json({"input": "héllo"})
+        return await HttpUpstream(client, url, "sk-test-key").post_json(json_bytes({"input": "héllo"}))
     finally:
         await client.close()
 
@@ -88,7 +88,7 @@ async def _post_json(url: str, timeout_s: float = 30.0) -> dict:
 async def _post_stream(url: str) -> list[dict]:
     client = UpstreamClient(30.0)
     try:
-        return [event async for event in HttpUpstream(client, url, None).post_stream({"stream": True})]
+        return [event async for event in HttpUpstream(client, url, None).post_stream(json_bytes({"stream": True}))]
     finally:
         await client.close()
 
