@@ -79,8 +79,9 @@ async def system_resolver(host: str) -> list[str]:
 def _unreachable_range(ip: IpAddress) -> tuple[str, IpNetwork] | None:
     """The range that makes `ip` not globally reachable, by name (the registry's, lowercased),
     or None when it is reachable: multicast, the most specific registry entry holding it says so,
-    or an IPv6 address no entry holds lies outside global unicast. An IPv4-mapped address is left to its IPv4 address (the registry's entry for
-    ::ffff:0:0/96 describes the IPv6 form on the wire, which a socket never sends)."""
+    or an IPv6 address no entry holds lies outside global unicast. An IPv4-mapped address is
+    left to its IPv4 address (the registry's entry for ::ffff:0:0/96 describes the IPv6 form on
+    the wire, which a socket never sends)."""
     if (network := _containing(ip, _MULTICAST)) is not None:
         return "multicast", network
     if ip in _IPV4_MAPPED:
