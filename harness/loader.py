@@ -22,7 +22,7 @@ from pydantic import BaseModel, ValidationError
 from ..fixtures.mcp import FIXTURE_SERVERS
 from ..reference_impl import documents
 from . import semantics
-from .scenario import MODES, Scenario, Step
+from .scenario import MODES, Mode, Scenario, Step
 from .semantics import Outline
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
@@ -65,6 +65,11 @@ class Catalogue:
         if not ids and not tags:
             return list(self.scenarios)
         return [s for s in self.scenarios if s.scenario.id in ids or set(tags) & set(s.scenario.tags)]
+
+
+def units_of(scenarios: Sequence[LoadedScenario], modes: Sequence[Mode]) -> list[tuple[LoadedScenario, Mode]]:
+    """Each scenario in each requested mode it supports."""
+    return [(s, mode) for s in scenarios for mode in s.scenario.modes if mode in modes]
 
 
 def builtin_scenarios_dir() -> Path:

@@ -551,8 +551,3 @@ def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> 
     return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
             if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
             for f in findings]
-
-
-def units_of(scenarios: Sequence[LoadedScenario], modes: Sequence[Mode]) -> list[tuple[LoadedScenario, Mode]]:
-    """Each scenario in each requested mode it supports."""
-    return [(s, mode) for s in scenarios for mode in s.scenario.modes if mode in modes]

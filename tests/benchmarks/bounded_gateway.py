@@ -16,8 +16,8 @@ store file in a temporary folder; no model is called) and this prints:
   id 10,000 times, and paging through a 10,000-item conversation 100 items at a time (the time
   of all 100 pages). Also: a file batch with one file id 2,000 times (the most a batch takes),
   and a response with 100,000 input items (it fails at the model, which is not served: what is
-  measured is reading and checking the request and building the model request). The same probe with nothing else sent is the
-  floor.
+  measured is reading and checking the request and building the model request). The same probe
+  with nothing else sent is the floor.
 
     python tests/benchmarks/bounded_gateway.py [--base /work/main] [--rounds 3]
 """

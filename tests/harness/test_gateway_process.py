@@ -13,7 +13,7 @@ import yaml
 from responses_parity.harness.findings import HarnessError
 from responses_parity.harness.gateway_process import log_tail
 from responses_parity.harness.loader import builtin_scenarios_dir, load
-from responses_parity.harness.runner import units_of
+from responses_parity.harness.loader import units_of
 from responses_parity.harness.session import TargetOptions, open_session
 
 PROFILES = Path(__file__).parent / "profiles"

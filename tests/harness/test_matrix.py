@@ -15,7 +15,7 @@ from responses_parity.harness.capabilities import HOSTED_TOOLS
 from responses_parity.harness.matrix import (Cell, TargetRun, build_matrix, describe_target, latency_of, render_matrix,
                                              run_matrix, write_matrix)
 from responses_parity.harness.profile import find_profile
-from responses_parity.harness.runner import units_of
+from responses_parity.harness.loader import units_of
 from responses_parity.harness.session import TargetOptions
 
 PROFILE = Path(__file__).parent / "profiles" / "reference-process.yaml"

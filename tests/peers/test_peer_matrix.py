@@ -11,7 +11,7 @@ import pytest
 
 from responses_parity.harness.loader import builtin_scenarios_dir, load
 from responses_parity.harness.matrix import Matrix, build_matrix, run_matrix, write_matrix
-from responses_parity.harness.runner import units_of
+from responses_parity.harness.loader import units_of
 from responses_parity.harness.scenario import MODES
 from responses_parity.harness.session import TargetOptions
 

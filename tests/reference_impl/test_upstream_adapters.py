@@ -10,7 +10,7 @@ import pytest
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.harness.loader import builtin_scenarios_dir, load
-from responses_parity.harness.runner import units_of
+from responses_parity.harness.loader import units_of
 from responses_parity.harness.scenario import MODES
 from responses_parity.harness.session import Session
 from responses_parity.harness.stack import Stack
