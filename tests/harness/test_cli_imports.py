@@ -65,3 +65,22 @@ def test_validate_imports_neither_servers_nor_the_sdks_once_the_names_are_cached
     warm = run_parity(tmp_path, "validate", str(folder))
     assert warm["output"] == cold["output"]
     assert [name for name in heavy(warm["modules"]) if not name.startswith("responses_parity.fixtures")] == []
+
+
+def test_run_names_an_unreadable_scenario_file_before_it_imports_what_runs_the_scenarios(tmp_path: Path) -> None:
+    """The runtime (the session, the gateway, the SDKs) takes seconds to import: `parity run`
+    reads its files first, so a broken one is named at once. `-X importtime` writes each import
+    to standard error as it ends, where the line naming the file goes too, so their order shows."""
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    (folder / "recursive.yaml").write_text("id: recursive\ntitle: x\nsteps: &r [*r]\n")
+    (folder / "text.yaml").write_text(
+        "id: text\ntitle: text\nevidence: {recordings: [stream-text__openllmetry__1]}\nsteps:\n  - id: ask\n"
+        '    request: {model: "{{model}}", input: "Hi"}\n    model: [{text: Hello}]\n')
+    done = child_process.run([sys.executable, "-X", "importtime", "-m", "responses_parity.harness", "run", str(folder),
+                              "--target", "http://127.0.0.1:9", "--report-dir", str(tmp_path / "reports")],
+                             capture_output=True, text=True, env=os.environ | {"PARITY_CACHE_DIR": str(tmp_path)})
+    lines = done.stderr.splitlines()
+    named = next(index for index, line in enumerate(lines) if line.startswith("error ") and "recursive.yaml" in line)
+    session = next(index for index, line in enumerate(lines) if line.endswith(" responses_parity.harness.session"))
+    assert done.returncode == 2 and named < session, done.stderr[-2000:]

@@ -1,0 +1,129 @@
+"""Running what a command of `running` selected, once its scenario files are read: against
+one target (`run`, `record`), or several (`matrix`); then the reports and the exit code."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from datetime import datetime, UTC
+from pathlib import Path
+from typing import NoReturn
+
+import click
+
+from .. import goldens
+from ..findings import HarnessError
+from ..judges import judges
+from ..junit import write_junit
+from ..loader import Catalogue, LoadedScenario
+from ..matrix import build_matrix, run_matrix, write_matrix
+from ..options import TargetOptions
+from ..redaction import Redactor
+from ..report import RunInfo, results_document, tally, tally_line, write_reports
+from ..runner import Judge, ScenarioResult
+from ..scenario import Mode
+from ..session import open_session
+from ..targets import Target
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, say
+from .run_console import DEFAULT, RunConsole
+from .running import Conventions, Selection
+
+
+def run_judges(against: str | None, golden_dir: Path | None, baseline_file: Path | None) -> tuple[Judge, ...]:
+    """The judges `--against` and `--baseline` name; a usage error when one cannot be read."""
+    try:
+        return judges(against, golden_dir, baseline_file)
+    except HarnessError as problem:
+        raise click.UsageError(str(problem)) from problem
+
+
+def run(selected: Selection, redactor: Redactor, conventions: Conventions, *, report_dir: Path,
+        chosen: tuple[Judge, ...]) -> NoReturn:
+    """`parity run`: the selection against its target, judged also by `chosen`, reported."""
+    console = _console(conventions)
+    results, info = _execute(selected, redactor, console, conventions, chosen)
+    _finish(selected.catalogue, results, info, console, conventions, report_dir=report_dir)
+
+
+def record(selected: Selection, redactor: Redactor, conventions: Conventions, *, report_dir: Path,
+           name: str | None, golden_dir: Path, command: str) -> NoReturn:
+    """`parity record`: the selection against its target, saved as the golden set `name` (by
+    default named after the target) in `golden_dir`, then reported."""
+    console = _console(conventions)
+    results, info = _execute(selected, redactor, console, conventions)
+    folder = goldens.record(golden_dir, name or _set_name(info.target), results, target_name=info.target.name,
+                            model=info.target.model, scripted=info.target.scripted, recorded_at=info.started_at,
+                            redactor=redactor, gateway=info.target.gateway, command=command)
+    console.say(f"recorded {sum(1 for _ in folder.glob('*/*.json'))} scenario run(s) in {folder}")
+    _finish(selected.catalogue, results, info, console, conventions, report_dir=report_dir)
+
+
+def matrix(names: list[str], catalogue: Catalogue, units: list[tuple[LoadedScenario, Mode]], base: TargetOptions,
+           redactor: Redactor, *, jobs: int, report_dir: Path, output: Path, command: str) -> NoReturn:
+    """`parity matrix`: the units against each target named, one after another, and the matrix;
+    exit 1 when a target could not run at all."""
+    out.print(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
+    runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=say, on_event=RunConsole(DEFAULT).progress,
+                      redactor=redactor)
+    html = write_matrix(build_matrix(runs, command), output, redactor)
+    for one in runs:
+        counts = one.document["summary"]["parity"] if one.document else None
+        state = f"parity {counts['pass']}/{counts['runs']}" if counts else "[red]could not run[/red]"
+        out.print(f"{one.name}: {state}")
+    out.print(f"matrix: {output} and {html}")
+    if catalogue.errors:
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_FAILED if any(one.failure for one in runs) else EXIT_OK)
+
+
+def _console(conventions: Conventions) -> RunConsole:
+    return RunConsole.of(conventions.verbose, conventions.quiet, to_stderr=conventions.json_document)
+
+
+def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conventions: Conventions,
+             judges: tuple[Judge, ...] = ()) -> tuple[list[ScenarioResult], RunInfo]:
+    """Run the selected units against the target (`redactor` learning the run's secrets), and
+    time it; a harness error (a target that cannot be started or reached) exits with the usage
+    code."""
+    catalogue, units, options = selected.catalogue, selected.units, selected.options
+    mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
+    started, clock = datetime.now(UTC), time.monotonic()
+    console.started(len(units), options.target)
+    stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
+    try:
+        with open_session(options, mcp_names, console.say, redactor) as session:
+            results = session.run(units, selected.jobs, console.progress, judges, stop_after)
+    except HarnessError as problem:
+        error(str(problem))
+        sys.exit(EXIT_USAGE)
+    return results, RunInfo(session.target, started, time.monotonic() - clock, redactor,
+                            tuple(str(e) for e in catalogue.errors), not_run=len(units) - len(results))
+
+
+def _finish(catalogue: Catalogue, results: list[ScenarioResult], info: RunInfo, console: RunConsole,
+            conventions: Conventions, *, report_dir: Path) -> NoReturn:
+    """Report the run (console, report folder, JUnit XML, the JSON document) and exit with its
+    code. When nothing could run, the previous report stays in place."""
+    counts = tally(results)
+    nothing_ran = counts["could_not_run"] == len(results)
+    document = results_document(results, info) if nothing_ran else write_reports(report_dir, results, info)
+    if conventions.junitxml is not None:
+        write_junit(conventions.junitxml, results, info)
+    console.finished(results, tally_line(counts), info.not_run,
+                                 None if nothing_ran else report_dir / "report.md")
+    if conventions.json_document:
+        click.echo(json.dumps(document, indent=2))
+    if nothing_ran:
+        error(f"nothing could run ({tally_line(counts)}); the report in {report_dir} is left as it was")
+        sys.exit(EXIT_USAGE)
+    if catalogue.errors or counts["could_not_run"]:
+        sys.exit(EXIT_USAGE)
+    sys.exit(EXIT_FAILED if counts["fail"] else EXIT_OK)
+
+
+def _set_name(target: Target) -> str:
+    """A profiled gateway's golden set is named after it and its version (`smg-1.13.0`), so the
+    sets before and after an upgrade sit side by side; another target's after the target."""
+    version = (target.gateway or {}).get("version")
+    return f"{target.name}-{version}" if version else target.name
