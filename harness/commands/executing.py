@@ -27,7 +27,7 @@ from ..session import open_session
 from ..targets import Target
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, say
 from .run_console import DEFAULT, RunConsole
-from .running import Conventions, Selection
+from .selection import Conventions, Selection
 
 
 def run_judges(against: str | None, golden_dir: Path | None, baseline_file: Path | None) -> tuple[Judge, ...]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import functools
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,29 +25,7 @@ from ..scenario import Mode
 from .catalogue import load_catalogue
 from .click_options import click_options
 from .console import redacted_consoles
-
-
-@dataclass(frozen=True)
-class Conventions:
-    """How a run talks to its user, as pytest users expect."""
-
-    verbose: int = 0
-    quiet: int = 0
-    json_document: bool = False
-    """The results document on standard output; everything for people on standard error."""
-    exitfirst: bool = False
-    junitxml: Path | None = None
-
-
-@dataclass(frozen=True)
-class Selection:
-    """What a command runs: the catalogue (its unreadable files named already), the units it
-    selects, the target and how many units run at once."""
-
-    catalogue: Catalogue
-    units: list[tuple[LoadedScenario, Mode]]
-    options: TargetOptions
-    jobs: int
+from .selection import Conventions, Selection
 
 
 def _conventions(function: Callable[..., Any]) -> Callable[..., Any]:

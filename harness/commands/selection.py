@@ -1,0 +1,34 @@
+"""What a command of `running` hands `executing`: the scenarios it selected, read, and how the
+run talks to its user."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..loader import Catalogue, LoadedScenario
+from ..options import TargetOptions
+from ..scenario import Mode
+
+
+@dataclass(frozen=True)
+class Conventions:
+    """How a run talks to its user, as pytest users expect."""
+
+    verbose: int = 0
+    quiet: int = 0
+    json_document: bool = False
+    """The results document on standard output; everything for people on standard error."""
+    exitfirst: bool = False
+    junitxml: Path | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a command runs: the catalogue (its unreadable files named already), the units it
+    selects, the target and how many units run at once."""
+
+    catalogue: Catalogue
+    units: list[tuple[LoadedScenario, Mode]]
+    options: TargetOptions
+    jobs: int
