@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ..reference_impl.documents import read_json
-from .findings import Finding, HarnessError, Severity
+from .errors import HarnessError
+from .findings import Finding, Severity
 from .redaction import Redactor
 from .runner import ScenarioResult
 

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 
 from ..reference_impl.documents import read_json
 from .exchange import Exchange
-from .findings import HarnessError
+from .errors import HarnessError
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 ID_FIELDS = ("id", "call_id")

@@ -2,7 +2,7 @@
 
 A finding is about the target (its answer differs from the expectation, its stream breaks a
 rule). When the harness itself cannot do its job (a broken scenario, a placeholder that
-points nowhere), that is a `HarnessError`, never a finding.
+points nowhere), that is a `HarnessError` (`errors.py`), never a finding.
 """
 
 from __future__ import annotations
@@ -97,7 +97,3 @@ class Finding:
 def group_of(finding: dict[str, Any]) -> tuple[str, str, str]:
     """`Finding.group` of a finding read back from a results document."""
     return finding["kind"], finding["rule"], finding.get("key") or finding["message"]
-
-
-class HarnessError(Exception):
-    """The harness could not run something as written (not a fault of the target)."""

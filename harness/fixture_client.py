@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from ..fixtures.upstream.script import RunScript
-from .findings import HarnessError
+from .errors import HarnessError
 from .placeholders import View
 
 

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from . import child_process
-from .findings import HarnessError
+from .errors import HarnessError
 from .fixture_client import McpFixture
 from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
 from .profile import Profile, ProfileError, render

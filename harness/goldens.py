@@ -30,7 +30,8 @@ from .compare import StreamReference, compare
 from .contract import Contract, project_answer, streamed_sequence
 from .defaults import DEFAULT_GOLDEN_DIR
 from .exchange import Exchange
-from .findings import Finding, HarnessError, Kind, Severity
+from .errors import HarnessError
+from .findings import Finding, Kind, Severity
 from .redaction import Redactor
 from .report import versions
 from .runner import ScenarioResult, model_dependent_as_notes

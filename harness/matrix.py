@@ -24,7 +24,8 @@ from jinja2 import Environment, PackageLoader
 
 from .capabilities import HOSTED_TOOLS
 from .charts import latency_chart
-from .findings import HarnessError, Kind, Severity, group_of
+from .errors import HarnessError
+from .findings import Kind, Severity, group_of
 from .loader import LoadedScenario
 from .profile import ProfileError, find_profile
 from .redaction import Redactor

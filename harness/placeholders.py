@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from .findings import HarnessError
+from .errors import HarnessError
 
 BUILTIN_NAMES = frozenset({"model", "mcp", "responses_path", "chat_path", "conversations_path", "files_path",
                            "vector_stores_path", "run"})

@@ -14,7 +14,7 @@ import pytest
 from ..fixtures.mcp import FIXTURE_SERVERS
 from ..reference_impl.documents import MAX_YAML_BYTES
 from .defaults import Mode
-from .findings import HarnessError
+from .errors import HarnessError
 from .judges import judges
 from .junit import counted, describe, properties
 from .loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file

@@ -28,7 +28,8 @@ from .compare import StreamReference, compare, compare_upstream, stream_referenc
 from .conditions import wait_until
 from .contract import Contract, chat_completion, project, project_chat, streamed_sequence
 from .exchange import Exchange
-from .findings import Finding, HarnessError, Kind, Severity
+from .errors import HarnessError
+from .findings import Finding, Kind, Severity
 from .fixture_client import FixtureClient, McpFixture, Observed
 from .loader import LoadedScenario
 from .mcp_failure import mcp_failure

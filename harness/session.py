@@ -15,7 +15,7 @@ import httpx
 
 from ..fixtures.upstream.script import AdHocScript
 from .defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
-from .findings import HarnessError
+from .errors import HarnessError
 from .fixture_client import FixtureClient, McpFixture
 from .gateway_process import RunningGateway, install, start
 from .loader import LoadedScenario

@@ -38,7 +38,7 @@ from ..fixtures.upstream.script import AdHocScript
 from ..reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
 from ..reference_impl.config import WebSearchConfig
 from .defaults import LOOPBACK
-from .findings import HarnessError
+from .errors import HarnessError
 from .fixture_client import McpFixture
 from .scenario import GatewaySetup
 

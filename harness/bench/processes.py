@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 
 from ..child_process import ChildProcess
-from ..findings import HarnessError
+from ..errors import HarnessError
 
 START_TIMEOUT_S = 30.0
 STOP_GRACE_S = 5.0

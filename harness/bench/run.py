@@ -20,7 +20,7 @@ import httpx
 
 from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..fixture_client import FixtureClient, McpFixture
 from ..gateway_process import install, start
 from ..profile import ProfileError, find_profile, profile_paths

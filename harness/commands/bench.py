@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from .. import bench
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..options import PROFILE_DIR, parse_header
 from .console import EXIT_USAGE, err, error, out, redacted_consoles
 from .click_options import click_options

@@ -14,7 +14,8 @@ from ...reference_impl.documents import read_json
 from ..capture import exchange_files
 from ..checks import no_reference_findings
 from ..exchange import Exchange
-from ..findings import Finding, HarnessError, Severity
+from ..errors import HarnessError
+from ..findings import Finding, Severity
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
 
 

@@ -13,7 +13,7 @@ from typing import NoReturn
 import click
 
 from .. import goldens
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..judges import judges
 from ..junit import write_junit
 from ..loader import Catalogue, LoadedScenario

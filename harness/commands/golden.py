@@ -13,7 +13,7 @@ from rich.markup import escape
 
 from ...reference_impl.documents import read_json
 from .. import baseline, changelog, goldens
-from ..findings import HarnessError
+from ..errors import HarnessError
 from .console import EXIT_FAILED, EXIT_OK, err, out
 
 

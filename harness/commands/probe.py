@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from ..defaults import DEFAULT_MODEL, REFERENCE
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..options import TARGET_OPTIONS, TIMEOUT, OptionError, target_options
 from ..probe.generate import DEFECTS, all_probes, select
 from ..probe.report import console_lines, document, markdown

@@ -19,7 +19,7 @@ from ...fixtures.upstream import UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc_script
 from ...reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..fixture_access import GuardAllowance
 from ..stack import ServerThread, Stack, fixture_ports, search_port
 from .console import EXIT_USAGE, err, error, out, say

@@ -16,7 +16,8 @@ import httpx
 from rich.markup import escape
 
 from ..capture import read_captures
-from ..findings import Finding, HarnessError
+from ..errors import HarnessError
+from ..findings import Finding
 from ..from_capture import scenario_text
 from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
 from ..proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits, Recorded,

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ...reference_impl.documents import read_json
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..redaction import Redactor
 from .send import Outcome
 

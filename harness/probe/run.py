@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..defaults import REFERENCE
-from ..findings import HarnessError
+from ..errors import HarnessError
 from ..options import TargetOptions
 from ..redaction import Redactor
 from ..session import OPENAI, open_session

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from responses_parity.harness.findings import HarnessError
+from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.gateway_process import log_tail
 from responses_parity.harness.loader import builtin_scenarios_dir, load
 from responses_parity.harness.loader import units_of

@@ -11,7 +11,7 @@ import pytest
 from conftest import write_scenario
 from parity_process import PARITY, running
 
-from responses_parity.harness.findings import HarnessError
+from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.fixture_client import McpFixture
 from responses_parity.harness.placeholders import (
     MAX_RENDERED_CHARS,
