@@ -32,7 +32,7 @@ import pytest
 from .options import PYTEST_OPTIONS, TARGET, Option
 
 if TYPE_CHECKING:
-    from .session import Session
+    from .engine.session import Session
 
 _GROUP = "responses-parity"
 

@@ -15,15 +15,15 @@ from ..fixtures.mcp import FIXTURE_SERVERS
 from ..reference_impl.documents import MAX_YAML_BYTES
 from .defaults import Mode
 from .errors import HarnessError
-from .judges import judges
-from .junit import counted, describe, properties
-from .loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
+from .judge.judges import judges
+from .report.junit import counted, describe, properties
+from .scenario.loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
 from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
 from .pytest_plugin import dest, flag
-from .redaction import Redactor
-from .report import Counted, tally_of, tally_line
-from .runner import Judge, ScenarioResult
-from .session import Session, open_session
+from .wire.redaction import Redactor
+from .report.documents import Counted, tally_of, tally_line
+from .engine.runner import Judge, ScenarioResult
+from .engine.session import Session, open_session
 
 _SCHEMA_MODELINE = "scenario.schema.json"
 _TOP_LEVEL_KEY = re.compile(r"""^["']?(id|steps)["']?[ \t]*:""", re.MULTILINE)

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
-from responses_parity.harness.fixture_client import FixtureClient
-from responses_parity.harness.loader import LoadedScenario, load_file
-from responses_parity.harness.runner import Engine, ScenarioResult
-from responses_parity.harness.scenario import Mode
+from responses_parity.harness.engine.fixture_client import FixtureClient
+from responses_parity.harness.scenario.loader import LoadedScenario, load_file
+from responses_parity.harness.engine.runner import Engine, ScenarioResult
+from responses_parity.harness.scenario.model import Mode
 from responses_parity.harness.probe.run import PROBED_GATEWAY
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
-from responses_parity.harness.targets import Target
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.targets import Target
 from responses_parity.reference_impl import build_gateway_app
 
 RunScenario = Callable[..., ScenarioResult]

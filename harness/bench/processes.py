@@ -19,7 +19,7 @@ from pathlib import Path
 
 import psutil
 
-from ..child_process import ChildProcess
+from ..engine.child_process import ChildProcess
 from ..errors import HarnessError
 
 START_TIMEOUT_S = 30.0

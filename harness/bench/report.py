@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..redaction import Redactor
+from ..wire.redaction import Redactor
 from .run import FLOOR, BenchResult, Measured
 from .workloads import LABELS, WORKLOADS, Batch, Workload
 

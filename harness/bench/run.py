@@ -21,10 +21,10 @@ import httpx
 from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
 from ..errors import HarnessError
-from ..fixture_client import FixtureClient, McpFixture
-from ..gateway_process import install, start
-from ..profile import ProfileError, find_profile, profile_paths
-from ..rewrites import Rewrites
+from ..engine.fixture_client import FixtureClient, McpFixture
+from ..engine.gateway_process import install, start
+from ..engine.profile import ProfileError, find_profile, profile_paths
+from ..engine.rewrites import Rewrites
 from .client import Client
 from .processes import ServedPart, cpu_seconds, rss_bytes, write_reference_config
 from .workloads import (FIXTURE, WORKLOADS, Batch, Endpoint, RunTokens, Sizes, Workload, client_driven_mcp_batch,

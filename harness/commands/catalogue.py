@@ -12,10 +12,10 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..loader import Catalogue, builtin_scenarios_dir, load
-from ..locks import lock_command, lock_paths, read_lock, write_locks
-from ..profile import ProfileError, find_profile, profile_paths
-from ..scenario import scenario_json_schema
+from ..scenario.loader import Catalogue, builtin_scenarios_dir, load
+from ..engine.locks import lock_command, lock_paths, read_lock, write_locks
+from ..engine.profile import ProfileError, find_profile, profile_paths
+from ..scenario.model import scenario_json_schema
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
 
 SCHEMA_FILE = "scenario.schema.json"

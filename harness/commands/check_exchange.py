@@ -11,11 +11,11 @@ import click
 from rich.markup import escape
 
 from ...reference_impl.documents import read_json
-from ..capture import exchange_files
-from ..checks import no_reference_findings
-from ..exchange import Exchange
+from ..wire.capture import exchange_files
+from ..judge.checks import no_reference_findings
+from ..wire.exchange import Exchange
 from ..errors import HarnessError
-from ..findings import Finding, Severity
+from ..model.findings import Finding, Severity
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
 
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from rich.console import Console
 from rich.markup import escape
 
-from ..redaction import RedactedStream, Redactor
+from ..wire.redaction import RedactedStream, Redactor
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 

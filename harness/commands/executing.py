@@ -12,19 +12,19 @@ from typing import NoReturn
 
 import click
 
-from .. import goldens
+from ..judge import goldens
 from ..errors import HarnessError
-from ..judges import judges
-from ..junit import write_junit
-from ..loader import Catalogue, LoadedScenario
-from ..matrix import build_matrix, run_matrix, write_matrix
+from ..judge.judges import judges
+from ..report.junit import write_junit
+from ..scenario.loader import Catalogue, LoadedScenario
+from ..report.matrix import build_matrix, run_matrix, write_matrix
 from ..options import TargetOptions
-from ..redaction import Redactor
-from ..report import RunInfo, results_document, tally, tally_line, write_reports
-from ..runner import Judge, ScenarioResult
-from ..scenario import Mode
-from ..session import open_session
-from ..targets import Target
+from ..wire.redaction import Redactor
+from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
+from ..engine.runner import Judge, ScenarioResult
+from ..scenario.model import Mode
+from ..engine.session import open_session
+from ..engine.targets import Target
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, say
 from .run_console import DEFAULT, RunConsole
 from .selection import Conventions, Selection

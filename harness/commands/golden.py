@@ -12,7 +12,8 @@ import click
 from rich.markup import escape
 
 from ...reference_impl.documents import read_json
-from .. import baseline, changelog, goldens
+from ..judge import baseline, goldens
+from ..report import changelog
 from ..errors import HarnessError
 from .console import EXIT_FAILED, EXIT_OK, err, out
 

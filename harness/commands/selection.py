@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..loader import Catalogue, LoadedScenario
+from ..scenario.loader import Catalogue, LoadedScenario
 from ..options import TargetOptions
-from ..scenario import Mode
+from ..scenario.model import Mode
 
 
 @dataclass(frozen=True)

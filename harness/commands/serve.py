@@ -20,8 +20,8 @@ from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc
 from ...reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
 from ..errors import HarnessError
-from ..fixture_access import GuardAllowance
-from ..stack import ServerThread, Stack, fixture_ports, search_port
+from ..model.guard_allowance import GuardAllowance
+from ..engine.stack import ServerThread, Stack, fixture_ports, search_port
 from .console import EXIT_USAGE, err, error, out, say
 
 SCRIPT_HELP = ("A YAML file of model turns answering requests that carry no run marker, in order of arrival "

@@ -15,17 +15,17 @@ import click
 import httpx
 from rich.markup import escape
 
-from ..capture import read_captures
+from ..wire.capture import read_captures
 from ..errors import HarnessError
-from ..findings import Finding
-from ..from_capture import scenario_text
+from ..model.findings import Finding
+from ..traffic.from_capture import scenario_text
 from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
-from ..proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits, Recorded,
-                     RecordingProxy)
-from ..redaction import Redactor
-from ..replay import Replayed, captured_model, replay
-from ..session import open_session
-from ..stack import ServerThread
+from ..traffic.proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
+                             Recorded, RecordingProxy)
+from ..wire.redaction import Redactor
+from ..traffic.replay import Replayed, captured_model, replay
+from ..engine.session import open_session
+from ..engine.stack import ServerThread
 from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, redacted_consoles, say
 from .serve import serve_forever

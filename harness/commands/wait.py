@@ -9,7 +9,7 @@ import time
 import click
 import httpx
 
-from ..readiness import poll_until_ready
+from ..engine.readiness import poll_until_ready
 from .console import EXIT_FAILED, EXIT_OK, error, say
 
 

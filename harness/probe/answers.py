@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ...reference_impl.documents import read_json
 from ..errors import HarnessError
-from ..redaction import Redactor
+from ..wire.redaction import Redactor
 from .send import Outcome
 
 ANSWERS_FILE = "probe-answers.json"

@@ -14,7 +14,7 @@ a file), the probe is not counted as refused.
 from __future__ import annotations
 
 from ...reference_impl.openai_bounds import bounds
-from ..targets import RawBody
+from ..engine.targets import RawBody
 
 BOUNDARY = "parity-probe-boundary"
 FORM = f"multipart/form-data; boundary={BOUNDARY}"

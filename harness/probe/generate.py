@@ -25,7 +25,7 @@ from urllib.parse import quote, urlencode
 
 from jsonschema import Draft202012Validator
 
-from ..targets import RawBody
+from ..engine.targets import RawBody
 from .forms import form_cases
 from .surfaces import BodySurface, Route, body_surfaces, filled, routes, slots, surface_named
 

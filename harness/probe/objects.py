@@ -14,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from ..targets import Form, Target, send
+from ..engine.targets import Form, Target, send
 from .surfaces import PLACEHOLDERS, placeholder
 
 MISSING = "parity_probe_not_created"

@@ -12,9 +12,9 @@ from typing import Any
 from ..defaults import REFERENCE
 from ..errors import HarnessError
 from ..options import TargetOptions
-from ..redaction import Redactor
-from ..session import OPENAI, open_session
-from ..targets import unreachable
+from ..wire.redaction import Redactor
+from ..engine.session import OPENAI, open_session
+from ..engine.targets import unreachable
 from .answers import Recorded, read_answers, write_answers
 from .compare import Comparison
 from .generate import Probe

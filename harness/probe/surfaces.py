@@ -27,9 +27,8 @@ from openai.types.vector_stores import file_batch_list_files_params
 from openai.types.vector_stores import file_list_params as vector_store_file_list_params
 from pydantic import TypeAdapter
 
-from ...reference_impl.request_schema import (
-    RequestSchema, chat_schema, conversation_schemas, responses_schema, vector_store_schemas,
-)
+from ...reference_impl.request_schema import (RequestSchema, chat_schema, conversation_schemas, responses_schema,
+                                              vector_store_schemas)
 
 PLACEHOLDERS = ("response_id", "conversation_id", "item_id", "file_id", "attachable_file_id", "vector_store_id",
                 "batch_id")

@@ -42,7 +42,7 @@ from pathlib import Path
 import httpx
 import psutil
 
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine.child_process import ChildProcess
 
 HERE = Path(__file__).resolve().parents[2]
 START_TIMEOUT_S = 30.0

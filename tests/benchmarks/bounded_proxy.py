@@ -48,7 +48,7 @@ from pathlib import Path
 
 import psutil
 
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine.child_process import ChildProcess
 
 HERE = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(HERE / "tests" / "harness"))
@@ -303,7 +303,7 @@ def credentials(checkout: Path, upstream: CountingUpstream, folder: Path, args: 
 
 REDACTION = r"""
 import json, secrets, statistics, sys, time
-from responses_parity.harness.redaction import Redactor
+from responses_parity.harness.wire.redaction import Redactor
 count, budget, rounds = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
 capture = json.loads(sys.argv[4])
 def per_capture_us(redactor, n=300):

@@ -18,7 +18,7 @@ from collections.abc import Callable
 
 import yaml
 
-from responses_parity.harness import loader
+from responses_parity.harness.scenario import loader
 from responses_parity.reference_impl.documents import DocumentError, nesting_depth, parse_yaml
 
 LAUGHS = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'

@@ -21,8 +21,8 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from responses_parity.harness import child_process
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine import child_process
+from responses_parity.harness.engine.child_process import ChildProcess
 
 SPIN = [sys.executable, "-c", "while True: pass"]
 """A CPU hog: a `ChildProcess`, so that it ends with the benchmark even when this is killed."""

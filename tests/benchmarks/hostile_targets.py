@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "harness"))
 
 from hostile_target import BEHAVIOURS, SCENARIO, HostileTarget
 
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 
 SLACK_S, SLACK_MB = 2.0, 300.0
 FLOOR = "(floor: the reference gateway)"

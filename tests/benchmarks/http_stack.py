@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine.child_process import ChildProcess
 
 HERE = Path(__file__).resolve().parents[2]
 RUN = "0123456789"

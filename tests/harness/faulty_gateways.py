@@ -9,7 +9,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from responses_parity.harness.sse import parse_sse
+from responses_parity.harness.wire.sse import parse_sse
 
 Events = list[dict[str, Any]]
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine.child_process import ChildProcess
 
 PARITY = Path(sys.executable).with_name("parity")
 """The `parity` console script of the environment the tests run in."""

@@ -23,7 +23,7 @@ from responses_parity.harness.bench.report import figures, markdown
 from responses_parity.harness.bench.run import FLOOR, BenchOptions, BenchResult, BenchTarget, Measured
 from responses_parity.harness.bench.workloads import Batch, Endpoint, RunTokens, Sizes, gateway_batch
 from responses_parity.harness.cli import main
-from responses_parity.harness.stack import ServerThread
+from responses_parity.harness.engine.stack import ServerThread
 
 SECRET = "Zq9benchKEY777"
 

@@ -23,10 +23,10 @@ from counting_upstream import CountingUpstream
 from parity_process import DEADLINE_S, ParityProcess, running
 from proxy_process import captured_files, start_proxy
 
-from responses_parity.harness.live_checks import LiveStream
-from responses_parity.harness.proxy import Credentials
-from responses_parity.harness.redaction import REDACTED
-from responses_parity.harness.sse import parse_sse
+from responses_parity.harness.judge.live_checks import LiveStream
+from responses_parity.harness.traffic.proxy import Credentials
+from responses_parity.harness.wire.redaction import REDACTED
+from responses_parity.harness.wire.sse import parse_sse
 
 API_KEY = "Zq9proxyKEY777"
 TENANT_TOKEN = "tenant/Token+888"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from responses_parity.harness.loader import builtin_scenarios_dir, scenario_files
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, scenario_files
 
 
 def test_the_catalogue_and_the_folder_agree() -> None:

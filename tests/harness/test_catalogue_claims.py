@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from responses_parity.harness.compare import compare_upstream, upstream_anomalies
-from responses_parity.harness.exchange import TERMINAL_EVENTS, Exchange
-from responses_parity.harness.findings import Finding, Severity
-from responses_parity.harness.fixture_client import Observed
-from responses_parity.harness.loader import builtin_scenarios_dir, load
-from responses_parity.harness.runner import ScenarioResult, StepResult, judge_answer
-from responses_parity.harness.scenario import Mode
-from responses_parity.harness.session import Session
-from responses_parity.harness.stack import Stack
-from responses_parity.harness.targets import Target
+from responses_parity.harness.judge.compare import compare_upstream, upstream_anomalies
+from responses_parity.harness.wire.exchange import TERMINAL_EVENTS, Exchange
+from responses_parity.harness.model.findings import Finding, Severity
+from responses_parity.harness.engine.fixture_client import Observed
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
+from responses_parity.harness.engine.runner import ScenarioResult, StepResult, judge_answer
+from responses_parity.harness.scenario.model import Mode
+from responses_parity.harness.engine.session import Session
+from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.engine.targets import Target
 
 Mutation = Callable[[Exchange, Observed], tuple[Exchange, Observed]]
 

@@ -19,7 +19,7 @@ import psutil
 import pytest
 from parity_process import DEADLINE_S, PARITY, ParityProcess, running
 
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine.child_process import ChildProcess
 
 HERE = Path(__file__).parent
 PROFILE = HERE / "profiles" / "forks-a-worker.yaml"

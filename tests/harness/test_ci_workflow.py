@@ -21,8 +21,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from responses_parity.harness.child_process import ChildProcess
-from responses_parity.harness.loader import parse_yaml
+from responses_parity.harness.engine.child_process import ChildProcess
+from responses_parity.harness.scenario.loader import parse_yaml
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 WORKFLOW = REPOSITORY / ".github" / "workflows" / "parity.yml"

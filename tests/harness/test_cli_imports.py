@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from responses_parity.harness import child_process
+from responses_parity.harness.engine import child_process
 
 EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
 HEAVY = ("mcp", "uvicorn", "openai", "responses_parity.fixtures", "responses_parity.reference_impl.app")
@@ -82,5 +82,6 @@ def test_run_names_an_unreadable_scenario_file_before_it_imports_what_runs_the_s
                              capture_output=True, text=True, env=os.environ | {"PARITY_CACHE_DIR": str(tmp_path)})
     lines = done.stderr.splitlines()
     named = next(index for index, line in enumerate(lines) if line.startswith("error ") and "recursive.yaml" in line)
-    session = next(index for index, line in enumerate(lines) if line.endswith(" responses_parity.harness.session"))
+    session = next(index for index, line in enumerate(lines)
+                   if line.endswith(" responses_parity.harness.engine.session"))
     assert done.returncode == 2 and named < session, done.stderr[-2000:]

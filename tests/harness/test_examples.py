@@ -12,7 +12,7 @@ import pytest
 import yaml
 from parity_process import PARITY, running
 
-from responses_parity.harness import child_process
+from responses_parity.harness.engine import child_process
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 LISTENING = r"reference gateway listening on (?P<url>http://\S+)"

@@ -6,12 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from faulty_gateways import (
-    TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, message_as_wrong_type_events, numbered_from_one,
-    without_message_done,
-)
+from faulty_gateways import (TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, message_as_wrong_type_events,
+                             numbered_from_one, without_message_done)
 
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 
 

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from faulty_gateways import TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, without_message_done
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 
 TEST_PROFILES = Path(__file__).parent / "profiles"

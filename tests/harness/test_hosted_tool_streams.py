@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from openai_streams import message_item, one_item_events, sse_text
 
-from responses_parity.harness.checks import no_reference_findings
-from responses_parity.harness.exchange import Exchange
-from responses_parity.harness.findings import Severity
-from responses_parity.harness.grammar import check_stream
-from responses_parity.harness.schemas import check_event
-from responses_parity.harness.sse import parse_sse
+from responses_parity.harness.judge.checks import no_reference_findings
+from responses_parity.harness.wire.exchange import Exchange
+from responses_parity.harness.model.findings import Severity
+from responses_parity.harness.judge.grammar import check_stream
+from responses_parity.harness.judge.schemas import check_event
+from responses_parity.harness.wire.sse import parse_sse
 
 
 def findings(events: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -15,7 +15,7 @@ from conftest import write_scenario
 from hostile_target import BEHAVIOURS, SCENARIO, HostileTarget
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 
 LATE = "no complete answer within 2s"
 TOO_LARGE = "the answer is larger than the capture limit of 4 MiB: the harness stopped reading it there"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 
-from responses_parity.harness.known_strings import KnownStrings
+from responses_parity.harness.wire.known_strings import KnownStrings
 
 
 def _strings(count: int) -> list[str]:

@@ -15,14 +15,14 @@ import httpx
 import pytest
 import respx
 
-from responses_parity.harness import goldens
-from responses_parity.harness import session as session_module
-from responses_parity.harness.loader import builtin_scenarios_dir, load
-from responses_parity.harness.redaction import Redactor
-from responses_parity.harness.runner import ScenarioResult
-from responses_parity.harness.scenario import Mode
-from responses_parity.harness.session import TargetOptions, open_session
-from responses_parity.harness.sse import parse_sse
+from responses_parity.harness.judge import goldens
+from responses_parity.harness.engine import session as session_module
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
+from responses_parity.harness.wire.redaction import Redactor
+from responses_parity.harness.engine.runner import ScenarioResult
+from responses_parity.harness.scenario.model import Mode
+from responses_parity.harness.engine.session import TargetOptions, open_session
+from responses_parity.harness.wire.sse import parse_sse
 
 EXCHANGES = Path(__file__).parent / "exchanges"
 RESPONSES_URL = "https://api.openai.com/v1/responses"

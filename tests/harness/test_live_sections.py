@@ -20,11 +20,11 @@ from typing import Any
 import httpx
 import pytest
 
-from responses_parity.harness.fixture_client import FixtureClient
-from responses_parity.harness.loader import LoadedScenario, builtin_scenarios_dir, load
-from responses_parity.harness.runner import Engine, ScenarioResult
-from responses_parity.harness.stack import Stack
-from responses_parity.harness.targets import Target
+from responses_parity.harness.engine.fixture_client import FixtureClient
+from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, load
+from responses_parity.harness.engine.runner import Engine, ScenarioResult
+from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.engine.targets import Target
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CATALOGUE = load([builtin_scenarios_dir()]).scenarios

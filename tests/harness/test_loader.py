@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from conftest import write_scenario
 
-from responses_parity.harness.loader import builtin_scenarios_dir, load
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 
 GOOD = """
 id: good

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 from test_cli import COULD_NOT_RUN, FAILING, PASSING
 
-from responses_parity.harness import child_process
+from responses_parity.harness.engine import child_process
 from responses_parity.harness.cli import main
 
 pytest_plugins = ["pytester"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from parity_process import command_line, running
 
-from responses_parity.harness import child_process
+from responses_parity.harness.engine import child_process
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 SERVED_PORTS = range(8642, 8647)

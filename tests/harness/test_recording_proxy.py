@@ -22,9 +22,9 @@ from parity_process import DEADLINE_S, PARITY, ParityProcess, running
 from proxy_process import captured_files, start_proxy
 
 from responses_parity.fixtures.upstream.script import AdHocScript
-from responses_parity.harness import child_process
-from responses_parity.harness.from_capture import model_turns
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine import child_process
+from responses_parity.harness.traffic.from_capture import model_turns
+from responses_parity.harness.engine.stack import Stack
 
 API_KEY = "sk-proxy-test-secret-4f7a9c2e1b"
 MCP_TOKEN = "mcp-token-9d8c7b6a5f4e"

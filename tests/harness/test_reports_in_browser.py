@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from report_pages import misstated_scenarios
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.loader import builtin_scenarios_dir
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (the `test` extra has it)")
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)

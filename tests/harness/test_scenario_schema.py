@@ -9,8 +9,8 @@ import jsonschema
 import pytest
 
 from responses_parity.harness.commands.catalogue import SCHEMA_FILE
-from responses_parity.harness.loader import builtin_scenarios_dir, parse_yaml, scenario_files
-from responses_parity.harness.scenario import scenario_json_schema
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, parse_yaml, scenario_files
+from responses_parity.harness.scenario.model import scenario_json_schema
 
 
 def shipped() -> dict:

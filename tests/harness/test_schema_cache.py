@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from responses_parity.harness import schemas, vocabulary
+from responses_parity.harness.judge import schemas
+from responses_parity.harness.scenario import vocabulary
 
 
 @pytest.fixture

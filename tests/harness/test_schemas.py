@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from responses_parity.harness.findings import Severity
-from responses_parity.harness.schemas import check_error_envelope, check_event, check_payload, event_validators
-from responses_parity.harness.vocabulary import output_item_types, sdk_event_types
+from responses_parity.harness.model.findings import Severity
+from responses_parity.harness.judge.schemas import check_error_envelope, check_event, check_payload, event_validators
+from responses_parity.harness.scenario.vocabulary import output_item_types, sdk_event_types
 
 
 def a_response() -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-from responses_parity.harness.sse import TeeStream, iter_sse, parse_sse
+from responses_parity.harness.wire.sse import TeeStream, iter_sse, parse_sse
 
 STREAM = (
     'event: response.created\ndata: {"type":"response.created","sequence_number":0}\n\n'

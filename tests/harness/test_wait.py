@@ -17,10 +17,10 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from responses_parity.harness import child_process
-from responses_parity.harness.child_process import ChildProcess
+from responses_parity.harness.engine import child_process
+from responses_parity.harness.engine.child_process import ChildProcess
 from responses_parity.harness.defaults import LOOPBACK
-from responses_parity.harness.stack import ServerThread
+from responses_parity.harness.engine.stack import ServerThread
 
 PARITY = Path(sys.executable).with_name("parity")
 DEADLINE_S = 30.0

@@ -10,7 +10,7 @@ from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.probe.generate import all_probes, select
 from responses_parity.harness.probe.run import REFERENCE_SOURCE, run_probes
 from responses_parity.harness.probe.send import BASE_INPUT
-from responses_parity.harness.redaction import Redactor
+from responses_parity.harness.wire.redaction import Redactor
 
 pytestmark = pytest.mark.peers
 

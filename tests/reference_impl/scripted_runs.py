@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 
 
 def scripted(stack: Stack, *steps: list[dict[str, Any]], run: str | None = None) -> str:

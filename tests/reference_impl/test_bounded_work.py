@@ -25,7 +25,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime, vector_stores
 from responses_parity.reference_impl.chunking import text_chunks
 from responses_parity.reference_impl.request_schema import RequestSchema

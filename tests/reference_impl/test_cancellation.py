@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl.mcp_servers import CallResult, McpConnector, McpServer
 
 DISCONNECT = """

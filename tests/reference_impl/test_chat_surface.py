@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl.chat.sink import final_only_chunks, pieces
 from responses_parity.reference_impl.config import ConfigError, GatewayConfig
 from responses_parity.reference_impl.mcp_servers import McpConnector, McpServer

@@ -31,8 +31,8 @@ import httpx
 import pytest
 
 from responses_parity.fixtures.upstream.script import new_run_token, run_marker
-from responses_parity.harness.child_process import ChildProcess
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.child_process import ChildProcess
+from responses_parity.harness.engine.stack import Stack
 
 KINDS = ("stream", "json", "background", "background_stream")
 FAST_CLIENTS = 15

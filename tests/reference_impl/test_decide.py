@@ -5,15 +5,12 @@ from __future__ import annotations
 from responses_parity.reference_impl.chain import ApprovalDecision, Chain, History, PendingApproval
 from responses_parity.reference_impl.client import ApprovalPolicy, FunctionTool, McpTool
 from responses_parity.reference_impl.errors import UpstreamError
-from responses_parity.reference_impl.loop.actions import (
-    CallLlm, Completed, ExecuteTools, Exhausted, Failed, Finish, InterruptForApproval,
-)
-from responses_parity.reference_impl.loop.decide import (
-    decide_after_call_llm, decide_after_execute_tools, decide_start, partition_calls,
-)
-from responses_parity.reference_impl.loop.state import (
-    GatewayTool, LoopContext, LoopRequest, LoopState, ServerBinding, TurnResult,
-)
+from responses_parity.reference_impl.loop.actions import (CallLlm, Completed, ExecuteTools, Exhausted, Failed, Finish,
+                                                          InterruptForApproval)
+from responses_parity.reference_impl.loop.decide import (decide_after_call_llm, decide_after_execute_tools,
+                                                         decide_start, partition_calls)
+from responses_parity.reference_impl.loop.state import (GatewayTool, LoopContext, LoopRequest, LoopState, ServerBinding,
+                                                        TurnResult)
 from responses_parity.reference_impl.mcp_servers import ListedTool, McpServer
 from responses_parity.reference_impl.upstream.items import ToolCall
 

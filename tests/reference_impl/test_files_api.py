@@ -12,7 +12,7 @@ import pytest
 from openai import NotFoundError, OpenAI
 from openai.types import FileObject
 
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import files as files_api
 from responses_parity.reference_impl.files import MAX_LIST_LIMIT
 

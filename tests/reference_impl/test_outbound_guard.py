@@ -16,15 +16,10 @@ import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import ServerThread, Stack
+from responses_parity.harness.engine.stack import ServerThread, Stack
 from responses_parity.reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
-from responses_parity.reference_impl.outbound import (
-    CHECKED_ADDRESS,
-    DestinationBlocked,
-    GuardedTransport,
-    OutboundPolicy,
-    Resolver,
-)
+from responses_parity.reference_impl.outbound import (CHECKED_ADDRESS, DestinationBlocked, GuardedTransport,
+                                                      OutboundPolicy, Resolver)
 from responses_parity.reference_impl.special_addresses import DATA_FILE, registry
 
 HOST = "tools.example.com"

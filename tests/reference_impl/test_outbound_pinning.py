@@ -32,12 +32,8 @@ from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.fixtures.search.app import SearchState, build_search_app
 from responses_parity.fixtures.upstream.script import new_run_token
 from responses_parity.reference_impl.mcp_servers import McpConnector, McpServer
-from responses_parity.reference_impl.outbound import (
-    DestinationBlocked,
-    OutboundPolicy,
-    PinnedTransport,
-    guarded_client_factory,
-)
+from responses_parity.reference_impl.outbound import (DestinationBlocked, OutboundPolicy, PinnedTransport,
+                                                      guarded_client_factory)
 from responses_parity.reference_impl.search_providers import HttpSearchProvider
 from responses_parity.reference_impl.web_search import WebResult
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from openai import OpenAI
 from openai.types.responses import Response
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import Stack
+from responses_parity.harness.engine.stack import Stack
 
 NEWEST_OPENAI_FIELDS = frozenset({
     "background", "billing", "completed_at", "created_at", "error", "frequency_penalty", "id", "incomplete_details",

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.store import SqliteStore
 

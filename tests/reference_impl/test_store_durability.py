@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.chain import Chain
 from responses_parity.reference_impl.pagination import PageQuery

@@ -15,16 +15,11 @@ import h11
 import httpx
 import pytest
 
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import app as app_module
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.json_body import (
-    CHECK_ON_THE_LOOP_BYTES,
-    MAX_BODY_BYTES,
-    MAX_DEPTH,
-    PARSE_ON_THE_LOOP_BYTES,
-    JsonBody,
-)
+from responses_parity.reference_impl.json_body import (CHECK_ON_THE_LOOP_BYTES, MAX_BODY_BYTES, MAX_DEPTH,
+                                                       PARSE_ON_THE_LOOP_BYTES, JsonBody)
 
 PATHS = ("/v1/responses", "/v1/conversations")
 

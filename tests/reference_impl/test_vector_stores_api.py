@@ -19,7 +19,7 @@ from openai import BadRequestError, NotFoundError, OpenAI
 from openai.types import FileObject, VectorStore, VectorStoreSearchResponse
 from openai.types.vector_stores import FileContentResponse, VectorStoreFile, VectorStoreFileBatch
 
-from responses_parity.harness.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.chunking import chunks
 from responses_parity.reference_impl.vector_stores import DAY_S

@@ -1,0 +1,554 @@
+"""The engine: run a scenario's steps in one stream mode against one target, check each
+exchange, and report results as events. The CLI, the pytest plugin and the reports only
+consume what it produces; it imports none of them.
+
+Per scenario run the engine picks a fresh run token, registers the scripted model turns
+with the upstream, and marks every request's first user message with the run and the step
+that started its conversation, so the upstream answers the right turn even when runs go in
+parallel or the gateway rewrites the request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Protocol, TypeVar
+
+import httpx
+from pydantic import ValidationError
+
+from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
+from ..model.attribution import Sent, attribute
+from ..scenario.capabilities import missing_capability
+from ..judge.checks import delivery_findings, no_reference_findings
+from ..judge.compare import StreamReference, compare, compare_upstream, stream_reference, upstream_anomalies
+from .conditions import wait_until
+from ..model.contract import Contract, chat_completion, project, project_chat, streamed_sequence
+from ..wire.exchange import Exchange
+from ..errors import HarnessError
+from ..model.findings import Finding, Kind, Severity
+from .fixture_client import FixtureClient, McpFixture, Observed
+from ..scenario.loader import LoadedScenario
+from ..judge.mcp_failure import mcp_failure
+from ..scenario.placeholders import OutputView, render
+from ..scenario.model import Expect, GatewaySetup, Mode, Scenario, Step, Upload, UpstreamExpect, Wait
+from .targets import Form, Target, send
+
+Outcome = Literal["pass", "fail", "could_not_run", "unsupported"]
+"""`could_not_run`: the harness could not run a step as written (a scenario mistake, a fixture
+that failed); never counted as a pass or a failure of the target."""
+_CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
+                     "mcp_approval_response", "function_call_output"}
+
+
+@dataclass
+class StepResult:
+    step_id: str
+    exchange: Exchange | None = None
+    contract: Contract | None = None
+    findings: list[Finding] = field(default_factory=list)
+    observed: Observed | None = None
+    error: str | None = None
+    """Why the harness could not run the step (not a fault of the target)."""
+    reference: StreamReference | None = None
+    """For a streamed answer, the sequence it is held against (the scenario's expectation, or
+    a golden set's), or why there is none, for side-by-side views."""
+    expect: Expect | None = None
+    """The expectation the answer was judged by, placeholders resolved."""
+    chat: bool = False
+    """Whether the answer was judged as a chat completion."""
+
+    @property
+    def outcome(self) -> Outcome:
+        if self.error is not None:
+            return "could_not_run"
+        return "fail" if any(finding.fails for finding in self.findings) else "pass"
+
+
+@dataclass
+class ScenarioResult:
+    scenario: Scenario
+    path: str
+    mode: Mode
+    target: str
+    steps: list[StepResult] = field(default_factory=list)
+    duration_s: float = 0.0
+    unsupported: str | None = None
+    """Why the target cannot run this scenario at all (not a failure)."""
+    attempt: int = 1
+    """Which try this result is (live models are retried when a run fails)."""
+
+    @property
+    def outcome(self) -> Outcome:
+        """The first step that did not pass decides: a step that cannot run after a failed one
+        lacks what that answer should have held, so the scenario failed rather than errored."""
+        if self.unsupported is not None:
+            return "unsupported"
+        return next((step.outcome for step in self.steps if step.outcome != "pass"), "pass")
+
+    @property
+    def findings(self) -> list[tuple[str, Finding]]:
+        return [(step.step_id, finding) for step in self.steps for finding in step.findings]
+
+
+@dataclass(frozen=True)
+class UnitStarted:
+    scenario_id: str
+    mode: Mode
+
+
+@dataclass(frozen=True)
+class UnitFinished:
+    result: ScenarioResult
+    done: int
+    total: int
+
+
+EngineEvent = UnitStarted | UnitFinished
+
+
+_Part = TypeVar("_Part", Expect, ModelTurn)
+
+
+def _rendered(spec: _Part, context: dict[str, Any], where: str) -> _Part:
+    """An expectation or a scripted model turn with the placeholders in its strings resolved
+    (fields left out stay left out, so they are still not compared); raises `HarnessError`
+    when a placeholder gives a value of the wrong type."""
+    try:
+        return type(spec).model_validate(render(spec.model_dump(mode="json", exclude_unset=True), context, where))
+    except ValidationError as error:
+        problem = error.errors()[0]
+        field = ".".join(str(part) for part in problem["loc"])
+        raise HarnessError(f"{where}.{field}: a placeholder gave {problem['input']!r}: {problem['msg']}") from error
+
+
+def _form(upload: Upload, context: dict[str, Any], where: str) -> Form:
+    """The multipart form an `upload` describes, placeholders resolved."""
+    rendered = render(upload.model_dump(exclude_none=True), context, where)
+    fields = {name: str(value) for name, value in rendered.get("fields", {}).items()}
+    if "purpose" in rendered:
+        fields["purpose"] = str(rendered["purpose"])
+    file = rendered.get("file")
+    files = {"file": (str(file["name"]), str(file["content"]).encode())} if file else {}
+    return Form(fields, files)
+
+
+def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]:
+    """The body with `marker` appended to its first user message (of `input`, or of a chat
+    request's `messages`); unchanged if it has none."""
+    key = "messages" if "messages" in body else "input"
+    content = body.get(key)
+    if isinstance(content, str):
+        return body | {key: f"{content} {marker}"}
+    if not isinstance(content, list):
+        return body
+    items = list(content)
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("role") == "user" and item.get("type", "message") == "message":
+            text = item.get("content")
+            part_type = "text" if key == "messages" else "input_text"
+            if isinstance(text, str):
+                items[index] = item | {"content": f"{text} {marker}"}
+            elif isinstance(text, list):
+                items[index] = item | {"content": [*text, {"type": part_type, "text": marker}]}
+            return body | {key: items}
+    return body
+
+
+def _step_view(exchange: Exchange) -> dict[str, Any]:
+    response = exchange.latest_response() or {}
+    return {"response": response, "output": OutputView(response.get("output") or []), "status": exchange.status,
+            "body": exchange.body, "completion": chat_completion(exchange)}
+
+
+@dataclass
+class _Chains:
+    """Which step started the conversation each step belongs to."""
+
+    chain_of: list[int] = field(default_factory=list)
+    by_response: dict[str, int] = field(default_factory=dict)
+    by_conversation: dict[str, int] = field(default_factory=dict)
+    last: int | None = None
+
+    def place(self, index: int, step: Step, steps: Sequence[Step], body: Any) -> int:
+        body = body if isinstance(body, dict) else {}
+        conversation = body.get("conversation")
+        conversation = conversation.get("id") if isinstance(conversation, dict) else conversation
+        items = body.get("input") if isinstance(body.get("input"), list) else body.get("messages") or []
+        replays = any(isinstance(i, dict) and (i.get("type") in _CONTINUATION_ITEM_TYPES
+                                               or i.get("role") == "assistant") for i in items)
+        if step.continues is not None:
+            chain = self.chain_of[[s.id for s in steps].index(step.continues)]
+        elif body.get("previous_response_id") in self.by_response:
+            chain = self.by_response[body["previous_response_id"]]
+        elif conversation in self.by_conversation:
+            chain = self.by_conversation[conversation]
+        elif replays and self.last is not None:
+            chain = self.last
+        else:
+            chain = index
+        if isinstance(conversation, str):
+            self.by_conversation.setdefault(conversation, chain)
+        self.chain_of.append(chain)
+        self.last = chain
+        return chain
+
+
+class Judge(Protocol):
+    """Judges a scenario run beyond its own expectations once it has run (how it differs from
+    a golden set, which divergences a baseline already knows): it adds findings or marks them
+    known, in place."""
+
+    def __call__(self, result: ScenarioResult) -> None: ...
+
+
+class GatewayProvider(Protocol):
+    """Starts a gateway configured as a scenario's `gateway:` setup asks, for one run."""
+
+    @property
+    def admin_key(self) -> str:
+        """The key of the admin routes of the gateways it starts: `{{run.admin_key}}`."""
+        ...
+
+    def gateway(self, setup: GatewaySetup, run: str) -> AbstractAsyncContextManager[str]:
+        """An async context giving the base URL of the configured gateway."""
+        ...
+
+
+@dataclass
+class _Prepared:
+    """A step's request and expectations, placeholders resolved."""
+
+    path: str
+    body: Any
+    headers: dict[str, str]
+    expect: Expect
+    poll_until: Expect | None
+    turns: list[ModelTurn]
+    chat: bool
+    """Whether the request goes to the Chat Completions endpoint (its answer is judged as one)."""
+
+
+@dataclass
+class _Run:
+    """One scenario run in one mode: its token, placeholder context, chains, the create
+    requests sent so far and each step's result by index."""
+
+    token: str
+    scenario: Scenario
+    mode: Mode
+    context: dict[str, Any]
+    chains: _Chains = field(default_factory=_Chains)
+    sent: list[Sent] = field(default_factory=list)
+    results: dict[int, StepResult] = field(default_factory=dict)
+    upstream_expects: dict[int, UpstreamExpect] = field(default_factory=dict)
+    """Each step's `expect.upstream`, rendered, judged once the run is over."""
+    turns: list[list[ModelTurn]] = field(init=False)
+    """Each step's scripted model turns: as written, placeholders resolved once the step is prepared."""
+
+    def __post_init__(self) -> None:
+        self.turns = [list(step.model) for step in self.scenario.steps]
+
+
+class Engine:
+    def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
+                 on_event: Callable[[EngineEvent], None] | None = None, *,
+                 gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None,
+                 judges: Sequence[Judge] = ()) -> None:
+        """`fixtures` talks to the scripted upstream and the MCP fixtures (None for a live model);
+        `mcp` says where each MCP fixture is reachable (default: where `fixtures` serves them);
+        `judges` judge each run after its own expectations, in order."""
+        self.target = target
+        self.http = http
+        self.fixtures = fixtures
+        self.on_event = on_event or (lambda event: None)
+        self.gateways = gateways
+        self.mcp = mcp if mcp is not None else (fixtures.mcp if fixtures else {})
+        self.judges = tuple(judges)
+        self._search_queries: dict[str, asyncio.Lock] = {}
+        """A lock per search query some run states (see `_alone_with_its_searches`)."""
+
+    @property
+    def scripted(self) -> bool:
+        """Whether the harness scripts the model behind the target and reads the fixtures' logs:
+        always with `fixtures`. A target that is not `scripted` itself (a live model) is run
+        live (its `live:` sections steer, retry and mark what the model decides) whether or not
+        the harness scripts what stands behind it."""
+        return self.fixtures is not None
+
+    def _context(self, run: str, scenario: Scenario) -> dict[str, Any]:
+        mcp = {name: self.mcp[name].for_run(run) for name in scenario.fixtures if name in self.mcp}
+        return {"model": self.target.model, "responses_path": self.target.responses_path,
+                "chat_path": self.target.chat_path, "conversations_path": self.target.conversations_path,
+                "files_path": self.target.files_path, "vector_stores_path": self.target.vector_stores_path,
+                "run": self._run_context(run), "mcp": mcp}
+
+    def _run_context(self, run: str) -> dict[str, str]:
+        """`run.token`, and `run.admin_key` when the engine starts the gateways itself."""
+        return {"token": run} | ({"admin_key": self.gateways.admin_key} if self.gateways is not None else {})
+
+    def _unsupported(self, scenario: Scenario) -> str | None:
+        """Why this target cannot run the scenario at all, or None."""
+        if not self.target.scripted and (why := scenario.why_not_live(self.mcp)) is not None:
+            return why
+        if scenario.gateway is not None and self.gateways is None:
+            return ("the scenario configures the gateway (its `gateway:` section); the harness can do that only "
+                    f"for gateways it starts itself, not for {self.target.name}")
+        return missing_capability(scenario, self.target.lacks)
+
+    async def run(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
+        """One unit; against a live model a failed run is tried again up to `live.retries` times
+        (the model is not deterministic), and the result names its attempt."""
+        scenario = loaded.scenario
+        attempts = 1 + (scenario.live.retries if scenario.live and not self.target.scripted else 0)
+        for attempt in range(1, attempts + 1):
+            async with self._alone_with_its_searches(scenario):
+                result = await self._run_once(loaded, mode)
+            result.attempt = attempt
+            for judge in self.judges:
+                judge(result)
+            if result.outcome != "fail":
+                break
+        return result
+
+    @asynccontextmanager
+    async def _alone_with_its_searches(self, scenario: Scenario) -> AsyncIterator[None]:
+        """Held while a run of `scenario` runs: no other run stating one of its search queries
+        (the same scenario in the other mode) runs meanwhile, since a search carries no run
+        token and the search fixture logs it for every live run that stated its query."""
+        async with AsyncExitStack() as held:
+            if self.scripted:
+                for query in sorted({entry.query for entry in scenario.search}):  # one order: no deadlock
+                    await held.enter_async_context(self._search_queries.setdefault(query, asyncio.Lock()))
+            yield
+
+    async def _run_once(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
+        scenario = loaded.scenario
+        started = time.monotonic()
+        result = ScenarioResult(scenario, str(loaded.path), mode, self.target.name)
+        result.unsupported = self._unsupported(scenario)
+        if result.unsupported is not None:
+            return result
+        token = new_run_token()
+        run = _Run(token, scenario, mode, self._context(token, scenario))
+        try:
+            if self.scripted:
+                assert self.fixtures is not None
+                await self.fixtures.register_searches(token, scenario.search_catalogue())
+            async with self._target_for(scenario, token) as target:
+                for index, step in enumerate(scenario.steps):
+                    if step.modes is not None and mode not in step.modes:
+                        run.chains.chain_of.append(index)
+                        continue
+                    step_result = run.results[index] = await self._step(target, run, index, step)
+                    result.steps.append(step_result)
+                    if step_result.exchange is not None:
+                        run.context[step.id] = _step_view(step_result.exchange)
+                if self.scripted:
+                    await self._judge_upstream(run)
+        except HarnessError as error:
+            result.steps.append(StepResult("(setup)", error=str(error)))
+        finally:
+            if self.scripted:
+                assert self.fixtures is not None
+                await self.fixtures.forget(token, scenario.fixtures)
+        result.duration_s = time.monotonic() - started
+        return result
+
+    @asynccontextmanager
+    async def _target_for(self, scenario: Scenario, run: str) -> AsyncIterator[Target]:
+        """The target itself, or a gateway configured for this run as the scenario asks."""
+        if scenario.gateway is None or self.gateways is None:
+            yield self.target
+            return
+        async with self.gateways.gateway(scenario.gateway, run) as base_url:
+            yield replace(self.target, base_url=base_url)
+
+    def _prepare(self, target: Target, run: _Run, index: int, step: Step) -> _Prepared:
+        """The step's request and expectations with every placeholder resolved; raises
+        `HarnessError` naming the field that cannot be."""
+        where = f"steps[{index}] ({step.id})"
+        chat = run.scenario.surface == "chat"
+        default_path = "{{files_path}}" if step.upload else "{{chat_path}}" if chat else "{{responses_path}}"
+        path = render(step.path or default_path, run.context, f"{where}.path")
+        body = _form(step.upload, run.context, f"{where}.upload") if step.upload is not None \
+            else render(step.request, run.context, f"{where}.request")
+        live = run.scenario.live
+        if not self.target.scripted and live is not None and step.id in live.steer and isinstance(body, dict):
+            body = body | render(live.steer[step.id], run.context, f"live.steer.{step.id}")
+        body = target.rewrites.apply(body, run.context["mcp"])
+        creates = step.method == "POST" and path == (target.chat_path if chat else target.responses_path) \
+            and isinstance(body, dict)
+        if creates and (step.stream if step.stream is not None else run.mode == "stream"):
+            body = body | {"stream": True}
+        return _Prepared(str(path), body, render(step.headers, run.context, f"{where}.headers"),
+                         _rendered(step.expectation(run.mode), run.context, f"{where}.expect"),
+                         _rendered(step.poll.until, run.context, f"{where}.poll.until") if step.poll else None,
+                         [_rendered(turn, run.context, f"{where}.model[{n}]") for n, turn in enumerate(step.model)],
+                         chat=path == target.chat_path)
+
+    async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
+        try:
+            prepared = self._prepare(target, run, index, step)
+        except HarnessError as error:
+            run.chains.chain_of.append(index)
+            return StepResult(step.id, error=str(error))
+        chain = run.chains.place(index, step, run.scenario.steps, prepared.body)
+        expect = prepared.expect
+        try:
+            if self.scripted:
+                assert self.fixtures is not None
+                if isinstance(prepared.body, dict):
+                    prepared.body = mark_first_user_message(prepared.body, run_marker(run.token, chain))
+                if target.rewrites.mcp_server_url is not None:
+                    await self.fixtures.route_default_mcp(run.token, run.scenario.fixtures)
+                run.turns[index] = prepared.turns
+                await self.fixtures.register(run.token, RunScript(steps=run.turns, chain_of=run.chains.chain_of))
+            if (waited := await self._wait(run, step)) is not None:
+                return StepResult(step.id, findings=[waited])
+            if not step.send:
+                return StepResult(step.id)
+            if expect.upstream is not None:
+                run.upstream_expects[index] = expect.upstream
+            exchange, poll_finding = await self._send(target, run, index, step, prepared)
+            contract, findings = await asyncio.to_thread(judge_answer, expect, exchange, prepared.chat)
+            findings += poll_finding
+            if step.disconnect is not None and step.disconnect.when is not None and not exchange.disconnected:
+                findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "disconnect.when",
+                                        "the answer was over before the client was to go away: "
+                                        "`disconnect.when` never held while it was in flight"))
+            if not self.target.scripted and run.scenario.live is not None:
+                findings = model_dependent_as_notes(findings, run.scenario.live.model_dependent)
+            if not self.scripted and expect.upstream is not None:
+                findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.NOTE, "expect.upstream",
+                                        "not checked: what reached the model is known only with the scripted one"))
+        except HarnessError as error:
+            return StepResult(step.id, error=str(error))
+        response_id = (contract.response_fields or {}).get("id")
+        if isinstance(response_id, str):
+            run.chains.by_response[response_id] = chain
+        reference = stream_reference(expect, findings, streamed_sequence(contract) or (), prepared.chat) \
+            if exchange.streamed else None
+        return StepResult(step.id, exchange, contract, findings, reference=reference, expect=expect,
+                          chat=prepared.chat)
+
+    async def _wait(self, run: _Run, step: Step) -> Finding | None:
+        """Wait as the step asks before sending; a finding when the awaited condition never held."""
+        if not isinstance(step.wait, Wait):
+            await asyncio.sleep(step.wait)
+            return None
+        assert self.fixtures is not None
+        missing = await wait_until(self.fixtures, run.token, run.scenario.fixtures, step.wait.until,
+                                   step.wait.timeout)
+        if missing is None:
+            return None
+        return Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "wait.until",
+                       f"waited {step.wait.timeout:g}s for `wait.until`, which never held: {missing}")
+
+    async def _send(self, target: Target, run: _Run, index: int, step: Step,
+                    prepared: _Prepared) -> tuple[Exchange, list[Finding]]:
+        """Send the step's request (again and again while polling), noting each create request
+        for attribution; with `poll`, a finding when the answer never matched `poll.until`."""
+        trigger = None
+        if step.disconnect is not None and step.disconnect.when is not None:
+            until, fixtures = step.disconnect.when, self.fixtures
+            assert fixtures is not None
+
+            async def trigger() -> bool:
+                return await wait_until(fixtures, run.token, run.scenario.fixtures, until, target.timeout_s) is None
+
+        path, body = prepared.path, prepared.body
+        deadline = time.monotonic() + (step.poll.timeout if step.poll else 0)
+        while True:
+            sent_at = time.time()
+            exchange = await send(self.http, target, step.method, path, body, disconnect=step.disconnect,
+                                  disconnect_when=trigger, headers=prepared.headers)
+            if step.method == "POST" and path in (target.responses_path, target.chat_path):
+                settled = not (exchange.disconnected or exchange.transport_error or
+                               (isinstance(body, dict) and body.get("background") is True))
+                run.sent.append(Sent(index, sent_at, time.time() if settled else None))
+            if step.poll is None or prepared.poll_until is None:
+                return exchange, []
+            _, misses = await asyncio.to_thread(judge_answer, prepared.poll_until, exchange, prepared.chat,
+                                                with_checks=False)
+            misses = [finding for finding in misses if finding.fails]
+            if not misses:
+                return exchange, []
+            if time.monotonic() >= deadline:
+                return exchange, [replace(misses[0], rule="poll.until", message=f"polled for {step.poll.timeout:g}s "
+                                          f"and the answer never matched `poll.until`: {misses[0].message}")]
+            await asyncio.sleep(step.poll.interval)
+
+    async def _judge_upstream(self, run: _Run) -> None:
+        """Judge every step's `expect.upstream` on what its request caused, once the run is over
+        (so work a background or abandoned request did later counts), report what the
+        scripted model could not answer as scripted, and explain a failed step whose MCP
+        listing failed (`mcp_failure`)."""
+        assert self.fixtures is not None
+        observed = await self.fixtures.observed(run.token, run.scenario.fixtures)
+        caused = attribute(observed, run.sent)
+        for index, result in run.results.items():
+            step = run.scenario.steps[index]
+            if result.error is not None or not step.send:
+                continue
+            result.observed = caused.get(index, Observed())
+            result.findings += upstream_anomalies(result.observed)
+            if (expect := run.upstream_expects.get(index)) is not None:
+                result.findings += compare_upstream(expect, result.observed)
+            if result.outcome == "fail" and result.exchange is not None and \
+                    (cause := mcp_failure(result.exchange, result.observed, run.context["mcp"])) is not None:
+                result.findings.insert(0, cause)
+
+    async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
+                      stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
+        """Run every (scenario, mode) unit, at most `jobs` at a time; results in input order.
+        Once a result satisfies `stop_after`, no further unit starts (those running finish),
+        and the units never started have no result."""
+        gate = asyncio.Semaphore(max(jobs, 1))
+        done = 0
+        stopped = False
+
+        async def one(unit: tuple[LoadedScenario, Mode]) -> ScenarioResult | None:
+            nonlocal done, stopped
+            async with gate:
+                if stopped:
+                    return None
+                self.on_event(UnitStarted(unit[0].scenario.id, unit[1]))
+                try:
+                    result = await self.run(*unit)
+                except Exception as error:  # a harness bug a target provoked: report it, run the rest
+                    result = ScenarioResult(unit[0].scenario, str(unit[0].path), unit[1], self.target.name,
+                                            [StepResult("(harness)", error=f"internal error: {error!r}")])
+                stopped = stopped or (stop_after is not None and stop_after(result))
+            done += 1
+            self.on_event(UnitFinished(result, done, len(units)))
+            return result
+
+        return [result for result in await asyncio.gather(*(one(unit) for unit in units)) if result is not None]
+
+
+def judge_answer(expect: Expect, exchange: Exchange, chat: bool,
+                 with_checks: bool = True) -> tuple[Contract, list[Finding]]:
+    """The exchange's contract and its findings: transport and malformed bytes, the checks that
+    need no reference (unless `with_checks` is False) and how it differs from `expect`; of an
+    answer that did not arrive whole or cannot be read, only why. CPU-bound on long
+    streams, so the engine runs it off the event loop (the other runs' streams keep being
+    read while it works)."""
+    contract = project_chat(exchange) if chat else project(exchange)
+    findings = delivery_findings(exchange)
+    if exchange.transport_error or exchange.unreadable:
+        return contract, findings
+    if with_checks:
+        findings += no_reference_findings(exchange, chat, current=True)
+    findings += compare(expect, contract, exchange)
+    return contract, findings
+
+
+def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:
+    """Findings of expectations a live model decides (`expect.output`, ...) turned into notes."""
+    return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
+            if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
+            for f in findings]

@@ -1,0 +1,269 @@
+"""The servers a run needs, each on a loopback port in a thread of this process: the scripted
+upstream, the MCP fixtures, the search fixture (the `web_search` backend), and (for the
+`reference` target) the reference gateway, its `web_search` pointed at the search fixture.
+
+Every server binds its socket before it starts, so a port given as 0 is free and known at
+once. Stopping a stack stops exactly the servers it started.
+
+The scripted upstream announces the MCP fixtures and the search fixture served beside it
+(`GET /__parity/health`), so a run against a gateway finds the fixtures `parity serve` started
+with the upstream it finds running, instead of starting others: the settings `parity serve`
+printed are the ones the run uses. Served together, the MCP fixtures listen on the ports right
+after the upstream's (`fixture_ports`), and the search fixture on the port after theirs
+(`search_port`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import secrets
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import uvicorn
+from starlette.types import ASGIApp
+
+from ...fixtures.mcp import FIXTURE_SERVERS
+from ...fixtures.search import build_search_app
+from ...fixtures.upstream import SERVICE_NAME, UpstreamState, build_upstream_app
+from ...fixtures.upstream.script import AdHocScript
+from ...reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
+from ...reference_impl.config import WebSearchConfig
+from ..defaults import LOOPBACK
+from ..errors import HarnessError
+from .fixture_client import McpFixture
+from ..scenario.model import GatewaySetup
+
+GATEWAY_LOGGER = "responses_parity.reference_impl"
+FIXTURE_RANGES = ("127.0.0.0/8",)
+"""The reference gateway's outbound policy blocks loopback; the harness allows its fixtures there."""
+
+
+def reference_config(upstream_url: str, search_url: str | None = None, **settings: Any) -> GatewayConfig:
+    """A reference gateway's settings for harness runs: the scripted upstream, the search
+    fixture at `search_url` as its `web_search` backend, and the loopback fixtures allowed by
+    the outbound policy (unless `settings` say otherwise). Its admin routes exist only when
+    `settings` give an `admin_key`."""
+    defaults: dict[str, Any] = {"outbound_allow": FIXTURE_RANGES}
+    if search_url is not None:
+        defaults["web_search"] = WebSearchConfig("http", url=search_url)
+    return GatewayConfig(upstream_url=f"{upstream_url}/v1", **(defaults | settings))
+START_TIMEOUT_S = 15.0
+KEEP_ALIVE_S = 30
+
+
+class ServerThread:
+    """One ASGI app served by uvicorn on a loopback port, in a daemon thread."""
+
+    def __init__(self, app: ASGIApp, port: int = 0, host: str = LOOPBACK) -> None:
+        # Named TCP, so asyncio sets TCP_NODELAY on every accepted connection; with protocol 0 it
+        # does not, and each answer written as head then body waits ~40 ms for a delayed ACK.
+        # (uvloop sets it on every TCP connection anyway.)
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        self._socket.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            self._socket.bind((host, port))
+        except OSError as error:
+            self._socket.close()
+            if error.errno == errno.EADDRINUSE:
+                raise HarnessError(f"port {port} is already in use on {host} (another server listens there)") from error
+            raise HarnessError(f"cannot listen on {host}:{port}: {error.strerror}") from error
+        self.port = self._socket.getsockname()[1]
+        self.url = f"http://{host}:{self.port}"
+        # Idle connections are kept longer than an httpx client keeps them (5 s): were both 5 s, a
+        # client could send on a connection at the moment the server closes it ("disconnected
+        # without sending a response"), a spurious failure on a busy machine.
+        # "auto": uvloop and httptools where they are installed (a dependency wherever they have
+        # wheels), asyncio and h11 elsewhere. uvicorn installs no signal handler outside the main
+        # thread, so the loop may run in this one.
+        config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", lifespan="on",
+                                timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
+                                        name=f"parity-server-{self.port}", daemon=True)
+
+    def start(self) -> ServerThread:
+        self._thread.start()
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not self._server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise HarnessError(f"the server on {self.url} did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.ask_to_stop()
+        self.wait_stopped()
+
+    def ask_to_stop(self) -> None:
+        """Tell the server to stop (it notices within uvicorn's 0.1 s tick); `wait_stopped` waits."""
+        self._server.should_exit = True
+
+    def wait_stopped(self) -> None:
+        self._thread.join(timeout=5)
+        self._socket.close()
+
+
+def fixture_ports(upstream_port: int) -> dict[str, int]:
+    """Where the MCP fixtures listen when served with an upstream on `upstream_port`: the
+    ports right after it, one per fixture in order of name."""
+    return {name: upstream_port + offset for offset, name in enumerate(sorted(FIXTURE_SERVERS), 1)}
+
+
+def search_port(upstream_port: int) -> int:
+    """Where the search fixture listens when served with an upstream on `upstream_port`: the
+    port after the MCP fixtures'."""
+    return upstream_port + len(FIXTURE_SERVERS) + 1
+
+
+@dataclass(frozen=True)
+class Announced:
+    """The fixtures a running scripted upstream announces as served beside it."""
+
+    mcp: dict[str, str]
+    """Base URL by MCP fixture name (empty when it serves none)."""
+    search: str | None
+    """The search fixture's base URL (None when it serves none)."""
+
+
+HEALTH_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+"""How long a scripted upstream may take to answer its health check: on a loaded machine it can
+take seconds, and one taken for absent makes the run start another on its port."""
+
+
+def running_upstream(url: str) -> Announced | None:
+    """The fixtures a scripted upstream answering at `url` announces, or None when no scripted
+    upstream answers there."""
+    try:
+        response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=HEALTH_TIMEOUT)
+        health = response.json()
+    except (httpx.HTTPError, ValueError):
+        return None
+    if response.status_code != 200 or not isinstance(health, dict) or health.get("service") != SERVICE_NAME:
+        return None
+    mcp, search = health.get("mcp"), health.get("search")
+    return Announced({str(name): str(base) for name, base in mcp.items()} if isinstance(mcp, dict) else {},
+                     search if isinstance(search, str) else None)
+
+
+@dataclass(frozen=True)
+class ReferenceGateways:
+    """Starts a reference gateway for one run, configured as a scenario's `gateway:` asks, its
+    MCP servers pointing at the run's own fixture URLs."""
+
+    upstream_url: str
+    mcp: Mapping[str, McpFixture]
+    admin_key: str = field(repr=False)
+    """The key of their admin routes (`{{run.admin_key}}` in a scenario); never in a report."""
+    base_config: Mapping[str, Any] = field(default_factory=dict)
+    search_url: str | None = None
+
+    def config(self, setup: GatewaySetup, run: str) -> GatewayConfig:
+        servers = []
+        for configured in setup.mcp_servers:
+            fixture = self.mcp[configured.fixture].for_run(run)
+            url = fixture.sse_url if configured.transport == "sse" else fixture.url
+            servers.append(McpServerConfig(configured.label, url, configured.transport,
+                                           require_approval=configured.require_approval, hidden=configured.hidden))
+        settings = {"admin_key": self.admin_key} | dict(self.base_config) | setup.settings()
+        if settings.get("upstream_wire", "responses") != "responses":
+            settings.pop("upstream_chaining", None)  # chaining is a Responses-wire setting
+        if settings.get("tool_cache_ttl_s"):
+            settings["tool_cache_secret"] = f"parity-{run}"
+        return reference_config(self.upstream_url, self.search_url, mcp_servers=tuple(servers), **settings)
+
+    @asynccontextmanager
+    async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
+        try:
+            app = build_gateway_app(self.config(setup, run))
+        except ConfigError as error:
+            raise HarnessError(f"the reference gateway cannot be configured as the scenario asks: {error}") from error
+        server = await asyncio.to_thread(ServerThread(app).start)
+        try:
+            yield server.url
+        finally:
+            await asyncio.to_thread(server.stop)
+
+
+@dataclass
+class Stack(AbstractContextManager["Stack"]):
+    """Servers for one run. With `upstream_url` set, that upstream is used and none started;
+    otherwise one starts on `upstream_port` (0: any free port), answering requests without a
+    run marker from `adhoc_script`. An MCP fixture named in `mcp_running` is used where it
+    runs; the others start on their port in `mcp_ports` (default: any free port). The search
+    fixture is the one at `search_running` when given; otherwise a stack that starts the
+    upstream starts one on `search_port`, and one on a running upstream has none."""
+
+    mcp_names: Iterable[str] = ()
+    with_reference: bool = True
+    upstream_url: str | None = None
+    upstream_port: int = 0
+    mcp_running: Mapping[str, str] = field(default_factory=dict)
+    mcp_ports: Mapping[str, int] = field(default_factory=dict)
+    search_running: str | None = None
+    search_port: int = 0
+    adhoc_script: AdHocScript | None = None
+    gateway_config: dict[str, Any] = field(default_factory=dict)
+    admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
+    """The reference gateways' admin key, new for each stack; never in a report."""
+    mcp: dict[str, McpFixture] = field(default_factory=dict, init=False)
+    search_url: str | None = field(default=None, init=False)
+    """The search fixture's base URL (None: a running upstream that announced none)."""
+    reference_url: str | None = field(default=None, init=False)
+    _servers: list[ServerThread] = field(default_factory=list, init=False)
+
+    def _start(self, app: ASGIApp, port: int = 0) -> ServerThread:
+        server = ServerThread(app, port).start()
+        self._servers.append(server)
+        return server
+
+    def __enter__(self) -> Stack:
+        # The embedded gateway's own warnings (a server with no valid tool, a tampered cache
+        # entry) are what scenarios provoke on purpose; findings report what matters.
+        logging.getLogger(GATEWAY_LOGGER).setLevel(logging.ERROR)
+        try:
+            for name in sorted(set(self.mcp_names)):
+                base_url = self.mcp_running.get(name) or \
+                    self._start(FIXTURE_SERVERS[name](), self.mcp_ports.get(name, 0)).url
+                self.mcp[name] = McpFixture(name, base_url)
+            if self.upstream_url is None:
+                self.search_url = self.search_running or self._start(build_search_app(), self.search_port).url
+                app = build_upstream_app(UpstreamState(adhoc=self.adhoc_script),
+                                         mcp_fixtures={name: fixture.base_url for name, fixture in self.mcp.items()},
+                                         search_fixture=self.search_url)
+                self.upstream_url = self._start(app, self.upstream_port).url
+            else:
+                self.search_url = self.search_running
+            if self.with_reference:
+                settings = {"admin_key": self.admin_key} | self.gateway_config
+                self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url, self.search_url,
+                                                                                    **settings))).url
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def reference_gateways(self) -> ReferenceGateways | None:
+        """Configured reference gateways, when this stack serves the reference target."""
+        if not self.with_reference or self.upstream_url is None:
+            return None
+        return ReferenceGateways(self.upstream_url, self.mcp, self.admin_key, self.gateway_config, self.search_url)
+
+    def close(self) -> None:
+        """Stop every server the stack started, all at once (one by one, each waits a tick)."""
+        for server in self._servers:
+            server.ask_to_stop()
+        for server in self._servers:
+            server.wait_stopped()
+        self._servers.clear()

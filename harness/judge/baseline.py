@@ -1,0 +1,88 @@
+"""Known divergences of one target, so CI fails only on new or worse ones.
+
+A baseline file lists, per finding at warning level or above, where it was found (scenario,
+stream mode, step), what differs (kind and rule) and its severity. A finding of a later run
+is *known* when the baseline holds its key with the same or a higher severity; known findings
+stay in the report but no longer fail the run. Messages are not part of the key: they carry
+ids that change from run to run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ...reference_impl.documents import read_json
+from ..errors import HarnessError
+from ..model.findings import Finding, Severity
+from ..wire.redaction import Redactor
+from ..engine.runner import ScenarioResult
+
+BASELINE_FORMAT = 1
+Key = tuple[str, str, str, str, str]
+"""(scenario, mode, step, kind, rule)."""
+
+
+def _key(result: ScenarioResult, step: str, finding: Finding) -> Key:
+    return (result.scenario.id, result.mode, step, str(finding.kind), finding.rule)
+
+
+def build(document: dict[str, Any]) -> dict[str, Any]:
+    """The baseline of a run, from its `results.json` document: each divergence at warning
+    level or above (known ones included, so an update keeps them), worst first."""
+    worst: dict[Key, tuple[Severity, str]] = {}
+    for result in document.get("results", []):
+        for step in result.get("steps", []):
+            for finding in step.get("findings", []):
+                severity = Severity[finding["severity"].upper()]
+                if severity < Severity.WARNING:
+                    continue
+                key = (result["scenario"], result["mode"], step["step"], finding["kind"], finding["rule"])
+                if key not in worst or worst[key][0] < severity:
+                    worst[key] = (severity, finding["message"])
+    entries = [{"scenario": k[0], "mode": k[1], "step": k[2], "kind": k[3], "rule": k[4],
+                "severity": str(severity), "example": message}
+               for k, (severity, message) in sorted(worst.items(), key=lambda kv: (-kv[1][0], kv[0]))]
+    return {"format": BASELINE_FORMAT, "target": document.get("target", {}).get("name"), "divergences": entries}
+
+
+def write(path: Path, document: dict[str, Any]) -> None:
+    """Write a baseline. It is built from a report whose secrets are already removed; what looks
+    like one is removed again."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Redactor().write_json(path, document)
+
+
+def load(path: Path) -> dict[Key, Severity]:
+    """Known divergence -> the severity it was accepted at; raises `HarnessError` naming the
+    file and entry that is broken."""
+    try:
+        document = read_json(path)
+    except (OSError, ValueError) as error:
+        raise HarnessError(f"baseline {path}: cannot read it ({error})") from error
+    known: dict[Key, Severity] = {}
+    for index, entry in enumerate(document.get("divergences", []) if isinstance(document, dict) else [None]):
+        try:
+            key = (entry["scenario"], entry["mode"], entry["step"], entry["kind"], entry["rule"])
+            known[key] = Severity[entry["severity"].upper()]
+        except (KeyError, TypeError, AttributeError) as error:
+            raise HarnessError(f"baseline {path}: divergences[{index}] needs scenario, mode, step, kind, rule and "
+                               f"severity (note, warning or error): {error!r}") from error
+    return known
+
+
+@dataclass(frozen=True)
+class BaselineJudge:
+    """Marks the findings the baseline knows (in place), at the severity it accepted or lower."""
+
+    known: dict[Key, Severity]
+
+    def __call__(self, result: ScenarioResult) -> None:
+        for step in result.steps:
+            step.findings = [replace(finding, known=True) if self._knows(result, step.step_id, finding) else finding
+                             for finding in step.findings]
+
+    def _knows(self, result: ScenarioResult, step: str, finding: Finding) -> bool:
+        accepted = self.known.get(_key(result, step, finding))
+        return accepted is not None and Severity.WARNING <= finding.severity <= accepted

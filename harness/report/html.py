@@ -1,0 +1,67 @@
+"""The HTML report: the parity matrix (scenario x stream mode), each cell a link to its
+scenario run below; every scenario run with every finding of every step, and each streamed
+step's timeline beside the sequence it is held against (the scenario's expectation or a golden
+set), differences marked; and the coverage of OpenAI's types. Rendered from the results
+document alone, with Jinja2 (autoescaped); the pictures are inline SVG (`charts`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+
+from .charts import stream_picture
+from ..model.findings import Severity
+from ..scenario.model import MODES
+
+
+def unit_anchor(scenario: str, mode: str) -> str:
+    """The id of a scenario run's section in report.html (and report.md)."""
+    return f"unit-{scenario}-{mode}"
+
+
+def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str | None]:
+    """A matrix cell: outcome class, label (a failure names its worst finding's severity) and
+    the anchor of the run's details."""
+    if not results:
+        return "none", "-", None
+    result = results[0]
+    anchor = unit_anchor(result["scenario"], result["mode"])
+    if result["outcome"] == "fail":
+        worst = max((f for s in result["steps"] for f in s["findings"] if not f["known"]),
+                    key=lambda f: ("note", "warning", "error").index(f["severity"]), default=None)
+        return "fail", f"divergence ({worst['severity']})" if worst else "divergence", anchor
+    known = any(f["known"] for s in result["steps"] for f in s["findings"])
+    return result["outcome"], result["outcome"].replace("_", " ") + (" (known)" if known else ""), anchor
+
+
+def _by_severity(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(findings, key=lambda f: -Severity[f["severity"].upper()])
+
+
+def _unit(result: dict[str, Any]) -> dict[str, Any]:
+    """A scenario run as its section shows it: every step with its findings (worst first)
+    and, for a streamed answer, its timeline."""
+    steps = [step | {"findings": _by_severity(step["findings"]),
+                     "picture": stream_picture(step["stream"]) if step["stream"] else None}
+             for step in result["steps"]]
+    counts = {name: sum(f["severity"] == name for step in steps for f in step["findings"])
+              for name in ("error", "warning", "note")}
+    return result | {"anchor": unit_anchor(result["scenario"], result["mode"]), "steps": steps, "counts": counts}
+
+
+def _environment() -> Environment:
+    return Environment(loader=PackageLoader("responses_parity.harness", "templates"),
+                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+
+
+def render_html(document: dict[str, Any]) -> str:
+    target = document["target"]["name"]
+    scenarios: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for result in document["results"]:
+        scenarios.setdefault(result["scenario"], {}).setdefault(result["mode"], []).append(result)
+    matrix = [{"scenario": name, "policy": not modes[next(iter(modes))][0]["openai_counterpart"],
+               "cells": [_cell(modes.get(mode, [])) for mode in MODES]} for name, modes in scenarios.items()]
+    units = [_unit(result) for modes in scenarios.values() for mode in MODES for result in modes.get(mode, [])]
+    return _environment().get_template("report.html.j2").render(
+        document=document, target=target, modes=MODES, matrix=matrix, units=units)

@@ -1,0 +1,500 @@
+"""A recording reverse proxy: between any client (an app, the openai SDK, a framework's test
+suite) and any upstream (a gateway, OpenAI), it forwards every request and answer, records
+each exchange of the API surfaces the harness knows, and checks them without a reference.
+
+- Requests and answers pass unchanged, headers too, minus hop-by-hop ones and the `Host`
+  (the upstream's own). One exception: the upstream is asked for an answer without content
+  coding (`Accept-Encoding: identity`), so what is recorded and checked is what the client
+  got, byte for byte.
+- Answers are relayed chunk by chunk as they arrive, never buffered; a stream's events are
+  checked as they complete (`live_checks`), and the whole exchange once it ended.
+- `/v1/responses` (and `/{id}`, `/input_items`, `/cancel`), `/v1/chat/completions` and
+  `/v1/conversations/**` (under any prefix) are recorded and checked; other paths are
+  forwarded, neither recorded nor checked.
+- Each exchange is written to the capture folder (`capture.py`) once it ended (a file appears
+  under its name only whole), secrets removed (below).
+- An upstream that cannot be reached or does not speak HTTP gives the client a 502 in
+  OpenAI's error envelope, and a finding; one that breaks off an answer ends the relayed
+  answer there, and is a finding. The proxy itself keeps serving.
+
+Bounds (`ProxyLimits`), so that no client or upstream makes the proxy work or wait without
+end: a request body larger than `max_request_bytes` is refused with a 413 in OpenAI's
+envelope as soon as it is declared or read larger, the rest left unread; of a request body at
+most `max_recorded_request_bytes` are recorded, of an answer `max_answer_bytes` (both are
+forwarded whole). An upstream that sends nothing for `read_timeout_s`, before its answer's head
+or between two pieces of it, is a finding: the client gets a 504 in OpenAI's envelope, or, in
+a stream, an `error` event where the next event would be. A client that goes away ends its
+exchange at once, however far it got: the upstream's connection is closed, what arrived is
+recorded, and it is one line (`NotForwarded` when it left before its request was whole). A
+stream being checked keeps no event once checked, and at most `FINISHING` ended exchanges are
+read, checked and written at once, so memory stays within those limits however many streams
+come and go.
+
+Secrets: the credentials a request carries, in a header named in `Credentials.headers` (the
+redactor's secret keys: `Authorization`, `api-key`, `x-api-key`, cookies, ... and any the user
+names) or a query parameter named in `Credentials.params` (`CREDENTIAL_PARAMS` and any the
+user names), are secrets of the whole run, learnt before anything of that request is written
+or printed, and a credential parameter's value is hidden in the recorded path too. A request
+body's values are never secrets of the run: its MCP tools' `authorization` and header values
+(where OpenAI's API puts secrets) are removed by value from that exchange's capture and
+findings only, and values under secret-looking keys are blanked where they sit.
+
+The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForwarded`); it
+prints nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote_plus, urlsplit
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Message, Receive, Scope, Send
+
+from ...reference_impl.errors import RequestTooLarge
+from ...reference_impl.json_body import MAX_BODY_BYTES, read_bytes
+from ..wire.capture import capture_name
+from ..judge.checks import delivery_findings, no_reference_findings
+from ..defaults import DEFAULT_MAX_ANSWER_BYTES
+from ..wire.exchange import Exchange
+from ..model.findings import Finding, Kind, Severity
+from ..judge.live_checks import LiveStream
+from ..wire.redaction import REDACTED, SECRET_KEYS, Redactor, tool_secrets
+from ..engine.targets import CONNECT_DEADLINE_S, failure_reason
+from ..wire.decode import Unreadable, read_body, read_json, read_stream
+
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
+                        "transfer-encoding", "upgrade", "host", "accept-encoding"})
+"""Request and answer headers not forwarded as they are (`Host` and `Accept-Encoding`
+are the proxy's own on the way up)."""
+RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
+METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
+UPSTREAM_FAILED = "proxy.upstream"
+DEFAULT_READ_TIMEOUT_S = 600.0
+"""As long as the openai SDK waits for an answer by default; a stream that keeps sending may
+run longer."""
+CREDENTIAL_PARAMS = frozenset({"api_key", "api-key", "apikey", "x-api-key", "key", "token", "access_token",
+                               "refresh_token", "id_token", "auth", "authorization", "client_secret", "secret",
+                               "password", "sig", "signature"})
+"""Query parameters whose values are credentials (API keys in a URL, OAuth tokens, Azure's
+shared access signature), matched without regard to case."""
+FINISHING = 2
+"""Ended exchanges read, checked and written at once (in worker threads); the others wait."""
+PARSE_ON_THE_LOOP_BYTES = 64 * 1024
+"""A request body up to this size is parsed on the event loop (well under a millisecond);
+a larger one in a worker thread."""
+
+
+@dataclass(frozen=True)
+class ProxyLimits:
+    max_request_bytes: int = MAX_BODY_BYTES
+    """A larger request body is refused (413); the reference gateway's limit."""
+    max_recorded_request_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
+    """Recorded of one answer (the client gets all of it)."""
+    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
+    """How long the upstream may send nothing."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Where a request carries credentials: the headers and query parameters so named (in
+    lower case)."""
+
+    headers: frozenset[str] = SECRET_KEYS
+    params: frozenset[str] = CREDENTIAL_PARAMS
+
+    @classmethod
+    def naming(cls, headers: Iterable[str] = (), params: Iterable[str] = ()) -> Credentials:
+        """The usual ones, and these headers and query parameters too."""
+        return cls(SECRET_KEYS | {name.lower() for name in headers},
+                   CREDENTIAL_PARAMS | {name.lower() for name in params})
+
+    def values(self, headers: Iterable[tuple[str, str]], query: str = "") -> list[str]:
+        """The credentials in these headers and this query: each header's value (and each of
+        its cookies'), each parameter's value as sent and decoded."""
+        found = []
+        for name, value in headers:
+            if name.lower() in self.headers:
+                found += [value, *_cookie_values(name.lower(), value)]
+        for name, value in _params(query):
+            if name in self.params and value:
+                found += [value, unquote_plus(value)]
+        return found
+
+    def hidden(self, path: str) -> str:
+        """`path` with each credential parameter's value in its query replaced by `<redacted>`."""
+        bare, mark, query = path.partition("?")
+        if not query:
+            return path
+        parts = [f"{part.partition('=')[0]}={REDACTED}" if name in self.params and "=" in part else part
+                 for part, (name, _) in zip(query.split("&"), _params(query), strict=True)]
+        return bare + mark + "&".join(parts)
+
+
+def _params(query: str) -> Iterator[tuple[str, str]]:
+    """Each `name=value` of a query: the name decoded and in lower case, the value as sent."""
+    for part in query.split("&") if query else ():
+        name, _, value = part.partition("=")
+        yield unquote_plus(name).lower(), value
+
+
+def _cookie_values(header: str, value: str) -> list[str]:
+    """The values of the cookies a `Cookie` header sends, or of the one a `Set-Cookie` sets."""
+    pairs = value.split(";") if header == "cookie" else value.split(";")[:1] if header == "set-cookie" else []
+    return [pair.partition("=")[2].strip() for pair in pairs if "=" in pair]
+
+
+@dataclass(frozen=True)
+class Found:
+    """A finding on the exchange recorded as `capture` (the file name; written once it ends)."""
+
+    capture: str
+    finding: Finding
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """An exchange ended and was written as `capture`."""
+
+    capture: str
+    exchange: Exchange
+
+
+@dataclass(frozen=True)
+class NotForwarded:
+    """A request that never reached the upstream (`path` with its credentials hidden), and why."""
+
+    method: str
+    path: str
+    reason: str
+
+
+ProxyEvent = Found | Recorded | NotForwarded
+
+
+@dataclass
+class _Recording:
+    """One exchange as it is being relayed; `redactor` removes its own secrets too."""
+
+    name: str
+    exchange: Exchange
+    chat: bool
+    limit: int
+    redactor: Redactor
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    live: LiveStream | None = None
+
+    def keep(self, chunk: bytes) -> list[Finding]:
+        """Keep `chunk` (up to the limit); the findings the events it completes add."""
+        if self.exchange.truncated_after is not None or self.size + len(chunk) > self.limit:
+            self.exchange.truncated_after = self.size
+            return []
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        return self.live.feed(chunk) if self.live is not None else []
+
+
+class _Relayed(StreamingResponse):
+    """An answer relayed as it arrives, until it ends, the client goes away or the proxy
+    stops; its relay is closed however it ends, so the upstream's connection is closed at once."""
+
+    def __init__(self, relay: AsyncIterator[bytes], status_code: int, stopping: anyio.Event) -> None:
+        super().__init__(relay, status_code=status_code)
+        self._stopping = stopping
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = ended = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started, ended
+            await send(message)
+            started, ended = True, message["type"] == "http.response.body" and not message.get("more_body")
+
+        try:
+            async with anyio.create_task_group() as relaying:
+                relaying.start_soon(_cancel_when, self._stopping, relaying.cancel_scope)
+                await super().__call__(scope, receive, sending)
+                relaying.cancel_scope.cancel()
+        finally:
+            await self.body_iterator.aclose()  # type: ignore[attr-defined]
+        if started and not ended and not any(name.lower() == b"content-length" for name, _ in self.raw_headers):
+            await send({"type": "http.response.body", "body": b"", "more_body": False})  # the proxy stopped it here
+
+
+async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
+    await event.wait()
+    scope.cancel()
+
+
+class RecordingProxy:
+    """The proxy as an ASGI app (`app`), forwarding to `upstream` (a base URL: a request for
+    `/v1/responses` goes to `<upstream>/v1/responses`) and writing captures to `captures`."""
+
+    def __init__(self, upstream: str, captures: Path, on_event: Callable[[ProxyEvent], None], *,
+                 redactor: Redactor | None = None, limits: ProxyLimits = ProxyLimits(),
+                 credentials: Credentials = Credentials()) -> None:
+        self.upstream = upstream.rstrip("/")
+        self.captures = captures
+        self.on_event = on_event
+        self.redactor = redactor or Redactor()
+        self.limits = limits
+        self.credentials = credentials
+        upstream_url = urlsplit(self.upstream)
+        self.redactor.add(upstream_url.password, *credentials.values([], upstream_url.query))
+        self._numbers = itertools.count(1)
+        self._client: httpx.AsyncClient | None = None
+        self._finishing: anyio.CapacityLimiter | None = None
+        self._stopping: anyio.Event | None = None
+        self._token: anyio.lowlevel.EventLoopToken | None = None
+        self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=METHODS)], lifespan=self._lifespan)
+
+    @asynccontextmanager
+    async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
+        self.captures.mkdir(parents=True, exist_ok=True)
+        self._finishing = anyio.CapacityLimiter(FINISHING)
+        self._stopping, self._token = anyio.Event(), anyio.lowlevel.current_token()
+        # No deadline on a whole answer (a stream lasts as long as the client and the upstream
+        # want), one on each read and write; one upstream connection per client request, never queued.
+        timeout = httpx.Timeout(None, connect=CONNECT_DEADLINE_S, read=self.limits.read_timeout_s,
+                                write=self.limits.read_timeout_s)
+        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None)) as client:
+            self._client = client
+            yield
+
+    def stop(self) -> None:
+        """End every open exchange at once, as if its client went away, and every one that
+        starts from now on (from any thread; before the server stops, so none is cut off)."""
+        if self._stopping is not None:
+            anyio.from_thread.run_sync(self._stopping.set, token=self._token)
+
+    async def _forward(self, request: Request) -> Response:
+        assert self._client is not None
+        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        shown = self.credentials.hidden(path)
+        await self._learn(self.credentials.values(request.headers.items(), request.url.query))
+        try:
+            body = await read_bytes(request, self.limits.max_request_bytes)
+        except RequestTooLarge as refused:
+            self.on_event(NotForwarded(request.method, shown, refused.message))
+            return JSONResponse(refused.body(), refused.status, headers={"connection": "close"})  # the rest unread
+        except ClientDisconnect:
+            self.on_event(NotForwarded(request.method, shown, "the client went away before its request body ended"))
+            return Response()  # sent to no one
+        headers = [(name, value) for name, value in request.headers.items() if name not in HOP_BY_HOP]
+        recording = await self._start_recording(request.method, shown, body)
+        upstream_request = self._client.build_request(request.method, self.upstream + path, content=body,
+                                                      headers=[*headers, ("accept-encoding", "identity")])
+        del body
+        upstream = await self._send_while_client_waits(request, upstream_request)
+        if upstream is None:
+            if recording is not None:
+                self._abandoned(recording)
+                await self._finish_off_the_loop(recording)
+            return _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")
+        if isinstance(upstream, httpx.TimeoutException):
+            return await self._upstream_failed(recording, 504, "upstream_timeout", self._silent(upstream))
+        if isinstance(upstream, httpx.HTTPError):
+            message = f"the upstream {self.upstream} gave no answer: {failure_reason(upstream)}"
+            return await self._upstream_failed(recording, 502, "upstream_unreachable", message)
+        if recording is not None:
+            recording.exchange.status = upstream.status_code
+            recording.exchange.headers = dict(upstream.headers)
+            if _is_stream(upstream):
+                recording.live = LiveStream(recording.chat)
+        assert self._stopping is not None
+        answer = _Relayed(self._relay(upstream, recording), upstream.status_code, self._stopping)
+        answer.raw_headers = [(name, value) for name, value in upstream.headers.raw
+                              if name.decode("latin-1").lower() not in HOP_BY_HOP]
+        return answer
+
+    async def _learn(self, credentials: list[str]) -> None:
+        """Know these credentials as secrets of the run before anything of their request is
+        written; a new one is learnt off the event loop (it rebuilds an automaton)."""
+        if not self.redactor.knows(*credentials):
+            await anyio.to_thread.run_sync(lambda: self.redactor.add(*credentials))
+
+    async def _start_recording(self, method: str, path: str, body: bytes) -> _Recording | None:
+        """A recording of this exchange when its path is one the harness knows (`path` with
+        its credentials hidden)."""
+        bare_path = path.partition("?")[0]
+        if not RECORDED.search(bare_path):
+            return None
+        if len(body) <= PARSE_ON_THE_LOOP_BYTES:
+            request_body = _json_or_text(body)
+        else:
+            request_body = await anyio.to_thread.run_sync(_json_or_text, body)
+        redactor = self.redactor.within(*tool_secrets(request_body))
+        meta: dict[str, Any] = {"path": path, "upstream": self.upstream,
+                                "captured_at": datetime.now(UTC).isoformat(timespec="seconds")}
+        if len(body) > self.limits.max_recorded_request_bytes:
+            request_body = body[:self.limits.max_recorded_request_bytes].decode("utf-8", errors="replace")
+            meta["request_note"] = (f"the request body was forwarded whole ({len(body):,} bytes); only its first "
+                                    f"{self.limits.max_recorded_request_bytes:,} bytes were recorded, as text "
+                                    "(--max-recorded-request-mb)")
+        name = capture_name(next(self._numbers), method, bare_path)
+        exchange = Exchange(method=method, url=self.upstream + path, request_body=request_body, meta=meta)
+        return _Recording(name, exchange, "chat/completions" in bare_path, self.limits.max_answer_bytes, redactor)
+
+    async def _send_while_client_waits(self, request: Request,
+                                       upstream_request: httpx.Request) -> httpx.Response | httpx.HTTPError | None:
+        """The upstream's answer (its head: the body follows as it is read) or why there is
+        none; None when the client went away first, or the proxy stops (the request is then
+        abandoned, and its connection to the upstream closed)."""
+        assert self._client is not None and self._stopping is not None
+        client = self._client
+        outcome: httpx.Response | httpx.HTTPError | None = None
+
+        async def send() -> None:
+            nonlocal outcome
+            try:
+                outcome = await client.send(upstream_request, stream=True)
+            except httpx.HTTPError as error:
+                outcome = error
+            waiting.cancel_scope.cancel()
+
+        async def watch() -> None:
+            while (await request.receive())["type"] != "http.disconnect":
+                pass
+            waiting.cancel_scope.cancel()
+
+        async with anyio.create_task_group() as waiting:
+            waiting.start_soon(send)
+            waiting.start_soon(watch)
+            waiting.start_soon(_cancel_when, self._stopping, waiting.cancel_scope)
+        return outcome
+
+    def _abandoned(self, recording: _Recording) -> None:
+        """The exchange ends before its answer did: its client went away, or the proxy stops."""
+        assert self._stopping is not None
+        recording.exchange.disconnected = True
+        recording.exchange.meta["ended"] = "the proxy stopped" if self._stopping.is_set() else "the client went away"
+
+    def _silent(self, timeout: httpx.TimeoutException) -> str:
+        what = "took none of the request" if isinstance(timeout, httpx.WriteTimeout) else "sent nothing"
+        return f"the upstream {self.upstream} {what} for {self.limits.read_timeout_s:g} s (--read-timeout)"
+
+    async def _upstream_failed(self, recording: _Recording | None, status: int, code: str, message: str) -> Response:
+        """The client's answer when the upstream gave none (`status` and `code` in OpenAI's
+        envelope); the exchange is recorded as such."""
+        self._failed(recording, message)
+        if recording is not None:
+            await self._finish_off_the_loop(recording)
+        return _error(status, code, message)
+
+    def _failed(self, recording: _Recording | None, message: str) -> None:
+        """The upstream failed the exchange (gave no answer, or not all of it): a finding."""
+        if recording is not None:
+            recording.exchange.transport_error = message
+            self._report(recording, [Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)])
+
+    async def _relay(self, upstream: httpx.Response, recording: _Recording | None) -> AsyncIterator[bytes]:
+        """The answer's bytes as they arrive; the recording ends however the relay does."""
+        between_events = True
+        try:
+            await self._learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
+            async for chunk in upstream.aiter_raw():
+                if recording is not None:
+                    self._report(recording, recording.keep(chunk))
+                between_events = chunk.endswith((b"\n\n", b"\r\r"))
+                yield chunk
+        except httpx.TimeoutException as timeout:
+            message = self._silent(timeout)
+            self._failed(recording, message)
+            if _is_stream(upstream) and between_events:
+                yield _error_event(message, recording)
+        except httpx.HTTPError as error:
+            self._failed(recording, f"the upstream {self.upstream} broke off its answer: {failure_reason(error)}")
+        except (GeneratorExit, anyio.get_cancelled_exc_class()):
+            if recording is not None:
+                self._abandoned(recording)
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await upstream.aclose()
+                if recording is not None:
+                    await self._finish_off_the_loop(recording)
+
+    def _report(self, recording: _Recording, findings: list[Finding]) -> None:
+        for finding in findings:
+            self.on_event(Found(recording.name, replace(finding, message=recording.redactor.redact_text(
+                finding.message))))
+
+    async def _finish_off_the_loop(self, recording: _Recording) -> None:
+        """`_finish` in a worker thread (checking a long stream takes a while), `FINISHING` at once."""
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._finish, recording, limiter=self._finishing)
+
+    def _finish(self, recording: _Recording) -> None:
+        """Read what arrived, check the whole exchange (what the live checks did not already
+        say), write it."""
+        exchange = recording.exchange
+        raw = b"".join(recording.chunks)
+        recording.chunks.clear()
+        cut_short = exchange.transport_error is not None or exchange.disconnected or \
+            exchange.truncated_after is not None
+        if recording.live is not None:
+            exchange.sse, exchange.defects = read_stream(raw, cut_short)
+        elif exchange.status is not None:
+            exchange.body, exchange.defects = read_body(raw, (exchange.headers or {}).get("content-type"), cut_short)
+        del raw
+        if exchange.truncated_after is not None:
+            exchange.meta["note"] = (f"the answer was forwarded whole; only its first {exchange.truncated_after} "
+                                     "bytes were recorded (--max-answer-mb)")
+        elif exchange.transport_error is None and not exchange.disconnected:
+            findings = delivery_findings(exchange)
+            if not exchange.unreadable:
+                findings += no_reference_findings(exchange, recording.chat, current=True)
+            self._report(recording, recording.live.unseen(findings) if recording.live else findings)
+        partial = self.captures / f"{recording.name}.partial"  # a reader of the folder never sees half a file
+        recording.redactor.write_json(partial, exchange.to_file())
+        partial.replace(self.captures / recording.name)
+        self.on_event(Recorded(recording.name, exchange))
+
+
+def _error(status: int, code: str, message: str) -> Response:
+    """An error of the proxy's own, in OpenAI's envelope."""
+    return JSONResponse({"error": {"message": message, "type": "server_error", "param": None, "code": code}}, status)
+
+
+def _is_stream(answer: httpx.Response) -> bool:
+    return "text/event-stream" in answer.headers.get("content-type", "")
+
+
+def _error_event(message: str, recording: _Recording | None) -> bytes:
+    """The event OpenAI ends a failed stream with: a Responses `error` event (numbered on
+    from the stream's events when they are numbered), or a chat completion chunk's `error`."""
+    error = {"message": message, "type": "server_error", "param": None, "code": "upstream_timeout"}
+    if recording is not None and recording.chat:
+        return f"data: {json.dumps({'error': error})}\n\n".encode()
+    number = recording.live.next_sequence_number if recording is not None and recording.live is not None else None
+    event = {"type": "error", "code": "upstream_timeout", "message": message, "param": None,
+             **({"sequence_number": number} if number is not None else {})}
+    return f"event: error\ndata: {json.dumps(event)}\n\n".encode()
+
+
+def _json_or_text(body: bytes) -> Any:
+    """A request body's JSON value (bounded in depth, `wire.read_json`), else its text."""
+    if not body:
+        return None
+    text = body.decode("utf-8", errors="replace")
+    try:
+        return read_json(text)
+    except Unreadable:
+        return text

@@ -1,0 +1,45 @@
+"""A JSON value that is costly to compute, kept in a file: built once, written atomically (a
+temporary file renamed into place, so a reader never sees half a file and writers racing
+each other leave one whole file), and built again, never an error, when the file is missing,
+unreadable or not what is expected. A cache that cannot be written is only slower."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ...reference_impl.documents import read_json
+
+
+def load_or_build(path: Path, build: Callable[[], Any], accept: Callable[[Any], bool]) -> Any:
+    """The value in `path` if it reads as JSON and `accept` takes it, else `build()`, saved there."""
+    try:
+        value = read_json(path)
+    except (OSError, ValueError):
+        pass
+    else:
+        if accept(value):
+            return value
+    value = build()
+    _write_atomically(path, json.dumps(value))
+    return value
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary: str | None = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, prefix=f".{path.name}.",
+                                         suffix=".tmp", delete=False) as file:
+            temporary = file.name
+            file.write(text)
+        os.replace(temporary, path)
+    except OSError:
+        if temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(temporary)
