@@ -22,7 +22,8 @@ from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_o
 from .pytest_plugin import dest, flag
 from .wire.redaction import Redactor
 from .report.documents import Counted, tally_of, tally_line
-from .engine.runner import Judge, ScenarioResult
+from .judge.judges import Judge
+from .model.results import ScenarioResult
 from .engine.session import Session, open_session
 
 _SCHEMA_MODELINE = "scenario.schema.json"

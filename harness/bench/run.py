@@ -21,7 +21,8 @@ import httpx
 from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
 from ..errors import HarnessError
-from ..engine.fixture_client import FixtureClient, McpFixture
+from ..engine.fixture_client import FixtureClient
+from ..scenario.fixtures import McpFixture
 from ..engine.gateway_process import install, start
 from ..engine.profile import ProfileError, find_profile, profile_paths
 from ..engine.rewrites import Rewrites

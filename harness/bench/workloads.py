@@ -26,7 +26,7 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, ToolCallSpec, run_marker
-from ..engine.fixture_client import McpFixture
+from ..scenario.fixtures import McpFixture
 from ..engine.rewrites import Rewrites
 from .client import Answer, Client, ClientError
 

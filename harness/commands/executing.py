@@ -21,7 +21,8 @@ from ..report.matrix import build_matrix, run_matrix, write_matrix
 from ..options import TargetOptions
 from ..wire.redaction import Redactor
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
-from ..engine.runner import Judge, ScenarioResult
+from ..judge.judges import Judge
+from ..model.results import ScenarioResult
 from ..scenario.model import Mode
 from ..engine.session import open_session
 from ..engine.targets import Target

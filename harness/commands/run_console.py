@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..defaults import MODES
-from ..engine.runner import EngineEvent, ScenarioResult, UnitFinished
+from ..model.results import ScenarioResult, UnitFinished
 from .console import err, out
 
 QUIET, DEFAULT, VERBOSE = -1, 0, 1
@@ -51,7 +51,7 @@ class RunConsole:
         if self.verbosity > QUIET:
             self.console.print(f"Running {units} scenario run(s) against [bold]{escape(target)}[/bold] ...")
 
-    def progress(self, event: EngineEvent) -> None:
+    def progress(self, event: UnitFinished) -> None:
         """A finished scenario run's line and what it found (unless quiet)."""
         if self.verbosity == QUIET or not isinstance(event, UnitFinished):
             return

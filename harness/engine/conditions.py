@@ -10,7 +10,8 @@ import asyncio
 import time
 
 from ..judge.compare import compare_upstream
-from .fixture_client import FixtureClient, Observed
+from .fixture_client import FixtureClient
+from ..model.observed import Observed
 from ..scenario.model import Until
 
 CHECK_INTERVAL_S = 0.02

@@ -6,115 +6,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
 from ...fixtures.upstream.script import RunScript
 from ..errors import HarnessError
-from ..scenario.placeholders import View
-
-
-@dataclass(frozen=True)
-class McpFixture(View):
-    """Where one MCP fixture server listens, and its per-run URLs (what `{{mcp.<name>...}}` gives:
-    `.url`, `.sse_url`, `.failing_url[<status>]`)."""
-
-    name: str
-    base_url: str
-    run: str = ""
-
-    def for_run(self, run: str) -> McpFixture:
-        return McpFixture(self.name, self.base_url, run)
-
-    @property
-    def url(self) -> str:
-        """Streamable HTTP endpoint for this run."""
-        return f"{self.base_url}/r/{self.run}/mcp"
-
-    @property
-    def sse_url(self) -> str:
-        """SSE endpoint for this run."""
-        return f"{self.base_url}/r/{self.run}/sse"
-
-    def failing_url(self, status: int) -> str:
-        """An endpoint for this run that answers every request with HTTP `status`."""
-        return f"{self.base_url}/r/{self.run}/status/{status}/mcp"
-
-    def select(self, key: str | int) -> Any:
-        if key == "url":
-            return self.url
-        if key == "sse_url":
-            return self.sse_url
-        if key == "failing_url":
-            return _FailingUrls(self)
-        raise LookupError(f"has no {key!r}: {MCP_URLS_SHOWN}")
-
-    def value(self) -> Any:
-        raise LookupError(f"is an MCP fixture: name one of its URLs ({MCP_URLS_SHOWN})")
-
-
-MCP_URLS = ("url", "sse_url", "failing_url")
-MCP_URLS_SHOWN = "url, sse_url, failing_url[<status>]"
-FAILING_STATUSES = range(100, 600)
-
-
-@dataclass(frozen=True)
-class _FailingUrls(View):
-    """`{{mcp.<name>.failing_url[<status>]}}`: the fixture's endpoint failing with that status."""
-
-    fixture: McpFixture
-
-    def select(self, key: str | int) -> str:
-        if not isinstance(key, int) or key not in FAILING_STATUSES:
-            raise LookupError(f"is selected by an HTTP status (100 to 599), not [{key!r}]")
-        return self.fixture.failing_url(key)
-
-    def value(self) -> Any:
-        raise LookupError("needs the HTTP status it answers with: failing_url[401]")
-
-
-@dataclass
-class Observed:
-    """What reached the fixtures: the model requests the scripted upstream logged (in order of
-    arrival), the MCP tool listings and calls the fixture servers logged, and the searches the
-    search fixture logged."""
-
-    model_requests: list[dict[str, Any]] = field(default_factory=list)
-    mcp_calls: list[dict[str, Any]] = field(default_factory=list)
-    searches: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def anomalies(self) -> list[str]:
-        """What the scripted upstream could not answer as scripted, request by request."""
-        return [anomaly for request in self.model_requests for anomaly in request.get("anomalies", [])]
-
-    def tool_runs(self) -> dict[str, int]:
-        """Executions by tool name, and by `fixture.tool`."""
-        runs: dict[str, int] = {}
-        for call in self.mcp_calls:
-            if call["method"] == "tools/call":
-                for key in (call["tool"], f"{call['fixture']}.{call['tool']}"):
-                    runs[key] = runs.get(key, 0) + 1
-        return runs
-
-    @property
-    def in_flight(self) -> bool:
-        """Whether a model request or an MCP request is still being answered."""
-        return any(not request.get("finished") for request in self.model_requests) or \
-            any(call.get("ended_at") is None for call in self.mcp_calls)
-
-    @property
-    def progress(self) -> tuple[int, int, int, int]:
-        """Changes whenever anything new reaches the fixtures or a request to them ends."""
-        return (len(self.model_requests), len(self.mcp_calls), len(self.searches),
-                sum(bool(request.get("finished")) for request in self.model_requests),
-                sum(call.get("ended_at") is not None for call in self.mcp_calls))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"model_requests": self.model_requests, "anomalies": self.anomalies, "mcp_calls": self.mcp_calls,
-                "searches": self.searches}
+from ..model.observed import Observed
+from ..scenario.fixtures import McpFixture
 
 
 class FixtureClient:

@@ -31,7 +31,7 @@ from typing import Any
 
 from . import child_process
 from ..errors import HarnessError
-from .fixture_client import McpFixture
+from ..scenario.fixtures import McpFixture
 from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
 from .profile import Profile, ProfileError, render
 from .readiness import poll_until_ready

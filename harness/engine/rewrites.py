@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .fixture_client import McpFixture
+from ..scenario.fixtures import McpFixture
 from ..scenario.placeholders import render
 
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from pydantic import ValidationError
@@ -23,91 +23,26 @@ from pydantic import ValidationError
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
 from ..model.attribution import Sent, attribute
 from ..scenario.capabilities import missing_capability
-from ..judge.checks import delivery_findings, no_reference_findings
-from ..judge.compare import StreamReference, compare, compare_upstream, stream_reference, upstream_anomalies
+from ..model.results import ScenarioResult, StepResult, UnitFinished
+from ..judge.compare import compare_upstream, stream_reference, upstream_anomalies
 from .conditions import wait_until
-from ..model.contract import Contract, chat_completion, project, project_chat, streamed_sequence
+from ..model.contract import chat_completion, streamed_sequence
 from ..wire.exchange import Exchange
 from ..errors import HarnessError
 from ..model.findings import Finding, Kind, Severity
-from .fixture_client import FixtureClient, McpFixture, Observed
+from .fixture_client import FixtureClient
+from ..scenario.fixtures import McpFixture
+from ..model.observed import Observed
 from ..scenario.loader import LoadedScenario
+from ..judge.judgement import judge_answer, model_dependent_as_notes
+from ..judge.judges import Judge
 from ..judge.mcp_failure import mcp_failure
 from ..scenario.placeholders import OutputView, render
 from ..scenario.model import Expect, GatewaySetup, Mode, Scenario, Step, Upload, UpstreamExpect, Wait
 from .targets import Form, Target, send
 
-Outcome = Literal["pass", "fail", "could_not_run", "unsupported"]
-"""`could_not_run`: the harness could not run a step as written (a scenario mistake, a fixture
-that failed); never counted as a pass or a failure of the target."""
 _CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
-                     "mcp_approval_response", "function_call_output"}
-
-
-@dataclass
-class StepResult:
-    step_id: str
-    exchange: Exchange | None = None
-    contract: Contract | None = None
-    findings: list[Finding] = field(default_factory=list)
-    observed: Observed | None = None
-    error: str | None = None
-    """Why the harness could not run the step (not a fault of the target)."""
-    reference: StreamReference | None = None
-    """For a streamed answer, the sequence it is held against (the scenario's expectation, or
-    a golden set's), or why there is none, for side-by-side views."""
-    expect: Expect | None = None
-    """The expectation the answer was judged by, placeholders resolved."""
-    chat: bool = False
-    """Whether the answer was judged as a chat completion."""
-
-    @property
-    def outcome(self) -> Outcome:
-        if self.error is not None:
-            return "could_not_run"
-        return "fail" if any(finding.fails for finding in self.findings) else "pass"
-
-
-@dataclass
-class ScenarioResult:
-    scenario: Scenario
-    path: str
-    mode: Mode
-    target: str
-    steps: list[StepResult] = field(default_factory=list)
-    duration_s: float = 0.0
-    unsupported: str | None = None
-    """Why the target cannot run this scenario at all (not a failure)."""
-    attempt: int = 1
-    """Which try this result is (live models are retried when a run fails)."""
-
-    @property
-    def outcome(self) -> Outcome:
-        """The first step that did not pass decides: a step that cannot run after a failed one
-        lacks what that answer should have held, so the scenario failed rather than errored."""
-        if self.unsupported is not None:
-            return "unsupported"
-        return next((step.outcome for step in self.steps if step.outcome != "pass"), "pass")
-
-    @property
-    def findings(self) -> list[tuple[str, Finding]]:
-        return [(step.step_id, finding) for step in self.steps for finding in step.findings]
-
-
-@dataclass(frozen=True)
-class UnitStarted:
-    scenario_id: str
-    mode: Mode
-
-
-@dataclass(frozen=True)
-class UnitFinished:
-    result: ScenarioResult
-    done: int
-    total: int
-
-
-EngineEvent = UnitStarted | UnitFinished
+                            "mcp_approval_response", "function_call_output"}
 
 
 _Part = TypeVar("_Part", Expect, ModelTurn)
@@ -197,14 +132,6 @@ class _Chains:
         return chain
 
 
-class Judge(Protocol):
-    """Judges a scenario run beyond its own expectations once it has run (how it differs from
-    a golden set, which divergences a baseline already knows): it adds findings or marks them
-    known, in place."""
-
-    def __call__(self, result: ScenarioResult) -> None: ...
-
-
 class GatewayProvider(Protocol):
     """Starts a gateway configured as a scenario's `gateway:` setup asks, for one run."""
 
@@ -255,7 +182,7 @@ class _Run:
 
 class Engine:
     def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
-                 on_event: Callable[[EngineEvent], None] | None = None, *,
+                 on_event: Callable[[UnitFinished], None] | None = None, *,
                  gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None,
                  judges: Sequence[Judge] = ()) -> None:
         """`fixtures` talks to the scripted upstream and the MCP fixtures (None for a live model);
@@ -516,7 +443,6 @@ class Engine:
             async with gate:
                 if stopped:
                     return None
-                self.on_event(UnitStarted(unit[0].scenario.id, unit[1]))
                 try:
                     result = await self.run(*unit)
                 except Exception as error:  # a harness bug a target provoked: report it, run the rest
@@ -528,27 +454,3 @@ class Engine:
             return result
 
         return [result for result in await asyncio.gather(*(one(unit) for unit in units)) if result is not None]
-
-
-def judge_answer(expect: Expect, exchange: Exchange, chat: bool,
-                 with_checks: bool = True) -> tuple[Contract, list[Finding]]:
-    """The exchange's contract and its findings: transport and malformed bytes, the checks that
-    need no reference (unless `with_checks` is False) and how it differs from `expect`; of an
-    answer that did not arrive whole or cannot be read, only why. CPU-bound on long
-    streams, so the engine runs it off the event loop (the other runs' streams keep being
-    read while it works)."""
-    contract = project_chat(exchange) if chat else project(exchange)
-    findings = delivery_findings(exchange)
-    if exchange.transport_error or exchange.unreadable:
-        return contract, findings
-    if with_checks:
-        findings += no_reference_findings(exchange, chat, current=True)
-    findings += compare(expect, contract, exchange)
-    return contract, findings
-
-
-def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:
-    """Findings of expectations a live model decides (`expect.output`, ...) turned into notes."""
-    return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
-            if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
-            for f in findings]

@@ -16,13 +16,16 @@ import httpx
 from ...fixtures.upstream.script import AdHocScript
 from ..defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
 from ..errors import HarnessError
-from .fixture_client import FixtureClient, McpFixture
+from .fixture_client import FixtureClient
+from ..scenario.fixtures import McpFixture
 from .gateway_process import RunningGateway, install, start
 from ..scenario.loader import LoadedScenario
 from ..options import TargetOptions
 from .profile import Profile, ProfileError, find_profile, profile_paths
 from ..wire.redaction import Redactor, tool_secrets
-from .runner import Engine, EngineEvent, Judge, ScenarioResult, UnitFinished
+from .runner import Engine
+from ..judge.judges import Judge
+from ..model.results import ScenarioResult, UnitFinished
 from ..scenario.model import Mode
 from .stack import Stack, fixture_ports, running_upstream, search_port
 from .targets import Target, unreachable
@@ -45,12 +48,12 @@ class Session:
     scenarios run, as written and as sent (their MCP `authorization` and headers)."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-            on_event: Callable[[EngineEvent], None] | None = None, judges: Sequence[Judge] = (),
+            on_event: Callable[[UnitFinished], None] | None = None, judges: Sequence[Judge] = (),
             stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
         return asyncio.run(self.run_async(units, jobs, on_event, judges, stop_after))
 
     async def run_async(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-                        on_event: Callable[[EngineEvent], None] | None = None, judges: Sequence[Judge] = (),
+                        on_event: Callable[[UnitFinished], None] | None = None, judges: Sequence[Judge] = (),
                         stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
         """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
         fixtures by its own names, since their calls are then told apart only by order. No
@@ -72,10 +75,10 @@ class Session:
                                 judges=judges)
             return await engine.run_all(units, jobs, stop_after)
 
-    def _learning(self, on_event: Callable[[EngineEvent], None] | None) -> Callable[[EngineEvent], None]:
+    def _learning(self, on_event: Callable[[UnitFinished], None] | None) -> Callable[[UnitFinished], None]:
         """`on_event`, told of a finished unit once the redactor knows the secrets its requests
         carried (placeholders rendered), so no one hears of them before it does."""
-        def learn_then_tell(event: EngineEvent) -> None:
+        def learn_then_tell(event: UnitFinished) -> None:
             if isinstance(event, UnitFinished):
                 self.redactor.add(*(secret for step in event.result.steps if step.exchange
                                     for secret in tool_secrets(step.exchange.request_body)))

@@ -39,7 +39,7 @@ from ...reference_impl import ConfigError, GatewayConfig, McpServerConfig, build
 from ...reference_impl.config import WebSearchConfig
 from ..defaults import LOOPBACK
 from ..errors import HarnessError
-from .fixture_client import McpFixture
+from ..scenario.fixtures import McpFixture
 from ..scenario.model import GatewaySetup
 
 GATEWAY_LOGGER = "responses_parity.reference_impl"

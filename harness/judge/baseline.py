@@ -17,7 +17,7 @@ from ...reference_impl.documents import read_json
 from ..errors import HarnessError
 from ..model.findings import Finding, Severity
 from ..wire.redaction import Redactor
-from ..engine.runner import ScenarioResult
+from ..model.results import ScenarioResult
 
 BASELINE_FORMAT = 1
 Key = tuple[str, str, str, str, str]

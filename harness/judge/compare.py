@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import json
-from dataclasses import dataclass
 from typing import Any
 
 
@@ -16,7 +15,8 @@ from ...fixtures.recording import fingerprint
 from ..model.contract import Contract, ItemShape
 from ..wire.exchange import Exchange
 from ..model.findings import Finding, Kind, Severity
-from ..engine.fixture_client import Observed
+from ..model.observed import Observed
+from ..model.results import StreamReference
 from ..scenario.model import ChatExpect, Expect, ItemExpect, PageExpect, UpstreamExpect, Variant
 
 
@@ -184,15 +184,6 @@ def compare_variants(variants: list[Variant], contract: Contract, exchange: Exch
         misses.append(f"{variant.name}: {differences[0].message}")
     return [_mismatch(Kind.VARIANT, "expect.variants", "matches none of the known variants (" + "; ".join(misses)
                       + ")", [v.name for v in variants], None)]
-
-
-@dataclass(frozen=True)
-class StreamReference:
-    """The sequence a stream is held against, for reports that show the two side by side."""
-
-    events: tuple[str, ...] | None
-    source: str
-    """Where `events` come from; when there are none, why."""
 
 
 def stream_reference(expect: Expect, findings: list[Finding], actual: tuple[str, ...], chat: bool) -> StreamReference:

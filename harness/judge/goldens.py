@@ -26,15 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from ...reference_impl.documents import read_json
-from .compare import StreamReference, compare
+from ..model.results import StreamReference
+from .compare import compare
 from ..model.contract import Contract, project_answer, streamed_sequence
 from ..defaults import DEFAULT_GOLDEN_DIR
 from ..wire.exchange import Exchange
 from ..errors import HarnessError
 from ..model.findings import Finding, Kind, Severity
 from ..wire.redaction import Redactor
-from ..report.documents import versions
-from ..engine.runner import ScenarioResult, model_dependent_as_notes
+from ..model.versions import versions
+from ..model.results import ScenarioResult
+from .judgement import model_dependent_as_notes
 from ..scenario.model import FORMAT_VERSION, Expect, Mode
 
 MANIFEST = "manifest.json"

@@ -5,9 +5,18 @@ scenario run, so `parity run` and the pytest plugin judge alike."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Protocol
 
 from . import baseline, goldens
-from ..engine.runner import Judge
+from ..model.results import ScenarioResult
+
+
+class Judge(Protocol):
+    """Judges a scenario run beyond its own expectations once it has run (how it differs from
+    a golden set, which divergences a baseline already knows): it adds findings or marks them
+    known, in place."""
+
+    def __call__(self, result: ScenarioResult) -> None: ...
 
 
 def judges(against: str | None = None, golden_dir: Path | None = None,

@@ -19,7 +19,8 @@ from typing import Any
 from ..wire.exchange import Exchange
 from ..model.findings import Finding, Kind, Severity
 from ..model.guard_allowance import GuardAllowance
-from ..engine.fixture_client import McpFixture, Observed
+from ..scenario.fixtures import McpFixture
+from ..model.observed import Observed
 
 RULE = "mcp.failure"
 QUOTED_CHARS = 300

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..engine.fixture_client import Observed
+from .observed import Observed
 
 
 @dataclass(frozen=True)

@@ -11,29 +11,18 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from ..model.contract import sequence_marks, streamed_sequence
 from ..model.findings import Severity
+from ..model.versions import versions
 from ..wire.redaction import Redactor
 from .html import render_html, unit_anchor
-from ..engine.runner import Outcome, ScenarioResult, StepResult
+from ..model.results import Outcome, ScenarioResult, StepResult
 from ..scenario.vocabulary import output_item_types, sdk_event_types
 from ..scenario.model import FORMAT_VERSION, MODES
 from ..engine.targets import Target
-
-
-def versions() -> dict[str, str]:
-    """The versions a report must name: this tool and the SDKs it takes its schemas from."""
-    found = {}
-    for name in ("responses-parity", "openai", "mcp"):
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = "unknown"
-    return found
 
 
 @dataclass(frozen=True)

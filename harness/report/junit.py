@@ -22,7 +22,7 @@ from pathlib import Path
 from ..model.findings import Severity
 from ..wire.redaction import Redactor
 from .documents import Counted, RunInfo
-from ..engine.runner import ScenarioResult
+from ..model.results import ScenarioResult
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _PROPERTY = "parity_"

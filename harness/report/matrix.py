@@ -31,7 +31,7 @@ from ..engine.profile import ProfileError, find_profile
 from ..wire.redaction import Redactor
 from .documents import RunInfo, write_reports
 from .html import unit_anchor
-from ..engine.runner import EngineEvent
+from ..model.results import UnitFinished
 from ..scenario.model import MODES, Mode
 from ..engine.session import OPENAI, REFERENCE, TargetOptions, open_session
 
@@ -178,7 +178,7 @@ def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
 
 def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mode]], base: TargetOptions,
                report_root: Path, *, jobs: int = 2, say: Callable[[str], None] = lambda line: None,
-               on_event: Callable[[EngineEvent], None] | None = None,
+               on_event: Callable[[UnitFinished], None] | None = None,
                redactor: Redactor | None = None) -> list[TargetRun]:
     """Run `units` against each target in turn (each started, run and stopped before the next:
     a 2-core machine runs one gateway at a time), writing each one's report to

@@ -28,7 +28,7 @@ from ...fixtures.mcp import fixture_tools
 from . import vocabulary
 from .capabilities import hosted_tool
 from ..wire.exchange import TERMINAL_EVENTS
-from ..engine.fixture_client import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
+from .fixtures import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
 from .placeholders import BUILTIN_NAMES, PlaceholderError, Reference, has_placeholders, parse, quoted
 from .model import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
 

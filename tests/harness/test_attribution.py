@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from responses_parity.harness.model.attribution import Sent, attribute
-from responses_parity.harness.engine.fixture_client import Observed
+from responses_parity.harness.model.observed import Observed
 
 
 def model(step: int, at: float) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from responses_parity.harness.report.junit import junit_xml
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load_file
 from responses_parity.harness.wire.redaction import Redactor
 from responses_parity.harness.report.documents import RunInfo
-from responses_parity.harness.engine.runner import ScenarioResult, StepResult
+from responses_parity.harness.model.results import ScenarioResult, StepResult
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 

@@ -12,7 +12,7 @@ from conftest import write_scenario
 from parity_process import PARITY, running
 
 from responses_parity.harness.errors import HarnessError
-from responses_parity.harness.engine.fixture_client import McpFixture
+from responses_parity.harness.scenario.fixtures import McpFixture
 from responses_parity.harness.scenario.placeholders import (MAX_RENDERED_CHARS, OutputView, PlaceholderError, Reference,
                                                             escaped, parse, render)
 

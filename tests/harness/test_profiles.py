@@ -11,7 +11,7 @@ import pytest
 
 from responses_parity.harness.scenario.capabilities import (HOSTED_TOOLS, MEANING, Capability, missing_capability,
                                                             required_capabilities)
-from responses_parity.harness.engine.fixture_client import McpFixture
+from responses_parity.harness.scenario.fixtures import McpFixture
 from responses_parity.harness.engine.gateway_process import _FreePorts, installation_for
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.report.matrix import describe_target
