@@ -15,14 +15,13 @@ from ..fixtures.mcp import FIXTURE_SERVERS
 from ..reference_impl.documents import MAX_YAML_BYTES
 from .defaults import Mode
 from .errors import HarnessError
-from .judge.judges import judges
+from .judge.against import Against, load_against
 from .report.junit import counted, describe, properties
 from .scenario.loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
 from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
 from .pytest_plugin import dest, flag
 from .wire.redaction import Redactor
 from .report.documents import Counted, tally_of, tally_line
-from .judge.judges import Judge
 from .model.results import ScenarioResult
 from .engine.session import Session, open_session
 
@@ -32,13 +31,13 @@ _TOP_LEVEL_KEY = re.compile(r"""^["']?(id|steps)["']?[ \t]*:""", re.MULTILINE)
 
 @dataclass(eq=False)
 class _Run:
-    """This pytest run's target, selection and judges, its session (started on first use), and
-    the tally, counted from every test's report (here, or sent by a pytest-xdist worker). A
-    plugin of its own, registered for the run."""
+    """This pytest run's target, selection and what its answers are held against, its session
+    (started on first use), and the tally, counted from every test's report (here, or sent by a
+    pytest-xdist worker). A plugin of its own, registered for the run."""
 
     options: TargetOptions
     modes: tuple[Mode, ...]
-    judges: tuple[Judge, ...] = ()
+    against: Against = field(default_factory=Against)
     counted: list[Counted] = field(default_factory=list)
     _session: Session | None = None
     _context: Any = field(default=None, repr=False)
@@ -74,7 +73,7 @@ def pytest_configure(config: pytest.Config) -> None:
     values = {option.dest: config.getoption(dest(option)) for option in PYTEST_OPTIONS}
     try:
         options = target_options(values)
-        chosen = judges(values["against"], values["golden_dir"], values["baseline_file"])
+        chosen = load_against(values["against"], values["golden_dir"], values["baseline_file"])
     except OptionError as problem:
         raise pytest.UsageError(f"{flag(problem.option)}: {problem.problem}") from problem
     except HarnessError as problem:
@@ -137,7 +136,7 @@ class ScenarioItem(pytest.Item):
         """Runs the scenario; one the harness could not run is an error, not a failure. The
         test's properties carry what the tally takes of it."""
         run = self.config.stash[_RUN]
-        self.result = run.session().run([(self.loaded, self.mode)], judges=run.judges)[0]
+        self.result = run.session().run([(self.loaded, self.mode)], against=run.against)[0]
         self.user_properties.extend(properties(Counted.of(self.result)))
         if self.result.outcome == "could_not_run":
             pytest.fail(describe(self.result, self.redactor), pytrace=False)

@@ -12,7 +12,7 @@ from rich.markup import escape
 
 from ...reference_impl.documents import read_json
 from ..wire.capture import exchange_files
-from ..judge.checks import no_reference_findings
+from ..judge.judgement import Case, judge
 from ..wire.exchange import Exchange
 from ..errors import HarnessError
 from ..model.findings import Finding, Severity
@@ -78,7 +78,7 @@ def check_exchange(paths: tuple[Path, ...], surface: str, current: bool) -> None
             continue
         for index, exchange in enumerate(exchanges):
             name = f"{path}[{index}]" if len(exchanges) > 1 else str(path)
-            findings = no_reference_findings(exchange, chat, current=current)
+            findings = judge(Case(exchange, chat, current=current)).findings
             worst = max((f.severity for f in findings), default=None)
             label = "ok" if worst is None or worst < Severity.WARNING else str(worst)
             out.print(f"[bold]{escape(name)}[/bold]: {label}", soft_wrap=True)

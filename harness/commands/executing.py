@@ -14,14 +14,13 @@ import click
 
 from ..judge import goldens
 from ..errors import HarnessError
-from ..judge.judges import judges
+from ..judge.against import Against, load_against
 from ..report.junit import write_junit
 from ..scenario.loader import Catalogue, LoadedScenario
 from ..report.matrix import build_matrix, run_matrix, write_matrix
 from ..options import TargetOptions
 from ..wire.redaction import Redactor
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
-from ..judge.judges import Judge
 from ..model.results import ScenarioResult
 from ..scenario.model import Mode
 from ..engine.session import open_session
@@ -31,17 +30,17 @@ from .run_console import DEFAULT, RunConsole
 from .selection import Conventions, Selection
 
 
-def run_judges(against: str | None, golden_dir: Path | None, baseline_file: Path | None) -> tuple[Judge, ...]:
-    """The judges `--against` and `--baseline` name; a usage error when one cannot be read."""
+def run_against(against: str | None, golden_dir: Path | None, baseline_file: Path | None) -> Against:
+    """What `--against` and `--baseline` name; a usage error when one cannot be read."""
     try:
-        return judges(against, golden_dir, baseline_file)
+        return load_against(against, golden_dir, baseline_file)
     except HarnessError as problem:
         raise click.UsageError(str(problem)) from problem
 
 
 def run(selected: Selection, redactor: Redactor, conventions: Conventions, *, report_dir: Path,
-        chosen: tuple[Judge, ...]) -> NoReturn:
-    """`parity run`: the selection against its target, judged also by `chosen`, reported."""
+        chosen: Against) -> NoReturn:
+    """`parity run`: the selection against its target, held also against `chosen`, reported."""
     console = _console(conventions)
     results, info = _execute(selected, redactor, console, conventions, chosen)
     _finish(selected.catalogue, results, info, console, conventions, report_dir=report_dir)
@@ -83,7 +82,7 @@ def _console(conventions: Conventions) -> RunConsole:
 
 
 def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conventions: Conventions,
-             judges: tuple[Judge, ...] = ()) -> tuple[list[ScenarioResult], RunInfo]:
+             against: Against | None = None) -> tuple[list[ScenarioResult], RunInfo]:
     """Run the selected units against the target (`redactor` learning the run's secrets), and
     time it; a harness error (a target that cannot be started or reached) exits with the usage
     code."""
@@ -94,7 +93,7 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
     try:
         with open_session(options, mcp_names, console.say, redactor) as session:
-            results = session.run(units, selected.jobs, console.progress, judges, stop_after)
+            results = session.run(units, selected.jobs, console.progress, against, stop_after)
     except HarnessError as problem:
         error(str(problem))
         sys.exit(EXIT_USAGE)

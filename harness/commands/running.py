@@ -96,7 +96,7 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
         selected = _selection(**selection)
         from . import executing  # the files are read first: see the module's docstring
         executing.run(selected, redactor, conventions, report_dir=report_dir,
-                      chosen=executing.run_judges(against, golden_dir, baseline_file))
+                      chosen=executing.run_against(against, golden_dir, baseline_file))
 
 
 @click.command("record")

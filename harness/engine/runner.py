@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from functools import partial
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
@@ -24,9 +25,8 @@ from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run
 from ..model.attribution import Sent, attribute
 from ..scenario.capabilities import missing_capability
 from ..model.results import ScenarioResult, StepResult, UnitFinished
-from ..judge.compare import compare_upstream, stream_reference, upstream_anomalies
 from .conditions import wait_until
-from ..model.contract import chat_completion, streamed_sequence
+from ..model.contract import chat_completion
 from ..wire.exchange import Exchange
 from ..errors import HarnessError
 from ..model.findings import Finding, Kind, Severity
@@ -34,11 +34,10 @@ from .fixture_client import FixtureClient
 from ..scenario.fixtures import McpFixture
 from ..model.observed import Observed
 from ..scenario.loader import LoadedScenario
-from ..judge.judgement import judge_answer, model_dependent_as_notes
-from ..judge.judges import Judge
-from ..judge.mcp_failure import mcp_failure
+from ..judge.against import Against
+from ..judge.judgement import Case, judge, not_checked_upstream
 from ..scenario.placeholders import OutputView, render
-from ..scenario.model import Expect, GatewaySetup, Mode, Scenario, Step, Upload, UpstreamExpect, Wait
+from ..scenario.model import Expect, GatewaySetup, Mode, Scenario, Step, Upload, Wait
 from .targets import Form, Target, send
 
 _CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
@@ -159,10 +158,25 @@ class _Prepared:
     """Whether the request goes to the Chat Completions endpoint (its answer is judged as one)."""
 
 
+@dataclass(frozen=True)
+class _Unjudged:
+    """A step that ran, to be judged once the run is over (when what its request caused at the
+    fixtures is known)."""
+
+    index: int
+    step_id: str
+    exchange: Exchange | None
+    """None: the step sent nothing, since what it waited for never held."""
+    expect: Expect
+    chat: bool
+    found: list[Finding]
+    """What the engine found while running it (`poll.until`, `disconnect.when`, ...)."""
+
+
 @dataclass
 class _Run:
     """One scenario run in one mode: its token, placeholder context, chains, the create
-    requests sent so far and each step's result by index."""
+    requests sent so far and each step, answered or not, in order."""
 
     token: str
     scenario: Scenario
@@ -170,9 +184,7 @@ class _Run:
     context: dict[str, Any]
     chains: _Chains = field(default_factory=_Chains)
     sent: list[Sent] = field(default_factory=list)
-    results: dict[int, StepResult] = field(default_factory=dict)
-    upstream_expects: dict[int, UpstreamExpect] = field(default_factory=dict)
-    """Each step's `expect.upstream`, rendered, judged once the run is over."""
+    steps: list[StepResult | _Unjudged] = field(default_factory=list)
     turns: list[list[ModelTurn]] = field(init=False)
     """Each step's scripted model turns: as written, placeholders resolved once the step is prepared."""
 
@@ -184,17 +196,17 @@ class Engine:
     def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
                  on_event: Callable[[UnitFinished], None] | None = None, *,
                  gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None,
-                 judges: Sequence[Judge] = ()) -> None:
+                 against: Against | None = None) -> None:
         """`fixtures` talks to the scripted upstream and the MCP fixtures (None for a live model);
         `mcp` says where each MCP fixture is reachable (default: where `fixtures` serves them);
-        `judges` judge each run after its own expectations, in order."""
+        `against`: what each answer is held against beyond its step's expectation."""
         self.target = target
         self.http = http
         self.fixtures = fixtures
         self.on_event = on_event or (lambda event: None)
         self.gateways = gateways
         self.mcp = mcp if mcp is not None else (fixtures.mcp if fixtures else {})
-        self.judges = tuple(judges)
+        self.against = against or Against()
         self._search_queries: dict[str, asyncio.Lock] = {}
         """A lock per search query some run states (see `_alone_with_its_searches`)."""
 
@@ -235,8 +247,6 @@ class Engine:
             async with self._alone_with_its_searches(scenario):
                 result = await self._run_once(loaded, mode)
             result.attempt = attempt
-            for judge in self.judges:
-                judge(result)
             if result.outcome != "fail":
                 break
         return result
@@ -261,6 +271,8 @@ class Engine:
             return result
         token = new_run_token()
         run = _Run(token, scenario, mode, self._context(token, scenario))
+        caused: dict[int, Observed] | None = None
+        setup_error = None
         try:
             if self.scripted:
                 assert self.fixtures is not None
@@ -270,20 +282,46 @@ class Engine:
                     if step.modes is not None and mode not in step.modes:
                         run.chains.chain_of.append(index)
                         continue
-                    step_result = run.results[index] = await self._step(target, run, index, step)
-                    result.steps.append(step_result)
-                    if step_result.exchange is not None:
-                        run.context[step.id] = _step_view(step_result.exchange)
+                    run.steps.append(await self._step(target, run, index, step))
                 if self.scripted:
-                    await self._judge_upstream(run)
+                    assert self.fixtures is not None
+                    caused = attribute(await self.fixtures.observed(token, scenario.fixtures), run.sent)
         except HarnessError as error:
-            result.steps.append(StepResult("(setup)", error=str(error)))
+            setup_error = str(error)
         finally:
             if self.scripted:
                 assert self.fixtures is not None
                 await self.fixtures.forget(token, scenario.fixtures)
+        result.steps = [await self._judged(run, step, caused) for step in run.steps]
+        if setup_error is not None:
+            result.steps.append(StepResult("(setup)", error=setup_error))
         result.duration_s = time.monotonic() - started
         return result
+
+    async def _judged(self, run: _Run, step: StepResult | _Unjudged, caused: dict[int, Observed] | None) -> StepResult:
+        """A step's result, judged once the run is over: on its answer, what the engine found
+        running it, and what its request caused (`caused`, by step index: what reached the
+        fixtures, so work a background or abandoned request did later counts); a step the harness
+        could not run, or that chose to send nothing, as it is."""
+        if isinstance(step, StepResult):
+            return step
+        scenario = run.scenario
+        live = scenario.live
+        observed = caused.get(step.index, Observed()) if caused is not None else None
+        golden = self.against.golden
+        case = Case(step.exchange, step.chat, step.expect, found=step.found, observed=observed,
+                    model_dependent=live.model_dependent if live is not None and not self.target.scripted else (),
+                    upstream=step.expect.upstream, mcp=run.context["mcp"],
+                    reference=golden.reference(scenario, run.mode, step.step_id) if golden is not None else None,
+                    known=self._known(run, step.step_id))
+        judgement = await asyncio.to_thread(judge, case)
+        return StepResult(step.step_id, step.exchange, judgement.contract, judgement.findings, observed,
+                          reference=judgement.reference, expect=step.expect, chat=step.chat)
+
+    def _known(self, run: _Run, step_id: str) -> Callable[[Finding], bool] | None:
+        """Whether the run's baseline knows a finding of this step."""
+        baseline = self.against.baseline
+        return None if baseline is None else partial(baseline.knows, run.scenario.id, run.mode, step_id)
 
     @asynccontextmanager
     async def _target_for(self, scenario: Scenario, run: str) -> AsyncIterator[Target]:
@@ -317,7 +355,9 @@ class Engine:
                          [_rendered(turn, run.context, f"{where}.model[{n}]") for n, turn in enumerate(step.model)],
                          chat=path == target.chat_path)
 
-    async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult:
+    async def _step(self, target: Target, run: _Run, index: int, step: Step) -> StepResult | _Unjudged:
+        """Run one step: its answer to be judged, or the result of a step that sent nothing or
+        that the harness could not run."""
         try:
             prepared = self._prepare(target, run, index, step)
         except HarnessError as error:
@@ -335,32 +375,23 @@ class Engine:
                 run.turns[index] = prepared.turns
                 await self.fixtures.register(run.token, RunScript(steps=run.turns, chain_of=run.chains.chain_of))
             if (waited := await self._wait(run, step)) is not None:
-                return StepResult(step.id, findings=[waited])
+                return _Unjudged(index, step.id, None, expect, prepared.chat, [waited])
             if not step.send:
                 return StepResult(step.id)
-            if expect.upstream is not None:
-                run.upstream_expects[index] = expect.upstream
-            exchange, poll_finding = await self._send(target, run, index, step, prepared)
-            contract, findings = await asyncio.to_thread(judge_answer, expect, exchange, prepared.chat)
-            findings += poll_finding
+            exchange, found = await self._send(target, run, index, step, prepared)
             if step.disconnect is not None and step.disconnect.when is not None and not exchange.disconnected:
-                findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "disconnect.when",
-                                        "the answer was over before the client was to go away: "
-                                        "`disconnect.when` never held while it was in flight"))
-            if not self.target.scripted and run.scenario.live is not None:
-                findings = model_dependent_as_notes(findings, run.scenario.live.model_dependent)
+                found.append(Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "disconnect.when",
+                                     "the answer was over before the client was to go away: "
+                                     "`disconnect.when` never held while it was in flight"))
             if not self.scripted and expect.upstream is not None:
-                findings.append(Finding(Kind.UPSTREAM_REQUEST, Severity.NOTE, "expect.upstream",
-                                        "not checked: what reached the model is known only with the scripted one"))
+                found.append(not_checked_upstream())
         except HarnessError as error:
             return StepResult(step.id, error=str(error))
-        response_id = (contract.response_fields or {}).get("id")
+        response_id = (exchange.response_object() or {}).get("id") if not prepared.chat else None
         if isinstance(response_id, str):
             run.chains.by_response[response_id] = chain
-        reference = stream_reference(expect, findings, streamed_sequence(contract) or (), prepared.chat) \
-            if exchange.streamed else None
-        return StepResult(step.id, exchange, contract, findings, reference=reference, expect=expect,
-                          chat=prepared.chat)
+        run.context[step.id] = _step_view(exchange)
+        return _Unjudged(index, step.id, exchange, expect, prepared.chat, found)
 
     async def _wait(self, run: _Run, step: Step) -> Finding | None:
         """Wait as the step asks before sending; a finding when the awaited condition never held."""
@@ -399,35 +430,14 @@ class Engine:
                 run.sent.append(Sent(index, sent_at, time.time() if settled else None))
             if step.poll is None or prepared.poll_until is None:
                 return exchange, []
-            _, misses = await asyncio.to_thread(judge_answer, prepared.poll_until, exchange, prepared.chat,
-                                                with_checks=False)
-            misses = [finding for finding in misses if finding.fails]
+            polled = await asyncio.to_thread(judge, Case(exchange, prepared.chat, prepared.poll_until, checks=False))
+            misses = [finding for finding in polled.findings if finding.fails]
             if not misses:
                 return exchange, []
             if time.monotonic() >= deadline:
                 return exchange, [replace(misses[0], rule="poll.until", message=f"polled for {step.poll.timeout:g}s "
                                           f"and the answer never matched `poll.until`: {misses[0].message}")]
             await asyncio.sleep(step.poll.interval)
-
-    async def _judge_upstream(self, run: _Run) -> None:
-        """Judge every step's `expect.upstream` on what its request caused, once the run is over
-        (so work a background or abandoned request did later counts), report what the
-        scripted model could not answer as scripted, and explain a failed step whose MCP
-        listing failed (`mcp_failure`)."""
-        assert self.fixtures is not None
-        observed = await self.fixtures.observed(run.token, run.scenario.fixtures)
-        caused = attribute(observed, run.sent)
-        for index, result in run.results.items():
-            step = run.scenario.steps[index]
-            if result.error is not None or not step.send:
-                continue
-            result.observed = caused.get(index, Observed())
-            result.findings += upstream_anomalies(result.observed)
-            if (expect := run.upstream_expects.get(index)) is not None:
-                result.findings += compare_upstream(expect, result.observed)
-            if result.outcome == "fail" and result.exchange is not None and \
-                    (cause := mcp_failure(result.exchange, result.observed, run.context["mcp"])) is not None:
-                result.findings.insert(0, cause)
 
     async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
                       stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:

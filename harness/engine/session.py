@@ -24,7 +24,7 @@ from ..options import TargetOptions
 from .profile import Profile, ProfileError, find_profile, profile_paths
 from ..wire.redaction import Redactor, tool_secrets
 from .runner import Engine
-from ..judge.judges import Judge
+from ..judge.against import Against
 from ..model.results import ScenarioResult, UnitFinished
 from ..scenario.model import Mode
 from .stack import Stack, fixture_ports, running_upstream, search_port
@@ -48,12 +48,12 @@ class Session:
     scenarios run, as written and as sent (their MCP `authorization` and headers)."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-            on_event: Callable[[UnitFinished], None] | None = None, judges: Sequence[Judge] = (),
+            on_event: Callable[[UnitFinished], None] | None = None, against: Against | None = None,
             stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
-        return asyncio.run(self.run_async(units, jobs, on_event, judges, stop_after))
+        return asyncio.run(self.run_async(units, jobs, on_event, against, stop_after))
 
     async def run_async(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
-                        on_event: Callable[[UnitFinished], None] | None = None, judges: Sequence[Judge] = (),
+                        on_event: Callable[[UnitFinished], None] | None = None, against: Against | None = None,
                         stop_after: Callable[[ScenarioResult], bool] | None = None) -> list[ScenarioResult]:
         """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
         fixtures by its own names, since their calls are then told apart only by order. No
@@ -67,12 +67,12 @@ class Session:
             raise HarnessError(f"the target {self.target.name} at {self.target.base_url} is unreachable: {why}")
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
             if self.stack is None:
-                engine = Engine(self.target, http, None, on_event, mcp=self.mcp, judges=judges)
+                engine = Engine(self.target, http, None, on_event, mcp=self.mcp, against=against)
             else:
                 assert self.stack.upstream_url is not None
                 fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp, self.stack.search_url)
                 engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
-                                judges=judges)
+                                against=against)
             return await engine.run_all(units, jobs, stop_after)
 
     def _learning(self, on_event: Callable[[UnitFinished], None] | None) -> Callable[[UnitFinished], None]:

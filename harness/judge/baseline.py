@@ -9,23 +9,19 @@ ids that change from run to run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...reference_impl.documents import read_json
 from ..errors import HarnessError
 from ..model.findings import Finding, Severity
+from ..scenario.model import Mode
 from ..wire.redaction import Redactor
-from ..model.results import ScenarioResult
 
 BASELINE_FORMAT = 1
 Key = tuple[str, str, str, str, str]
 """(scenario, mode, step, kind, rule)."""
-
-
-def _key(result: ScenarioResult, step: str, finding: Finding) -> Key:
-    return (result.scenario.id, result.mode, step, str(finding.kind), finding.rule)
 
 
 def build(document: dict[str, Any]) -> dict[str, Any]:
@@ -54,9 +50,8 @@ def write(path: Path, document: dict[str, Any]) -> None:
     Redactor().write_json(path, document)
 
 
-def load(path: Path) -> dict[Key, Severity]:
-    """Known divergence -> the severity it was accepted at; raises `HarnessError` naming the
-    file and entry that is broken."""
+def load(path: Path) -> Baseline:
+    """The baseline in `path`; raises `HarnessError` naming the file and entry that is broken."""
     try:
         document = read_json(path)
     except (OSError, ValueError) as error:
@@ -69,20 +64,16 @@ def load(path: Path) -> dict[Key, Severity]:
         except (KeyError, TypeError, AttributeError) as error:
             raise HarnessError(f"baseline {path}: divergences[{index}] needs scenario, mode, step, kind, rule and "
                                f"severity (note, warning or error): {error!r}") from error
-    return known
+    return Baseline(known)
 
 
 @dataclass(frozen=True)
-class BaselineJudge:
-    """Marks the findings the baseline knows (in place), at the severity it accepted or lower."""
+class Baseline:
+    """The divergences a baseline knows, each at the severity it accepted."""
 
     known: dict[Key, Severity]
 
-    def __call__(self, result: ScenarioResult) -> None:
-        for step in result.steps:
-            step.findings = [replace(finding, known=True) if self._knows(result, step.step_id, finding) else finding
-                             for finding in step.findings]
-
-    def _knows(self, result: ScenarioResult, step: str, finding: Finding) -> bool:
-        accepted = self.known.get(_key(result, step, finding))
+    def knows(self, scenario: str, mode: Mode, step: str, finding: Finding) -> bool:
+        """Whether `finding` of that step is known: the baseline has it at its severity or worse."""
+        accepted = self.known.get((scenario, mode, step, str(finding.kind), finding.rule))
         return accepted is not None and Severity.WARNING <= finding.severity <= accepted

@@ -8,36 +8,28 @@ exchange file format), for readers its contract, and the rules of the scenario's
 broke (`diverges`: how it stood against OpenAI's contract when recorded). Everything is written
 through the run's `Redactor`.
 
-A golden step is compared as an expectation: its exchange is projected to a contract, which
-states every field it holds (`expectation_of`), and the one comparer (`compare.compare`)
-judges the other target's answer against it. Where two answers differ in a way most clients
-survive (an HTTP status of the same class, `error.param`, whether `usage` is present) it is a
-warning; parts a live model decides (the scenario's `live.model_dependent`) differ as notes
-when the golden comes from a live model. `GoldenJudge` does this inside the engine.
+`GoldenSet.reference` gives the set's record of a step, which the judge holds an answer
+against (`reference.py`).
 """
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ...reference_impl.documents import read_json
-from ..model.results import StreamReference
-from .compare import compare
-from ..model.contract import Contract, project_answer, streamed_sequence
 from ..defaults import DEFAULT_GOLDEN_DIR
 from ..wire.exchange import Exchange
 from ..errors import HarnessError
-from ..model.findings import Finding, Kind, Severity
 from ..wire.redaction import Redactor
 from ..model.versions import versions
 from ..model.results import ScenarioResult
-from .judgement import model_dependent_as_notes
-from ..scenario.model import FORMAT_VERSION, Expect, Mode
+from ..scenario.model import FORMAT_VERSION, Mode, Scenario
+from .reference import Reference
 
 MANIFEST = "manifest.json"
 
@@ -64,6 +56,14 @@ class GoldenSet:
     @property
     def scripted(self) -> bool:
         return bool(self.manifest.get("scripted", True))
+
+    def reference(self, scenario: Scenario, mode: Mode, step: str) -> Reference:
+        """The set's record of one step to hold an answer against (none: a note says so)."""
+        unit = self.units.get((scenario.id, mode))
+        live = scenario.live
+        return Reference(unit.steps.get(step) if unit else None, f"golden {self.name}",
+                         recorded=self.manifest.get("recorded_at", "at an unknown date"),
+                         model_dependent=live.model_dependent if live and not self.scripted else ())
 
 
 def record(directory: Path, name: str, results: Iterable[ScenarioResult], *, target_name: str, model: str,
@@ -156,113 +156,3 @@ def resolve(spec: str, golden_dirs: Iterable[Path]) -> Path:
         if (folder / MANIFEST).is_file():
             return folder
     raise HarnessError(f"no golden set {name!r} in {', '.join(str(f.parent) for f in searched)}")
-
-
-def expectation_of(contract: Contract) -> Expect:
-    """What a recorded answer states, as an expectation: its HTTP status, error envelope,
-    Response status, incomplete reason, usage, output items, interrupt, events and terminal
-    event (streams), or its chat completion's shape."""
-    data: dict[str, Any] = {"http_status": contract.http_status} if contract.http_status is not None else {}
-    if contract.error is not None:
-        data["error"] = {"type": contract.error.type, "code": contract.error.code, "param": contract.error.param}
-    if contract.response_fields is not None and contract.chat is None:
-        data |= {"status": contract.status, "incomplete_reason": contract.incomplete_reason,
-                 "usage": contract.has_usage,
-                 "output": [{k: v for k, v in vars(item).items() if v is not None} for item in contract.output],
-                 "interrupt": {k: v for k, v in vars(contract.interrupt).items() if v is not None}}
-    if contract.stream is not None:
-        data["events"] = list(contract.stream.events)
-        if contract.stream.terminal is not None:
-            data["terminal"] = contract.stream.terminal
-    if contract.chat is not None:
-        chat = contract.chat
-        data["chat"] = {"finish_reason": chat.finish_reason, "role": chat.role, "tool_calls": list(chat.tool_calls)}
-        if contract.stream is not None or chat.chunks:
-            data["chat"]["chunks"] = list(chat.chunks)
-        data["usage"] = contract.has_usage
-    return Expect.model_validate({k: v for k, v in data.items() if v is not None or k in ("incomplete_reason",)})
-
-
-_SAME_CLASS_IS_A_WARNING = "golden.http_status"
-_WARNINGS = frozenset({"golden.error.param", "golden.usage"})
-"""Differences most clients survive."""
-
-
-def compare_with(golden: Exchange, actual: Contract, exchange: Exchange, label: str,
-                 model_dependent: Sequence[str] = ()) -> list[Finding]:
-    """How an answer differs from a golden one, each finding named `golden.<field>`."""
-    wanted = project_answer(golden)
-    findings = model_dependent_as_notes(compare(expectation_of(wanted), actual, exchange), model_dependent)
-    if (wanted.stream is None) != (actual.stream is None):
-        findings.append(Finding(Kind.EVENT_SEQUENCE, Severity.ERROR, "expect.events", "the answer "
-                                + ("streams" if actual.stream is not None else "does not stream"),
-                                expected=wanted.stream is not None, actual=actual.stream is not None))
-    judged = []
-    for finding in findings:
-        rule = "golden." + finding.rule.removeprefix("expect.")
-        severity = finding.severity
-        if severity > Severity.WARNING and (rule in _WARNINGS or (
-                rule == _SAME_CLASS_IS_A_WARNING and _status_class(wanted.http_status) ==
-                _status_class(actual.http_status))):
-            severity = Severity.WARNING
-        judged.append(replace(finding, rule=rule, severity=severity, message=f"{finding.message} ({label})"))
-    return judged
-
-
-def _status_class(status: int | None) -> str:
-    return f"{status // 100}xx" if isinstance(status, int) else "none"
-
-
-@dataclass(frozen=True)
-class GoldenJudge:
-    """Adds to each step how its contract differs from the golden set's (in place). A unit or
-    step the golden set lacks is a note: there is nothing to compare it with."""
-
-    golden: GoldenSet
-
-    def __call__(self, result: ScenarioResult) -> None:
-        if result.unsupported is not None:
-            return
-        label = f"golden {self.golden.name}"
-        unit = self.golden.units.get((result.scenario.id, result.mode))
-        live = result.scenario.live
-        model_dependent = live.model_dependent if live and not self.golden.scripted else []
-        for step in result.steps:
-            if step.contract is None or step.exchange is None:
-                continue
-            golden = unit.steps.get(step.step_id) if unit else None
-            if golden is None:
-                step.findings.append(Finding(Kind.VARIANT, Severity.NOTE, "golden.missing",
-                                             f"{label} has no record of this step"))
-                continue
-            step.findings += compare_with(golden, step.contract, step.exchange, label, model_dependent)
-            step.findings += self._fields_it_lacks(golden, step.exchange, label)
-            if step.exchange.streamed and (sequence := streamed_sequence(project_answer(golden))) is not None:
-                step.reference = StreamReference(sequence, label)
-
-
-    def _fields_it_lacks(self, golden: Exchange, actual: Exchange, label: str) -> list[Finding]:
-        """A warning naming the fields the golden Response has and the answer's lacks: what the
-        golden's target sent when it was recorded, a client may rely on."""
-        wanted, got = golden.response_object(), actual.response_object()
-        if wanted is None or got is None or not (missing := missing_fields(wanted, got)):
-            return []
-        shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
-        return [Finding(Kind.RESPONSE_FIELD, Severity.WARNING, "golden.fields",
-                        f"the Response lacks {shown}, which {label} (recorded "
-                        f"{self.golden.manifest.get('recorded_at', 'at an unknown date')}) has",
-                        expected=missing, actual=None, key=f"the Response lacks fields {label} has")]
-
-
-def missing_fields(golden: Any, actual: Any, path: str = "") -> list[str]:
-    """The fields (dotted paths) `golden` has and `actual` lacks: the keys of objects, in depth;
-    in lists, items paired by place where both are objects of the same `type`."""
-    if isinstance(golden, dict) and isinstance(actual, dict):
-        return [found for key, value in golden.items()
-                for found in ([f"{path}.{key}" if path else key] if key not in actual
-                              else missing_fields(value, actual[key], f"{path}.{key}" if path else key))]
-    if isinstance(golden, list) and isinstance(actual, list):
-        return [found for index, (want, got) in enumerate(zip(golden, actual, strict=False))
-                if isinstance(want, dict) and isinstance(got, dict) and want.get("type") == got.get("type")
-                for found in missing_fields(want, got, f"{path}[{index}]")]
-    return []

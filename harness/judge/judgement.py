@@ -1,34 +1,129 @@
-"""Judging one answer: its contract, and the findings of its delivery, of the checks that need
-no reference and of how it differs from a step's expectation."""
+"""The one judge: every path that judges an answer (a scenario step the engine ran, an exchange
+the proxy relayed, an answer `parity replay` got, a capture `parity check-exchange` reads)
+describes what it knows as a `Case` and calls `judge`. What a path does not know is left out of
+its case and not judged; everything it knows is judged the same way everywhere.
+
+The order of a judgement's findings: how the answer was delivered (its bytes, its transport);
+then, only for an answer that arrived whole and can be read, the checks that need no reference
+and how it differs from the step's expectation; what the engine found while running the step;
+what reached the model and the MCP servers; then how it differs from a reference answer (a
+golden set's, or a captured one). A failed step whose MCP listing failed gets the explanation
+first (`mcp_failure`). A baseline marks the findings it knows last. CPU-bound on long streams,
+so the engine and the proxy call it off the event loop.
+
+A case with no expectation, nothing observed and no reference (the proxy, `check-exchange`)
+is judged without loading the comparer, the scenario model or the fixtures it names:
+`check-exchange` answers without them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from ..model.contract import Contract, project, project_chat
-from ..model.findings import Finding, Severity
-from ..scenario.model import Expect
+from ..model.contract import Contract, is_chat_answer, project, project_chat
+from ..model.findings import Finding, Kind, Severity
 from ..wire.exchange import Exchange
 from .checks import delivery_findings, no_reference_findings
-from .compare import compare
+
+if TYPE_CHECKING:
+    from ..model.observed import Observed
+    from ..model.results import StreamReference
+    from ..scenario.fixtures import McpFixture
+    from ..scenario.model import Expect, UpstreamExpect
+    from .reference import Reference
 
 
-def judge_answer(expect: Expect, exchange: Exchange, chat: bool,
-                 with_checks: bool = True) -> tuple[Contract, list[Finding]]:
-    """The exchange's contract and its findings: transport and malformed bytes, the checks that
-    need no reference (unless `with_checks` is False) and how it differs from `expect`; of an
-    answer that did not arrive whole or cannot be read, only why. CPU-bound on long
-    streams, so the engine runs it off the event loop (the other runs' streams keep being
-    read while it works)."""
+@dataclass(frozen=True)
+class Case:
+    """One answer and what it is judged against; a part left out is not judged."""
+
+    exchange: Exchange | None
+    """None: the step sent nothing (what it waited for never held): only `found`, and what the
+    scripted model could not answer as scripted, are judged."""
+    chat: bool | None = None
+    """Whether the answer is a chat completion; None: tell from the answer itself."""
+    expect: Expect | None = None
+    """The step's expectation, placeholders resolved."""
+    checks: bool = True
+    """Whether the checks that need no reference run (not while polling for a state)."""
+    current: bool = True
+    """The answer came just now from a target, so a field the SDK requires and it lacks is a
+    warning; otherwise it is traffic recorded earlier, and such a field is drift (a note)."""
+    found: Sequence[Finding] = ()
+    """What the engine found while running the step (`wait.until`, `poll.until`, `disconnect.when`)."""
+    model_dependent: Sequence[str] = ()
+    """The expectations a live model decides: how the answer differs from them is a note."""
+    observed: Observed | None = None
+    """What the step's request caused at the fixtures; None: not known (no scripted model)."""
+    upstream: UpstreamExpect | None = None
+    """What should have reached the model and the MCP servers (`expect.upstream`)."""
+    mcp: Mapping[str, McpFixture] = field(default_factory=dict)
+    """The MCP fixtures of the run, to explain a failed MCP listing."""
+    reference: Reference | None = None
+    """An earlier answer to hold this one against."""
+    known: Callable[[Finding], bool] | None = None
+    """Whether a baseline already knows a finding."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    contract: Contract | None
+    findings: list[Finding]
+    reference: StreamReference | None = None
+    """For a streamed answer, the sequence it is held against, for side-by-side views."""
+
+
+def judge(case: Case) -> Judgement:
+    """The contract of `case.exchange` and every finding of it (see the module's docstring)."""
+    exchange = case.exchange
+    if exchange is None:
+        found = [*case.found, *(_anomalies(case.observed) if case.observed is not None else [])]
+        return Judgement(None, _marked(found, case.known))
+    chat = is_chat_answer(exchange) if case.chat is None else case.chat
     contract = project_chat(exchange) if chat else project(exchange)
+    readable = not (exchange.transport_error or exchange.unreadable)
     findings = delivery_findings(exchange)
-    if exchange.transport_error or exchange.unreadable:
-        return contract, findings
-    if with_checks:
-        findings += no_reference_findings(exchange, chat, current=True)
-    findings += compare(expect, contract, exchange)
-    return contract, findings
+    if readable and case.checks:
+        findings += no_reference_findings(exchange, chat, current=case.current)
+    if case.expect is None and case.observed is None and case.reference is None:
+        return Judgement(contract, _marked([*findings, *case.found], case.known))
+    findings, reference = _held_to_what_is_known(case, exchange, contract, findings, chat=chat, readable=readable)
+    return Judgement(contract, _marked(findings, case.known), reference)
+
+
+def _anomalies(observed: Observed) -> list[Finding]:
+    from .compare import upstream_anomalies
+    return upstream_anomalies(observed)
+
+
+def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, findings: list[Finding], *,
+                           chat: bool, readable: bool) -> tuple[list[Finding], StreamReference | None]:
+    """The findings of a case with an expectation, what the fixtures observed or a reference,
+    and the sequence a streamed answer is held against."""
+    from ..model.contract import streamed_sequence
+    from .compare import compare, compare_upstream, stream_reference
+    from .mcp_failure import mcp_failure
+    from .reference import compared_with_reference
+
+    if readable and case.expect is not None:
+        findings = findings + compare(case.expect, contract, exchange)
+    findings = model_dependent_as_notes([*findings, *case.found], case.model_dependent)
+    if case.observed is not None:
+        findings += _anomalies(case.observed)
+        if case.upstream is not None:
+            findings += compare_upstream(case.upstream, case.observed)
+        if any(finding.fails for finding in findings) and \
+                (cause := mcp_failure(exchange, case.observed, case.mcp)) is not None:
+            findings.insert(0, cause)
+    reference = stream_reference(case.expect, findings, streamed_sequence(contract) or (), chat) \
+        if exchange.streamed and case.expect is not None else None
+    if case.reference is not None and readable:
+        differences, referenced = compared_with_reference(case.reference, contract, exchange)
+        findings += differences
+        reference = referenced or reference
+    return findings, reference
 
 
 def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:
@@ -36,3 +131,13 @@ def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> 
     return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
             if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
             for f in findings]
+
+
+def _marked(findings: list[Finding], known: Callable[[Finding], bool] | None) -> list[Finding]:
+    return findings if known is None else [replace(f, known=True) if known(f) else f for f in findings]
+
+
+def not_checked_upstream() -> Finding:
+    """The note of a step that states `expect.upstream` against a target whose model is not scripted."""
+    return Finding(Kind.UPSTREAM_REQUEST, Severity.NOTE, "expect.upstream",
+                   "not checked: what reached the model is known only with the scripted one")

@@ -30,7 +30,8 @@ from typing import Any
 
 from ..model.contract import project_answer
 from ..model.findings import Finding
-from ..judge.goldens import GoldenSet, GoldenUnit, compare_with
+from ..judge.goldens import GoldenSet, GoldenUnit
+from ..judge.reference import compare_with
 
 
 class Verdict(StrEnum):

@@ -1,6 +1,6 @@
 """A scenario drafted from captured exchanges (`parity scenario from-capture`), for its author
 to review: its steps send the captured requests, and each expects the captured answer's
-contract (`goldens.expectation_of`).
+contract (`reference.expectation_of`).
 
 What a capture cannot say is marked for the author, in the comments at the top of the file:
 the scripted model's turns are guessed from the output items each answer carries (a tool
@@ -24,7 +24,7 @@ from ...reference_impl.documents import DocumentError
 from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path
 from ..model.contract import project_answer
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
-from ..judge.goldens import expectation_of
+from ..judge.reference import expectation_of
 from ..scenario.loader import parse_yaml, scenario_from
 from ..scenario.placeholders import escaped
 

@@ -69,7 +69,7 @@ from starlette.types import Message, Receive, Scope, Send
 from ...reference_impl.errors import RequestTooLarge
 from ...reference_impl.json_body import MAX_BODY_BYTES, read_bytes
 from ..wire.capture import capture_name
-from ..judge.checks import delivery_findings, no_reference_findings
+from ..judge.judgement import Case, judge
 from ..defaults import DEFAULT_MAX_ANSWER_BYTES
 from ..wire.exchange import Exchange
 from ..model.findings import Finding, Kind, Severity
@@ -458,9 +458,7 @@ class RecordingProxy:
             exchange.meta["note"] = (f"the answer was forwarded whole; only its first {exchange.truncated_after} "
                                      "bytes were recorded (--max-answer-mb)")
         elif exchange.transport_error is None and not exchange.disconnected:
-            findings = delivery_findings(exchange)
-            if not exchange.unreadable:
-                findings += no_reference_findings(exchange, recording.chat, current=True)
+            findings = judge(Case(exchange, recording.chat)).findings
             self._report(recording, recording.live.unseen(findings) if recording.live else findings)
         partial = self.captures / f"{recording.name}.partial"  # a reader of the folder never sees half a file
         recording.redactor.write_json(partial, exchange.to_file())

@@ -5,8 +5,8 @@ to a scripted upstream that plays the model turns the captured answers show (`ca
 The requests go in the order they were captured. A request that names an earlier answer's id
 (`previous_response_id`, an approval's or a function output's id, a stored response's id in
 its path) is sent with the id the target gave in its own answer at the same place
-(`capture.answer_ids`). Each new answer is judged against the captured one as against a
-golden (`goldens.compare_with`).
+(`capture.answer_ids`). Each new answer is judged as every answer is, held against the captured
+one (`judge.reference`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ import httpx
 
 from ...fixtures.upstream.script import AdHocScript
 from ..wire.capture import Captured, answer_ids, id_at, replace_ids, replace_ids_in_path
-from ..judge.checks import delivery_findings
-from ..model.contract import project_answer
 from ..wire.exchange import Exchange
-from ..model.findings import Finding, Kind, Severity
+from ..model.findings import Finding, Severity
+from ..judge.judgement import Case, judge
+from ..judge.reference import Reference
 from .from_capture import model_turns
-from ..judge.goldens import compare_with
 from ..engine.targets import Target, send
 
 
@@ -37,17 +36,6 @@ class Replayed:
     @property
     def differs(self) -> bool:
         return any(finding.severity >= Severity.WARNING for finding in self.findings)
-
-
-def _judged(captured: Captured, answer: Exchange) -> list[Finding]:
-    recorded = captured.exchange
-    findings = delivery_findings(answer)
-    if answer.transport_error:
-        return findings
-    if recorded.transport_error or recorded.disconnected:
-        return [*findings, Finding(Kind.VARIANT, Severity.NOTE, "replay.incomplete_capture",
-                                   "the captured answer did not arrive whole; nothing to compare with")]
-    return findings + compare_with(recorded, project_answer(answer), answer, f"captured {captured.path.name}")
 
 
 def captured_model(captures: list[Captured]) -> AdHocScript | None:
@@ -68,5 +56,6 @@ async def replay(captures: list[Captured], target: Target, client: httpx.AsyncCl
                             replace_ids(recorded.request_body, replacements))
         replacements |= {old: found for old, place in answer_ids(recorded).items()
                          if (found := id_at(answer, place)) is not None}
-        replayed.append(Replayed(captured, answer, _judged(captured, answer)))
+        held_against = Reference(recorded, f"captured {captured.path.name}")
+        replayed.append(Replayed(captured, answer, judge(Case(answer, reference=held_against)).findings))
     return replayed

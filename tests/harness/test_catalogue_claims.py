@@ -21,7 +21,7 @@ from responses_parity.harness.model.findings import Finding, Severity
 from responses_parity.harness.model.observed import Observed
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.model.results import ScenarioResult, StepResult
-from responses_parity.harness.judge.judgement import judge_answer
+from responses_parity.harness.judge.judgement import Case, judge
 from responses_parity.harness.scenario.model import Mode
 from responses_parity.harness.engine.session import Session
 from responses_parity.harness.engine.stack import Stack
@@ -571,7 +571,7 @@ def passing(stack: Stack) -> dict[tuple[str, Mode], ScenarioResult]:
 
 def judged(step: StepResult, exchange: Exchange, observed: Observed) -> list[Finding]:
     assert step.expect is not None
-    findings = judge_answer(step.expect, exchange, step.chat)[1] + upstream_anomalies(observed)
+    findings = judge(Case(exchange, step.chat, step.expect)).findings + upstream_anomalies(observed)
     if step.expect.upstream is not None:
         findings += compare_upstream(step.expect.upstream, observed)
     return findings
