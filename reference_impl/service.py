@@ -144,7 +144,7 @@ class ResponsesService:
         keeper = asyncio.create_task(self._keep_events(run)) if run.request.background else None
         try:
             try:
-                result = await drive(run.ctx, state, run.sink)
+                result = run.sink.result(await drive(run.ctx, state, run.sink), state.usage)
             except asyncio.CancelledError:
                 cancelled = LoopResult(run.sink.snapshot("cancelled", run.sink.finished_output(), usage=state.usage))
                 await _to_the_end(self._end(run, state, cancelled))

@@ -101,7 +101,7 @@ def chat_routes(runtime: Runtime) -> list[Route]:
 
         async def run() -> LoopResult:
             try:
-                return await drive(ctx, state, sink)
+                return sink.result(await drive(ctx, state, sink), state.usage)
             finally:  # a run stopped because its client went away is audited too
                 await runtime.store.save_audit(completion_id, state.audit)
 
