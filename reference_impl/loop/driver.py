@@ -10,14 +10,13 @@ and each tool dispatch.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Coroutine
 from typing import Any, assert_never
 
-from ..chain import PendingApproval, denial_transcript
-from ..errors import BlockedDestination, ExternalConnectorError, GatewayError, UpstreamError
+from ..chain import PendingApproval
+from ..errors import BlockedDestination, GatewayError, UpstreamError
 from ..hosted_tools import HostedOutcome, HostedRunner
 from ..ids import new_id
 from ..mcp_servers import CallResult, McpUnavailable, validate_arguments
@@ -25,10 +24,11 @@ from ..upstream.items import (
     ItemDone, ItemStarted, Message, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta,
     ToolCall, ToolOutput, TurnDone,
 )
-from .actions import (
-    CallLlm, CallPlan, Completed, Ending, ExecuteTools, Exhausted, Failed, Finish, InterruptForApproval, NextAction,
+from .actions import CallLlm, CallPlan, Completed, Ending, ExecuteTools, Finish, InterruptForApproval
+from .decide import (
+    decide_after_call_llm, decide_after_execute_tools, decide_start, denials, listing_failure, refusal,
+    remaining_budget,
 )
-from .decide import decide_after_call_llm, decide_after_execute_tools, decide_start, remaining_budget
 from .events import (
     ApprovalRequested, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone, ListingStarted,
     McpCallDone, McpCallStarted, MessageDelta, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted,
@@ -39,15 +39,18 @@ from .state import LoopContext, LoopState, TurnResult
 from .tooling import expose_tools, turn_request
 
 
-@contextlib.asynccontextmanager
-async def _within_deadline(ctx: LoopContext) -> AsyncIterator[None]:
-    """Raises TimeoutError at the context's deadline, if it has one."""
+async def _until_deadline(ctx: LoopContext, state: LoopState, step: Coroutine[Any, Any, None]) -> None:
+    """Run one step; at the context's deadline, if it has one, the step is cut short and the
+    state says so."""
     if ctx.deadline is None:
-        yield
+        await step
         return
     loop = asyncio.get_running_loop()
-    async with asyncio.timeout_at(loop.time() + (ctx.deadline - time.monotonic())):
-        yield
+    try:
+        async with asyncio.timeout_at(loop.time() + (ctx.deadline - time.monotonic())):
+            await step
+    except TimeoutError:
+        state.deadline_passed = True
 
 
 def _milliseconds(started: float) -> int:
@@ -57,30 +60,18 @@ def _milliseconds(started: float) -> int:
 async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> Ending:
     """Run the loop to its end, telling `sink` what happens; returns how it ended."""
     sink.emit(RunStarted())
-    failure = await _list_tools(ctx, state, sink)
-    for decision in ctx.history.decisions:
-        if not decision.approve:
-            state.transcript += denial_transcript(decision)
-    state.set_next_action(failure or decide_start(ctx.history, remaining_budget(ctx, state)))
+    listing_failures = await _list_tools(ctx, state, sink)
+    state.transcript += denials(ctx.history)
+    state.set_next_action(decide_start(ctx.history, remaining_budget(ctx, state), listing_failures))
     while True:
         action = state.take_next_action()
         match action:
             case CallLlm(with_tools=with_tools):
-                try:
-                    async with _within_deadline(ctx):
-                        await _call_llm(ctx, state, sink, with_tools)
-                except TimeoutError:
-                    state.set_next_action(Finish(Exhausted("deadline")))
-                    continue
+                await _until_deadline(ctx, state, _call_llm(ctx, state, sink, with_tools))
                 state.set_next_action(decide_after_call_llm(ctx, state))
             case ExecuteTools(plan=plan):
-                try:
-                    async with _within_deadline(ctx):
-                        error = await _execute_tools(ctx, state, sink, plan)
-                except TimeoutError:
-                    state.set_next_action(Finish(Exhausted("deadline")))
-                    continue
-                state.set_next_action(Finish(Failed(error)) if error else decide_after_execute_tools(ctx, state, plan))
+                await _until_deadline(ctx, state, _execute_tools(ctx, state, sink, plan))
+                state.set_next_action(decide_after_execute_tools(ctx, state, plan))
             case InterruptForApproval(call=call, hand_back=hand_back):
                 _hand_back(state, sink, hand_back)
                 request_id = new_id("mcpr")
@@ -95,35 +86,33 @@ async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> Ending:
                 assert_never(action)
 
 
-async def _list_tools(ctx: LoopContext, state: LoopState, sink: LoopSink) -> NextAction | None:
-    """List every bound server not listed earlier in the chain; a server that cannot be listed
-    fails the request (OpenAI: HTTP 424, `mcp_list_tools.failed` in a stream)."""
+async def _list_tools(ctx: LoopContext, state: LoopState, sink: LoopSink) -> list[GatewayError]:
+    """List every bound server not listed earlier in the chain; returns how each server that
+    could not be listed fails the request, in binding order."""
     bindings = [b for b in ctx.bindings if b.server.label not in state.listed]
     for binding in bindings:
         if binding.server.visible:
             sink.emit(ListingStarted(binding.server.label))
     results = await asyncio.gather(*(ctx.catalog.list_tools(b.server, cached=b.policy is None) for b in bindings),
                                    return_exceptions=True)
-    failure: NextAction | None = None
+    failures: list[GatewayError] = []
     for binding, result in zip(bindings, results, strict=True):
         label = binding.server.label
         error: GatewayError | None = None
-        if isinstance(result, BlockedDestination):
-            error = result
-        elif isinstance(result, McpUnavailable):
-            error = ExternalConnectorError(f"Error retrieving tool list from MCP server: '{label}'. {result}")
+        if isinstance(result, BlockedDestination | McpUnavailable):
+            error = listing_failure(label, result)
         elif isinstance(result, BaseException):
             raise result
         tools = () if error else tuple(tool for tool in result if binding.offers(tool))
         if binding.server.visible:
             sink.emit(ListingDone(label, tuple(t.as_item_tool() for t in tools), error.message if error else None))
         if error:
-            failure = failure or Finish(Failed(error))
+            failures.append(error)
         else:
             state.listed[label] = tools
     reserved = frozenset(t.name for t in ctx.request.function_tools) | frozenset(ctx.hosted)
     state.gateway_tools = expose_tools(ctx.bindings, state.listed, reserved)
-    return failure
+    return failures
 
 
 async def _call_llm(ctx: LoopContext, state: LoopState, sink: LoopSink, with_tools: bool) -> None:
@@ -210,10 +199,10 @@ async def _run_call(ctx: LoopContext, state: LoopState, call: ToolCall) -> tuple
     return result, "ok" if result.error is None else "error"
 
 
-async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> GatewayError | None:
+async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> None:
     """Run the plan's calls concurrently; report them in the model's order. A call to a blocked
-    destination aborts the request (its error returned): it never becomes a tool output. A
-    refused call (a tool the request does not offer) only tells the model so.
+    destination stops the step (`state.blocked`): it never becomes a tool output. A refused
+    call (a tool the request does not offer) only tells the model so.
 
     A cancelled loop (its client went away) leaves the task group, which cancels every call
     still running and then raises the cancellation. Each call is awaited through
@@ -241,7 +230,8 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
             if result.blocked is not None:
                 for _, pending in tasks:
                     pending.cancel()
-                return result.blocked
+                state.blocked = result.blocked
+                return
             if visible:
                 sink.emit(McpCallDone(call.call_id, result.output, result.error))
             state.transcript += [call, ToolOutput(call.call_id, result.model_text)]
@@ -249,8 +239,7 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
     for call in plan.refused:
         state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": len(plan.run),
                             "server": None, "tool": call.name, "status": "unavailable", "latency_ms": 0})
-        state.transcript += [call, ToolOutput(call.call_id, f"Tool '{call.name}' is not available in this request.")]
-    return None
+        state.transcript += [call, refusal(call)]
 
 
 async def _report_hosted(state: LoopState, sink: LoopSink, runner: HostedRunner, call: ToolCall,
