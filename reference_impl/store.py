@@ -483,13 +483,14 @@ class SqliteStore:
     async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None:
         await self._write(lambda: _event_inserts(response_id, events), _execute)
 
-    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None,
-                       events: list[dict[str, Any]], conversation_items: tuple[str, list[dict[str, Any]]] | None
-                       ) -> None:
+    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None = None,
+                       events: list[dict[str, Any]] | None = None,
+                       conversation_items: tuple[str, list[dict[str, Any]]] | None = None) -> None:
         """How a run ended, in one transaction: its audit records, the items it adds to its
-        conversation, its response and its events; after a crash, all of them or none."""
+        conversation, its response and its events (a chat completion stores only its audit);
+        after a crash, all of them or none."""
         def prepare() -> tuple[Statements, list[tuple[str, str]]]:
-            return ([self._audit_insert(run_id, audit), *_event_inserts(run_id, events),
+            return ([self._audit_insert(run_id, audit), *_event_inserts(run_id, events or []),
                      *(_response_upserts(response) if response is not None else ())],
                     _encoded(conversation_items[1]) if conversation_items is not None else [])
 
@@ -722,13 +723,6 @@ class SqliteStore:
         return await self._read(work)
 
     # -- audit and tool cache ----------------------------------------------------------------
-
-    async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
-        """The end of a run that stores nothing else (a chat completion): its audit records."""
-        def work(db: sqlite3.Connection) -> None:
-            db.execute(*self._audit_insert(run_id, records))
-            self._ended(db)
-        await self._off_loop(self._transaction, work)
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         rows = await self._select("SELECT records FROM audit_trails WHERE run_id = ?", (run_id,))
