@@ -17,9 +17,9 @@ from .ids import new_id
 from .loop.actions import Completed, Ending, Exhausted, Failed
 from .loop.events import (
     ApprovalRequested, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone, ListingStarted,
-    LoopEvent, McpCallDone, McpCallStarted, MessageDelta, MessageDone, MessageStarted, ReasoningDone,
-    ReasoningStarted, RunStarted, SummaryPartAdded, SummaryPartDelta, SummaryPartFinished,
+    LoopEvent, McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted, RunStarted,
 )
+from .upstream.items import SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
 from .loop.sink import LoopResult
 
 H = TypeVar("H", bound="Open")
@@ -101,7 +101,7 @@ class ResponsesSink:
                 self._listing_done(self._listings.pop(label), label, list(tools), error)
             case MessageStarted():
                 self._message = self._message_started()
-            case MessageDelta(delta=delta):
+            case TextDelta(delta=delta):
                 message = _the(self._message)
                 self._show(message, message.citations.feed(delta))
             case MessageDone(text=text, incomplete=incomplete):
@@ -109,12 +109,12 @@ class ResponsesSink:
                 self._message = None
             case ReasoningStarted():
                 self._reasoning = self._reasoning_started()
-            case SummaryPartAdded(summary_index=index):
-                self._summary_part_added(_the(self._reasoning), index)
-            case SummaryPartDelta(summary_index=index, delta=delta):
-                self._summary_part_delta(_the(self._reasoning), index, delta)
-            case SummaryPartFinished(summary_index=index, text=text):
-                self._summary_part_finished(_the(self._reasoning), index, text)
+            case SummaryPartStarted(index=index):
+                self._summary_part_started(_the(self._reasoning), index)
+            case SummaryDelta(index=index, delta=delta):
+                self._summary_delta(_the(self._reasoning), index, delta)
+            case SummaryPartDone(index=index, text=text):
+                self._summary_part_done(_the(self._reasoning), index, text)
             case ReasoningDone(summary=summary):
                 self._reasoning_done(_the(self._reasoning), summary)
                 self._reasoning = None
@@ -231,15 +231,15 @@ class ResponsesSink:
         item_id = new_id("rs")
         return Open(self.added({"id": item_id, "type": "reasoning", "summary": []}), item_id)
 
-    def _summary_part_added(self, handle: Open, summary_index: int) -> None:
+    def _summary_part_started(self, handle: Open, summary_index: int) -> None:
         self._send("response.reasoning_summary_part.added", item_id=handle.item_id, output_index=handle.index,
                    summary_index=summary_index, part={"type": "summary_text", "text": ""})
 
-    def _summary_part_delta(self, handle: Open, summary_index: int, delta: str) -> None:
+    def _summary_delta(self, handle: Open, summary_index: int, delta: str) -> None:
         self._send("response.reasoning_summary_text.delta", item_id=handle.item_id, output_index=handle.index,
                    summary_index=summary_index, delta=delta)
 
-    def _summary_part_finished(self, handle: Open, summary_index: int, text: str) -> None:
+    def _summary_part_done(self, handle: Open, summary_index: int, text: str) -> None:
         self._send("response.reasoning_summary_text.done", item_id=handle.item_id, output_index=handle.index,
                    summary_index=summary_index, text=text)
         self._send("response.reasoning_summary_part.done", item_id=handle.item_id, output_index=handle.index,

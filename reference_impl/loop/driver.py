@@ -31,8 +31,7 @@ from .decide import (
 )
 from .events import (
     ApprovalRequested, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone, ListingStarted,
-    McpCallDone, McpCallStarted, MessageDelta, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted,
-    RunStarted, SummaryPartAdded, SummaryPartDelta, SummaryPartFinished,
+    McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted, RunStarted,
 )
 from .sink import LoopSink
 from .state import LoopContext, LoopState, TurnResult
@@ -130,17 +129,13 @@ async def _call_llm(ctx: LoopContext, state: LoopState, sink: LoopSink, with_too
                 case ItemStarted(kind="reasoning"):
                     sink.emit(ReasoningStarted())
                     reasoning_open = True
-                case TextDelta(delta=delta):
+                case TextDelta():
                     if not message_open:
                         sink.emit(MessageStarted())
                         message_open = True
-                    sink.emit(MessageDelta(delta))
-                case SummaryPartStarted(index=i) if reasoning_open:
-                    sink.emit(SummaryPartAdded(i))
-                case SummaryDelta(index=i, delta=delta) if reasoning_open:
-                    sink.emit(SummaryPartDelta(i, delta))
-                case SummaryPartDone(index=i, text=text) if reasoning_open:
-                    sink.emit(SummaryPartFinished(i, text))
+                    sink.emit(event)
+                case SummaryPartStarted() | SummaryDelta() | SummaryPartDone() if reasoning_open:
+                    sink.emit(event)
                 case ItemDone(item=Message() as item, incomplete=incomplete):
                     if not message_open:
                         sink.emit(MessageStarted())

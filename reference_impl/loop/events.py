@@ -4,7 +4,8 @@
 Events say what happened, never what to do about it: which items a client sees, and how a run
 ends, are decided before an event is emitted. One message and one reasoning item are open at
 a time (their events name no item); a gateway call is named by the model's `call_id`, a tool
-listing by its server's label.
+listing by its server's label. The model's text and reasoning summaries pass on as the model
+streams them (`upstream.items`' `TextDelta` and summary events).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from ..hosted_items import HostedKind
 from ..hosted_tools import HostedOutcome
+from ..upstream.items import SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
 
 
 @dataclass(frozen=True)
@@ -43,11 +45,6 @@ class MessageStarted:
 
 
 @dataclass(frozen=True)
-class MessageDelta:
-    delta: str
-
-
-@dataclass(frozen=True)
 class MessageDone:
     """The open message ended; `text` is its whole text (its deltas, if any came, add up to it)."""
 
@@ -58,23 +55,6 @@ class MessageDone:
 @dataclass(frozen=True)
 class ReasoningStarted:
     """The model starts a reasoning item."""
-
-
-@dataclass(frozen=True)
-class SummaryPartAdded:
-    summary_index: int
-
-
-@dataclass(frozen=True)
-class SummaryPartDelta:
-    summary_index: int
-    delta: str
-
-
-@dataclass(frozen=True)
-class SummaryPartFinished:
-    summary_index: int
-    text: str
 
 
 @dataclass(frozen=True)
@@ -138,8 +118,8 @@ class ApprovalRequested:
 
 LoopEvent = (
     RunStarted | ListingStarted | ListingDone
-    | MessageStarted | MessageDelta | MessageDone
-    | ReasoningStarted | SummaryPartAdded | SummaryPartDelta | SummaryPartFinished | ReasoningDone
+    | MessageStarted | TextDelta | MessageDone
+    | ReasoningStarted | SummaryPartStarted | SummaryDelta | SummaryPartDone | ReasoningDone
     | McpCallStarted | McpCallDone | HostedCallStarted | HostedCallDone
     | FunctionCallHandedBack | ApprovalRequested
 )
