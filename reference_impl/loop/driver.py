@@ -3,8 +3,10 @@ ExecuteTools, InterruptForApproval, Finish.
 
 Every request of both surfaces runs through `drive`; what differs is the sink (Responses
 events and objects, or a chat completion) and the context's budgets. The driver only carries
-out the action the decision functions chose, and keeps an audit record of each model round
-and each tool dispatch.
+out the action the decision functions chose, records what it observed for them (the model's
+turn, a blocked destination, the deadline), emits what happens as `LoopEvent` values, and
+keeps an audit record of each model round and each tool dispatch. It returns the `Ending`;
+the surface answers it.
 """
 
 from __future__ import annotations

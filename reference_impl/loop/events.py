@@ -117,9 +117,21 @@ class ApprovalRequested:
 
 
 LoopEvent = (
-    RunStarted | ListingStarted | ListingDone
-    | MessageStarted | TextDelta | MessageDone
-    | ReasoningStarted | SummaryPartStarted | SummaryDelta | SummaryPartDone | ReasoningDone
-    | McpCallStarted | McpCallDone | HostedCallStarted | HostedCallDone
-    | FunctionCallHandedBack | ApprovalRequested
+    RunStarted
+    | ListingStarted
+    | ListingDone
+    | MessageStarted
+    | TextDelta
+    | MessageDone
+    | ReasoningStarted
+    | SummaryPartStarted
+    | SummaryDelta
+    | SummaryPartDone
+    | ReasoningDone
+    | McpCallStarted
+    | McpCallDone
+    | HostedCallStarted
+    | HostedCallDone
+    | FunctionCallHandedBack
+    | ApprovalRequested
 )
