@@ -41,7 +41,7 @@ from .query import boolean, included, integer
 from .runtime import Runtime, key_fingerprint
 from .service import ResponsesService, Run
 from .store import StoredResponse
-from .until_done import run_until_done_or_gone
+from .until_done import answer_when_done
 from .vector_store_batches import file_batch_routes
 from .vector_stores import vector_store_routes
 
@@ -107,12 +107,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             return StreamingResponse(_stream(run), media_type="text/event-stream")
         if run.request.background:
             return JSONResponse(run.live_response() if run.log.events else (await stored(run.response_id)).response)
-        result = await run_until_done_or_gone(request, run.task)
-        if result is None:
-            return Response(status_code=499)
-        if result.error is not None:
-            raise result.error
-        return JSONResponse(result.response)
+        return await answer_when_done(request, run.task, JSONResponse)
 
     async def get_response(request: Request) -> Response:
         response_id, query = request.path_params["response_id"], request.query_params

@@ -20,8 +20,6 @@ from .hosted_items import ITEM_TYPES as HOSTED_ITEM_TYPES, replayed as replayed_
 from .mcp_servers import ListedTool
 from .upstream.items import Message, Reasoning, ToolCall, ToolOutput, TranscriptItem
 
-DENIED_OUTPUT = "The user denied this tool call."
-
 
 @dataclass(frozen=True)
 class PendingApproval:
@@ -161,9 +159,3 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> H
     resolved = replace(chain, transcript=tuple(transcript), listed=listed, pending=pending,
                        item_ids=frozenset(item_ids))
     return History(resolved, tuple(decisions), new_from=len(chain.transcript))
-
-
-def denial_transcript(decision: ApprovalDecision) -> list[TranscriptItem]:
-    """What the model reads about a denied call: the call, and an output saying it was denied."""
-    output = DENIED_OUTPUT + (f" Reason: {decision.reason}" if decision.reason else "")
-    return [decision.pending.call, ToolOutput(decision.pending.call.call_id, output)]

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from .client import FileSearchTool, HostedTool, Tool, WebSearchTool
 from .config import GatewayConfig
 from .errors import GatewayError, InvalidRequest, RateLimited
-from .hosted_tools import HostedRunner, hosted_runners
+from .hosted_tools import hosted_runners
 from .loop.state import LoopContext, LoopRequest, ServerBinding
 from .mcp_servers import McpConnector, McpServer
 from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_resolver
@@ -113,12 +113,7 @@ class Runtime:
                     if expired(found, time.time()):
                         raise VectorStoreExpired(store_id, param)
 
-    def hosted_runners(self, tools: Sequence[HostedTool], taken: set[str]) -> dict[str, HostedRunner]:
-        """The loop's runners of checked hosted tools (`check_hosted_tools`)."""
-        web = self.config.web_search
-        return hosted_runners(tools, taken, self.store, self.web_search, web.max_results if web else 5)
-
-    def tool_cache(self, api_key: str) -> ToolResultCache | None:
+    def _tool_cache(self, api_key: str) -> ToolResultCache | None:
         if self.config.tool_cache_ttl_s <= 0 or not self.config.tool_cache_secret:
             return None
         return ToolResultCache(self.store, self.config.tool_cache_secret.encode(), self.config.tool_cache_ttl_s,
@@ -141,10 +136,16 @@ class Runtime:
         task.add_done_callback(lambda _: release())
         return task
 
-    def context(self, request: LoopRequest, **fields: Any) -> LoopContext:
-        """A loop context with this runtime's collaborators."""
+    def context(self, request: LoopRequest, api_key: str, hosted_tools: Sequence[HostedTool],
+                **fields: Any) -> LoopContext:
+        """A loop context with this runtime's collaborators, the key's tool-result cache, and
+        runners of the request's hosted tools (checked first: `check_hosted_tools`); a hosted
+        tool never takes the name of one of the client's functions."""
+        web = self.config.web_search
+        hosted = hosted_runners(hosted_tools, {t.name for t in request.function_tools}, self.store, self.web_search,
+                                web.max_results if web else 5)
         return LoopContext(request=request, adapter=self.adapter, connector=self.connector, catalog=self.catalog,
-                           **fields)
+                           tool_cache=self._tool_cache(api_key), hosted=hosted, **fields)
 
     async def close(self) -> None:
         await self.connector.aclose()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -29,7 +28,7 @@ from .errors import InvalidRequest, NotFound
 from .event_log import EventLog
 from .ids import new_id
 from .json_body import JsonBody
-from .loop.driver import drive
+from .loop.lifecycle import run_loop
 from .loop.sink import LoopResult
 from .loop.state import LoopContext, LoopRequest, LoopState, ServerBinding
 from .mcp_servers import McpServer
@@ -116,11 +115,8 @@ class ResponsesService:
                                      "which is not in this request's tools.", param="tools")
         await self.runtime.check_hosted_tools(request.tools)
         cap = self.runtime.config.tool_call_cap
-        ctx = self.runtime.context(loop_request(request), history=history, bindings=bindings,
-                                   tool_budget=min(request.max_tool_calls or cap, cap),
-                                   tool_cache=self.runtime.tool_cache(api_key),
-                                   hosted=self.runtime.hosted_runners(request.hosted_tools,
-                                                                      {t.name for t in request.function_tools}))
+        ctx = self.runtime.context(loop_request(request), api_key, request.hosted_tools, history=history,
+                                   bindings=bindings, tool_budget=min(request.max_tool_calls or cap, cap))
         return request, ctx, input_items
 
     async def start(self, body: JsonBody, api_key: str) -> Run:
@@ -140,17 +136,9 @@ class ResponsesService:
         return run
 
     async def _run(self, run: Run) -> LoopResult:
-        state = LoopState.start(run.ctx.history)
         keeper = asyncio.create_task(self._keep_events(run)) if run.request.background else None
         try:
-            try:
-                result = await drive(run.ctx, state, run.sink)
-            except asyncio.CancelledError:
-                cancelled = LoopResult(run.sink.snapshot("cancelled", run.sink.finished_output(), usage=state.usage))
-                await _to_the_end(self._end(run, state, cancelled))
-                raise
-            await _to_the_end(self._end(run, state, result))
-            return result
+            return await run_loop(run.ctx, run.sink, lambda state, result: self._end(run, state, result))
         finally:
             run.log.close(publish=False)  # a no-op unless the end could not be stored: then none is shown
             if keeper is not None:
@@ -165,8 +153,11 @@ class ResponsesService:
             kept += len(events)
             run.log.publish(kept)
 
-    async def _end(self, run: Run, state: LoopState, result: LoopResult) -> None:
-        """Store how the run ended, then show it: the one place a response's end becomes visible."""
+    async def _end(self, run: Run, state: LoopState, result: LoopResult | None) -> None:
+        """Store how the run ended (cancelled, when there is no result), then show it: the one
+        place a response's end becomes visible."""
+        if result is None:
+            result = LoopResult(run.sink.snapshot("cancelled", run.sink.finished_output(), usage=state.usage))
         request = run.request
         output = result.response["output"]
         kept = request.conversation_id is not None and result.response["status"] in _KEPT_IN_CONVERSATIONS
@@ -210,18 +201,3 @@ def _validated(body: Any) -> tuple[CreateRequest, list[dict[str, Any]]]:
     """The validated request and its input items with ids (work that grows with the body)."""
     request = validate_create(body)
     return request, with_ids(request.input_items)
-
-
-async def _to_the_end(work: Awaitable[None]) -> None:
-    """Await `work` to its end even if this task is cancelled meanwhile; the cancellation is
-    raised after it."""
-    task = asyncio.ensure_future(work)
-    cancelled = False
-    while not task.done():
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            cancelled = True
-    task.result()
-    if cancelled:
-        raise asyncio.CancelledError

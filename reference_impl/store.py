@@ -1,6 +1,6 @@
 """Where state is kept: the store interfaces and their SQLite implementation.
 
-- `ResponseStore`: each response's Response object, the input items it was created from (with
+- each response's Response object, the input items it was created from (with
   ids, a row each), the `Chain` a continuation needs, and (for background responses) its
   stream events.
 - `ConversationStore`: conversations and their items, in order.
@@ -187,20 +187,6 @@ class Chunk:
     text: str
     rank: float
     attributes: dict[str, str | float | bool] | None
-
-
-class ResponseStore(Protocol):
-    async def save(self, record: StoredResponse) -> None: ...
-    async def get(self, response_id: str) -> StoredResponse | None: ...
-    async def has_response(self, response_id: str) -> bool: ...
-    async def delete(self, response_id: str) -> bool: ...
-    async def input_items_page(self, response_id: str, query: PageQuery) -> tuple[list[dict[str, Any]], bool]: ...
-    async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None: ...
-    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None,
-                       events: list[dict[str, Any]], conversation_items: tuple[str, list[dict[str, Any]]] | None
-                       ) -> None: ...
-    async def events(self, response_id: str) -> list[dict[str, Any]]: ...
-    def close(self) -> None: ...
 
 
 class ConversationStore(Protocol):
@@ -497,13 +483,14 @@ class SqliteStore:
     async def save_events(self, response_id: str, events: list[dict[str, Any]]) -> None:
         await self._write(lambda: _event_inserts(response_id, events), _execute)
 
-    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None,
-                       events: list[dict[str, Any]], conversation_items: tuple[str, list[dict[str, Any]]] | None
-                       ) -> None:
+    async def save_end(self, run_id: str, audit: list[dict[str, Any]], *, response: StoredResponse | None = None,
+                       events: list[dict[str, Any]] | None = None,
+                       conversation_items: tuple[str, list[dict[str, Any]]] | None = None) -> None:
         """How a run ended, in one transaction: its audit records, the items it adds to its
-        conversation, its response and its events; after a crash, all of them or none."""
+        conversation, its response and its events (a chat completion stores only its audit);
+        after a crash, all of them or none."""
         def prepare() -> tuple[Statements, list[tuple[str, str]]]:
-            return ([self._audit_insert(run_id, audit), *_event_inserts(run_id, events),
+            return ([self._audit_insert(run_id, audit), *_event_inserts(run_id, events or []),
                      *(_response_upserts(response) if response is not None else ())],
                     _encoded(conversation_items[1]) if conversation_items is not None else [])
 
@@ -736,13 +723,6 @@ class SqliteStore:
         return await self._read(work)
 
     # -- audit and tool cache ----------------------------------------------------------------
-
-    async def save_audit(self, run_id: str, records: list[dict[str, Any]]) -> None:
-        """The end of a run that stores nothing else (a chat completion): its audit records."""
-        def work(db: sqlite3.Connection) -> None:
-            db.execute(*self._audit_insert(run_id, records))
-            self._ended(db)
-        await self._off_loop(self._transaction, work)
 
     async def audit(self, run_id: str) -> list[dict[str, Any]]:
         rows = await self._select("SELECT records FROM audit_trails WHERE run_id = ?", (run_id,))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import secrets
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
@@ -24,11 +25,11 @@ from ..client import HostedTool, WebSearchTool
 from ..config import ConfigError
 from ..errors import BlockedDestination, Forbidden, InvalidRequest
 from ..json_body import JsonBody, read_bytes, read_json
-from ..loop.driver import drive
+from ..loop.lifecycle import run_loop
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState
 from ..runtime import Runtime, key_fingerprint
-from ..until_done import run_until_done_or_gone
+from ..until_done import answer_when_done
 from ..upstream.http import HttpUpstream, openai_error_from
 from ..validation import hosted_tool
 from .request import validate_chat
@@ -87,35 +88,28 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         chat = await body.checked(validate_chat)
         api_key = key_fingerprint(request.headers.get("authorization"))
         completion_id = f"chatcmpl-{secrets.token_hex(12)}"
-        loop_request = chat.loop_request()
         hosted = hosted_tools if with_gateway_tools else ()
         await runtime.check_hosted_tools(hosted, where="chat.hosted_tools")
-        ctx = runtime.context(loop_request, history=chat.history(),
+        ctx = runtime.context(chat.loop_request(), api_key, hosted, history=chat.history(),
                               bindings=tuple(runtime.configured_bindings(set(), approvals=False)
                                              if with_gateway_tools else ()),
-                              tool_budget=config.tool_call_cap, tool_cache=runtime.tool_cache(api_key),
-                              max_rounds=config.chat_max_rounds, deadline=time.monotonic() + config.chat_deadline_s,
-                              hosted=runtime.hosted_runners(hosted, {t.name for t in loop_request.function_tools}))
-        state = LoopState.start(ctx.history)
+                              tool_budget=config.tool_call_cap, max_rounds=config.chat_max_rounds,
+                              deadline=time.monotonic() + config.chat_deadline_s)
         sink = ChatSink(chat.model, completion_id, int(time.time()))
 
-        async def run() -> LoopResult:
-            try:
-                return await drive(ctx, state, sink)
-            finally:  # a run stopped because its client went away is audited too
-                await runtime.store.save_audit(completion_id, state.audit)
+        async def end(state: LoopState, _: LoopResult | None) -> None:
+            """A completion stores only its audit (a run stopped because its client went away too)."""
+            await runtime.store.save_end(completion_id, state.audit)
 
-        result = await run_until_done_or_gone(request, await runtime.launch(api_key, run))
-        if result is None:
-            return Response(status_code=499)
-        if isinstance(result.error, BlockedDestination):
-            raise _forbidden(result.error)
-        if result.error is not None:
-            raise result.error
-        if chat.stream and config.chat_stream_mode == "final_only":
-            return StreamingResponse(final_only_chunks(result.response, chat.include_usage),
-                                     media_type="text/event-stream")
-        return JSONResponse(result.response)
+        def answer(completion: dict[str, Any]) -> Response:
+            if chat.stream and config.chat_stream_mode == "final_only":
+                return StreamingResponse(final_only_chunks(completion, chat.include_usage),
+                                         media_type="text/event-stream")
+            return JSONResponse(completion)
+
+        # a blocked destination is raised as itself, for `chat_completions` to answer as a 403
+        return await answer_when_done(request, await runtime.launch(api_key, lambda: run_loop(ctx, sink, end)),
+                                      answer)
 
     async def chat_completions(request: Request) -> Response:
         opted_out = request.headers.get(config.chat_opt_out_header, "").strip().lower() in TRUTHY

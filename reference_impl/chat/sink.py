@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, assert_never
 
 from ..citations import Citable, annotate
-from ..hosted_items import HostedKind
-from ..hosted_tools import HostedOutcome
-from ..loop.actions import Completed, Exhausted, Failed, Outcome
-from ..loop.sink import LoopResult
+from ..loop.actions import Completed, Ending, Exhausted, Failed
+from ..loop.events import ApprovalRequested, FunctionCallHandedBack, HostedCallDone, LoopEvent, MessageDone
+from ..loop.sink import LoopResult, NoOpSink
 
 CHUNK_BYTES = 64
 _URL_CITATION_KEYS = ("end_index", "start_index", "title", "url")
@@ -31,7 +30,7 @@ def _usage(usage: dict[str, Any] | None) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-class ChatSink:
+class ChatSink(NoOpSink):
     def __init__(self, model: str, completion_id: str, created: int) -> None:
         self.model = model
         self.completion_id = completion_id
@@ -41,46 +40,36 @@ class ChatSink:
         self.tool_calls: list[dict[str, Any]] = []
         self.citable = Citable()
 
-    # Only the model's text and the handed-back calls reach a chat client.
-    def started(self) -> None: ...
-    def list_tools_started(self, server_label: str) -> None: ...
-    def list_tools_done(self, handle: Any, server_label: str, tools: list[dict[str, Any]], error: str | None) -> None:
-        ...
-    def message_started(self) -> None: ...
-    def text_delta(self, handle: Any, delta: str) -> None: ...
-    def reasoning_started(self) -> None: ...
-    def summary_part_started(self, handle: Any, summary_index: int) -> None: ...
-    def summary_delta(self, handle: Any, summary_index: int, delta: str) -> None: ...
-    def summary_part_done(self, handle: Any, summary_index: int, text: str) -> None: ...
-    def reasoning_done(self, handle: Any, summary: tuple[str, ...]) -> None: ...
-    def mcp_call_started(self, server_label: str, name: str, arguments: str, approval_request_id: str | None) -> None:
-        ...
-    def mcp_call_done(self, handle: Any, output: str | None, error: dict[str, Any] | None) -> None: ...
+    def emit(self, event: LoopEvent) -> None:
+        """Only the model's last text (citing what this completion's searches found) and the
+        handed-back calls reach a chat client; everything else shows nothing."""
+        match event:
+            case HostedCallDone(kind=kind, outcome=outcome):
+                self.citable.learn(kind == "web_search", outcome.results)
+            case MessageDone(text=text):
+                self.text, annotations = annotate(text, self.citable)
+                self.annotations = [{"type": "url_citation",
+                                     "url_citation": {key: a[key] for key in _URL_CITATION_KEYS}}
+                                    for a in annotations if a["type"] == "url_citation"]
+            case FunctionCallHandedBack(call_id=call_id, name=name, arguments=arguments):
+                self.tool_calls.append({"id": call_id, "type": "function",
+                                        "function": {"name": name, "arguments": arguments}})
+            case ApprovalRequested():
+                raise AssertionError("the chat surface binds no server that needs approval")
+            case _:
+                super().emit(event)
 
-    def hosted_call_started(self, kind: HostedKind) -> None: ...
-
-    def hosted_call_done(self, handle: Any, kind: HostedKind, outcome: HostedOutcome) -> None:
-        self.citable.learn(kind == "web_search", outcome.results)
-
-    def message_done(self, handle: Any, text: str, incomplete: bool) -> None:
-        self.text, annotations = annotate(text, self.citable)
-        self.annotations = [{"type": "url_citation", "url_citation": {key: a[key] for key in _URL_CITATION_KEYS}}
-                            for a in annotations if a["type"] == "url_citation"]
-
-    def function_call(self, call_id: str, name: str, arguments: str) -> None:
-        self.tool_calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
-
-    def approval_request(self, server_label: str, name: str, arguments: str) -> str:
-        raise AssertionError("the chat surface binds no server that needs approval")
-
-    def finished(self, outcome: Outcome, usage: dict[str, Any] | None) -> LoopResult:
-        match outcome:
+    def result(self, ending: Ending, usage: dict[str, Any] | None) -> LoopResult:
+        """The completion, its finish_reason the ending's; a failed run is its error's body."""
+        match ending:
             case Failed(error=error):
                 return LoopResult(error.body(), error)
             case Completed(incomplete_reason=None):
                 finish_reason = "tool_calls" if self.tool_calls else "stop"
             case Completed() | Exhausted():
                 finish_reason = "length"
+            case _:
+                assert_never(ending)
         message: dict[str, Any] = {"role": "assistant", "content": self.text, "refusal": None,
                                    "annotations": self.annotations}
         if self.tool_calls:

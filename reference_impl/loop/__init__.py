@@ -1,1 +1,2 @@
-"""The agent loop: actions, state, pure decisions, the driver, and the client-event emitter."""
+"""The agent loop: actions and endings, state, pure decisions, the driver, the events it emits
+to a surface's sink, and the run lifecycle both surfaces share."""

@@ -57,7 +57,9 @@ class Exhausted:
     budget: Literal["rounds", "deadline"]
 
 
-Outcome = Completed | Failed | Exhausted
+Ending = Completed | Failed | Exhausted
+"""How a run ends: a small closed set; each surface maps it to its own wire form
+(`Surface.result`)."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +80,7 @@ class InterruptForApproval:
 
 @dataclass(frozen=True)
 class Finish:
-    outcome: Outcome
+    ending: Ending
     hand_back: tuple[ToolCall, ...] = ()
 
 

@@ -3,148 +3,153 @@ ExecuteTools, InterruptForApproval, Finish.
 
 Every request of both surfaces runs through `drive`; what differs is the sink (Responses
 events and objects, or a chat completion) and the context's budgets. The driver only carries
-out the action the decision functions chose, and keeps an audit record of each model round
-and each tool dispatch.
+out the action the decision functions chose, records what it observed for them (the model's
+turn, a blocked destination, the deadline), emits what happens as `LoopEvent` values, and
+keeps an audit record of each model round and each tool dispatch. It returns the `Ending`;
+the surface answers it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import Coroutine
+from typing import Any, assert_never
 
-from ..chain import PendingApproval, denial_transcript
-from ..errors import BlockedDestination, ExternalConnectorError, GatewayError, UpstreamError
+from ..chain import PendingApproval
+from ..errors import BlockedDestination, GatewayError, UpstreamError
 from ..hosted_tools import HostedOutcome, HostedRunner
+from ..ids import new_id
 from ..mcp_servers import CallResult, McpUnavailable, validate_arguments
 from ..upstream.items import (
     ItemDone, ItemStarted, Message, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta,
     ToolCall, ToolOutput, TurnDone,
 )
-from .actions import (
-    CallLlm, CallPlan, Completed, ExecuteTools, Exhausted, Failed, Finish, InterruptForApproval, NextAction,
+from .actions import CallLlm, CallPlan, Completed, Ending, ExecuteTools, Finish, InterruptForApproval
+from .decide import (
+    decide_after_call_llm, decide_after_execute_tools, decide_start, denials, listing_failure, refusal,
+    remaining_budget,
 )
-from .decide import decide_after_call_llm, decide_after_execute_tools, decide_start, remaining_budget
-from .sink import LoopResult, LoopSink
+from .events import (
+    ApprovalRequested, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone, ListingStarted,
+    McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted, RunStarted,
+)
+from .sink import LoopSink
 from .state import LoopContext, LoopState, TurnResult
 from .tooling import expose_tools, turn_request
 
 
-@contextlib.asynccontextmanager
-async def _within_deadline(ctx: LoopContext) -> AsyncIterator[None]:
-    """Raises TimeoutError at the context's deadline, if it has one."""
+async def _until_deadline(ctx: LoopContext, state: LoopState, step: Coroutine[Any, Any, None]) -> None:
+    """Run one step; at the context's deadline, if it has one, the step is cut short and the
+    state says so."""
     if ctx.deadline is None:
-        yield
+        await step
         return
     loop = asyncio.get_running_loop()
-    async with asyncio.timeout_at(loop.time() + (ctx.deadline - time.monotonic())):
-        yield
+    try:
+        async with asyncio.timeout_at(loop.time() + (ctx.deadline - time.monotonic())):
+            await step
+    except TimeoutError:
+        state.deadline_passed = True
 
 
 def _milliseconds(started: float) -> int:
     return round((time.monotonic() - started) * 1000)
 
 
-async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> LoopResult:
-    sink.started()
-    failure = await _list_tools(ctx, state, sink)
-    for decision in ctx.history.decisions:
-        if not decision.approve:
-            state.transcript += denial_transcript(decision)
-    state.set_next_action(failure or decide_start(ctx.history, remaining_budget(ctx, state)))
+async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> Ending:
+    """Run the loop to its end, telling `sink` what happens; returns how it ended."""
+    sink.emit(RunStarted())
+    listing_failures = await _list_tools(ctx, state, sink)
+    state.transcript += denials(ctx.history)
+    state.set_next_action(decide_start(ctx.history, remaining_budget(ctx, state), listing_failures))
     while True:
         action = state.take_next_action()
         match action:
             case CallLlm(with_tools=with_tools):
-                try:
-                    async with _within_deadline(ctx):
-                        await _call_llm(ctx, state, sink, with_tools)
-                except TimeoutError:
-                    state.set_next_action(Finish(Exhausted("deadline")))
-                    continue
+                await _until_deadline(ctx, state, _call_llm(ctx, state, sink, with_tools))
                 state.set_next_action(decide_after_call_llm(ctx, state))
             case ExecuteTools(plan=plan):
-                try:
-                    async with _within_deadline(ctx):
-                        error = await _execute_tools(ctx, state, sink, plan)
-                except TimeoutError:
-                    state.set_next_action(Finish(Exhausted("deadline")))
-                    continue
-                state.set_next_action(Finish(Failed(error)) if error else decide_after_execute_tools(ctx, state, plan))
+                await _until_deadline(ctx, state, _execute_tools(ctx, state, sink, plan))
+                state.set_next_action(decide_after_execute_tools(ctx, state, plan))
             case InterruptForApproval(call=call, hand_back=hand_back):
                 _hand_back(state, sink, hand_back)
-                request_id = sink.approval_request(call.server_label, call.call.name, call.call.arguments)
+                request_id = new_id("mcpr")
+                assert call.server_label is not None, "only MCP calls are gated"
+                sink.emit(ApprovalRequested(request_id, call.server_label, call.call.name, call.call.arguments))
                 state.pending[request_id] = PendingApproval(request_id, call.server_label, call.call)
-                return sink.finished(Completed(), state.usage)
-            case Finish(outcome=outcome, hand_back=hand_back):
+                return Completed()
+            case Finish(ending=ending, hand_back=hand_back):
                 _hand_back(state, sink, hand_back)
-                return sink.finished(outcome, state.usage)
+                return ending
+            case _:
+                assert_never(action)
 
 
-async def _list_tools(ctx: LoopContext, state: LoopState, sink: LoopSink) -> NextAction | None:
-    """List every bound server not listed earlier in the chain; a server that cannot be listed
-    fails the request (OpenAI: HTTP 424, `mcp_list_tools.failed` in a stream)."""
+async def _list_tools(ctx: LoopContext, state: LoopState, sink: LoopSink) -> list[GatewayError]:
+    """List every bound server not listed earlier in the chain; returns how each server that
+    could not be listed fails the request, in binding order."""
     bindings = [b for b in ctx.bindings if b.server.label not in state.listed]
-    started = {b.server.label: sink.list_tools_started(b.server.label) for b in bindings if b.server.visible}
+    for binding in bindings:
+        if binding.server.visible:
+            sink.emit(ListingStarted(binding.server.label))
     results = await asyncio.gather(*(ctx.catalog.list_tools(b.server, cached=b.policy is None) for b in bindings),
                                    return_exceptions=True)
-    failure: NextAction | None = None
+    failures: list[GatewayError] = []
     for binding, result in zip(bindings, results, strict=True):
         label = binding.server.label
         error: GatewayError | None = None
-        if isinstance(result, BlockedDestination):
-            error = result
-        elif isinstance(result, McpUnavailable):
-            error = ExternalConnectorError(f"Error retrieving tool list from MCP server: '{label}'. {result}")
+        if isinstance(result, BlockedDestination | McpUnavailable):
+            error = listing_failure(label, result)
         elif isinstance(result, BaseException):
             raise result
         tools = () if error else tuple(tool for tool in result if binding.offers(tool))
-        if label in started:
-            sink.list_tools_done(started[label], label, [t.as_item_tool() for t in tools],
-                                 error.message if error else None)
+        if binding.server.visible:
+            sink.emit(ListingDone(label, tuple(t.as_item_tool() for t in tools), error.message if error else None))
         if error:
-            failure = failure or Finish(Failed(error))
+            failures.append(error)
         else:
             state.listed[label] = tools
     reserved = frozenset(t.name for t in ctx.request.function_tools) | frozenset(ctx.hosted)
     state.gateway_tools = expose_tools(ctx.bindings, state.listed, reserved)
-    return failure
+    return failures
 
 
 async def _call_llm(ctx: LoopContext, state: LoopState, sink: LoopSink, with_tools: bool) -> None:
     request = turn_request(ctx, state, with_tools)
     turn = TurnResult(tools_offered=bool(request.tools))
-    message: Any = None
-    reasoning: Any = None
+    message_open = reasoning_open = False
     started = time.monotonic()
     state.model_calls += 1
     try:
         async for event in ctx.adapter.stream_turn(request):
             match event:
                 case ItemStarted(kind="message"):
-                    message = sink.message_started()
+                    sink.emit(MessageStarted())
+                    message_open = True
                 case ItemStarted(kind="reasoning"):
-                    reasoning = sink.reasoning_started()
-                case TextDelta(delta=delta):
-                    message = message or sink.message_started()
-                    sink.text_delta(message, delta)
-                case SummaryPartStarted(index=i) if reasoning is not None:
-                    sink.summary_part_started(reasoning, i)
-                case SummaryDelta(index=i, delta=delta) if reasoning is not None:
-                    sink.summary_delta(reasoning, i, delta)
-                case SummaryPartDone(index=i, text=text) if reasoning is not None:
-                    sink.summary_part_done(reasoning, i, text)
+                    sink.emit(ReasoningStarted())
+                    reasoning_open = True
+                case TextDelta():
+                    if not message_open:
+                        sink.emit(MessageStarted())
+                        message_open = True
+                    sink.emit(event)
+                case SummaryPartStarted() | SummaryDelta() | SummaryPartDone() if reasoning_open:
+                    sink.emit(event)
                 case ItemDone(item=Message() as item, incomplete=incomplete):
-                    sink.message_done(message or sink.message_started(), str(item.content), incomplete)
+                    if not message_open:
+                        sink.emit(MessageStarted())
+                    sink.emit(MessageDone(str(item.content), incomplete))
                     state.transcript.append(item)
-                    message = None
+                    message_open = False
                 case ItemDone(item=Reasoning() as item):
-                    sink.reasoning_done(reasoning or sink.reasoning_started(), item.summary)
+                    if not reasoning_open:
+                        sink.emit(ReasoningStarted())
+                    sink.emit(ReasoningDone(item.summary))
                     state.transcript.append(item)
-                    reasoning = None
+                    reasoning_open = False
                 case ItemDone(item=ToolCall() as item):
                     turn.calls.append(item)
                 case TurnDone(incomplete_reason=reason, usage=usage, response_id=response_id):
@@ -191,10 +196,10 @@ async def _run_call(ctx: LoopContext, state: LoopState, call: ToolCall) -> tuple
     return result, "ok" if result.error is None else "error"
 
 
-async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> GatewayError | None:
+async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, plan: CallPlan) -> None:
     """Run the plan's calls concurrently; report them in the model's order. A call to a blocked
-    destination aborts the request (its error returned): it never becomes a tool output. A
-    refused call (a tool the request does not offer) only tells the model so.
+    destination stops the step (`state.blocked`): it never becomes a tool output. A refused
+    call (a tool the request does not offer) only tells the model so.
 
     A cancelled loop (its client went away) leaves the task group, which cancels every call
     still running and then raises the cancellation. Each call is awaited through
@@ -211,8 +216,9 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
                 continue
             tool = state.gateway_tools[call.name]
             visible = tool.binding.server.visible
-            started = sink.mcp_call_started(gateway_call.server_label, call.name, call.arguments,
-                                            gateway_call.approval_request_id) if visible else None
+            if visible:
+                sink.emit(McpCallStarted(call.call_id, gateway_call.server_label, call.name, call.arguments,
+                                         gateway_call.approval_request_id))
             await asyncio.wait([task])
             (result, status), latency = task.result()
             state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": index,
@@ -221,28 +227,28 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
             if result.blocked is not None:
                 for _, pending in tasks:
                     pending.cancel()
-                return result.blocked
-            if started is not None:
-                sink.mcp_call_done(started, result.output, result.error)
+                state.blocked = result.blocked
+                return
+            if visible:
+                sink.emit(McpCallDone(call.call_id, result.output, result.error))
             state.transcript += [call, ToolOutput(call.call_id, result.model_text)]
             state.tool_calls_executed += 1
     for call in plan.refused:
         state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": len(plan.run),
                             "server": None, "tool": call.name, "status": "unavailable", "latency_ms": 0})
-        state.transcript += [call, ToolOutput(call.call_id, f"Tool '{call.name}' is not available in this request.")]
-    return None
+        state.transcript += [call, refusal(call)]
 
 
 async def _report_hosted(state: LoopState, sink: LoopSink, runner: HostedRunner, call: ToolCall,
                          task: asyncio.Task[tuple[HostedOutcome, int]], *, index: int) -> None:
     """Show a hosted search as it runs (its item added and searching, then done) and give the
     model its output."""
-    handle = sink.hosted_call_started(runner.kind)
+    sink.emit(HostedCallStarted(call.call_id, runner.kind))
     await asyncio.wait([task])
     outcome, latency = task.result()
     state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": index, "server": None,
                         "tool": runner.kind, "status": "error" if outcome.error else "ok", "latency_ms": latency})
-    sink.hosted_call_done(handle, runner.kind, outcome)
+    sink.emit(HostedCallDone(call.call_id, runner.kind, outcome))
     state.transcript += [call, ToolOutput(call.call_id, outcome.model_text)]
     state.tool_calls_executed += 1
 
@@ -254,5 +260,5 @@ async def _timed(work: Any) -> tuple[Any, int]:
 
 def _hand_back(state: LoopState, sink: LoopSink, calls: tuple[ToolCall, ...]) -> None:
     for call in calls:
-        sink.function_call(call.call_id, call.name, call.arguments)
+        sink.emit(FunctionCallHandedBack(call.call_id, call.name, call.arguments))
         state.transcript.append(call)

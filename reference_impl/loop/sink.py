@@ -1,9 +1,11 @@
-"""What the driver tells a surface: the `LoopSink` protocol.
+"""What a surface plugs into the loop: a sink for its events, and the one edge where an
+ending becomes the surface's answer.
 
-The driver says what happens ("a message starts", "an MCP call finished", "the run ended
-thus"); a sink turns that into what its client reads: Responses events and a Response object
-(`responses_sink.py`), or a chat completion (`chat/sink.py`). A sink makes no decisions. The
-handles it returns are its own; the driver only passes them back.
+The driver says what happens (`events.py`); a sink turns each event into what its client
+reads: Responses events and items (`responses_sink.py`), or the parts of a chat completion
+(`chat/sink.py`). A sink decides nothing: which items are shown and how the run ends were
+decided before it hears of them. `result` is where a surface maps the loop's ending (`Ending`)
+to its own wire form, once.
 """
 
 from __future__ import annotations
@@ -12,9 +14,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..errors import GatewayError
-from ..hosted_items import HostedKind
-from ..hosted_tools import HostedOutcome
-from .actions import Outcome
+from .actions import Ending
+from .events import LoopEvent
 
 
 @dataclass(frozen=True)
@@ -26,46 +27,17 @@ class LoopResult:
 
 
 class LoopSink(Protocol):
-    def started(self) -> None: ...
+    def emit(self, event: LoopEvent) -> None: ...
 
-    def list_tools_started(self, server_label: str) -> Any: ...
 
-    def list_tools_done(self, handle: Any, server_label: str, tools: list[dict[str, Any]], error: str | None) -> None:
-        ...
+class NoOpSink:
+    """A sink that shows nothing: what a surface that renders only some events builds on."""
 
-    def message_started(self) -> Any: ...
+    def emit(self, event: LoopEvent) -> None:
+        """Render nothing of `event`."""
 
-    def text_delta(self, handle: Any, delta: str) -> None: ...
 
-    def message_done(self, handle: Any, text: str, incomplete: bool) -> None: ...
+class Surface(LoopSink, Protocol):
+    """A surface's side of a run: its sink, and its answer for how the run ended."""
 
-    def reasoning_started(self) -> Any: ...
-
-    def summary_part_started(self, handle: Any, summary_index: int) -> None: ...
-
-    def summary_delta(self, handle: Any, summary_index: int, delta: str) -> None: ...
-
-    def summary_part_done(self, handle: Any, summary_index: int, text: str) -> None: ...
-
-    def reasoning_done(self, handle: Any, summary: tuple[str, ...]) -> None: ...
-
-    def mcp_call_started(self, server_label: str, name: str, arguments: str,
-                         approval_request_id: str | None) -> Any: ...
-
-    def mcp_call_done(self, handle: Any, output: str | None, error: dict[str, Any] | None) -> None: ...
-
-    def hosted_call_started(self, kind: HostedKind) -> Any:
-        """A hosted search (web_search, file_search) starts."""
-        ...
-
-    def hosted_call_done(self, handle: Any, kind: HostedKind, outcome: HostedOutcome) -> None:
-        """It ended; what it found is citable in the messages that follow."""
-        ...
-
-    def function_call(self, call_id: str, name: str, arguments: str) -> None: ...
-
-    def approval_request(self, server_label: str, name: str, arguments: str) -> str:
-        """Show an approval request; returns its id."""
-        ...
-
-    def finished(self, outcome: Outcome, usage: dict[str, Any] | None) -> LoopResult: ...
+    def result(self, ending: Ending, usage: dict[str, Any] | None) -> LoopResult: ...

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..chain import Chain, History, PendingApproval
 from ..client import FunctionTool, McpTool
-from ..errors import GatewayError
+from ..errors import BlockedDestination, GatewayError
 from ..hosted_tools import HostedRunner
 from ..mcp_servers import ListedTool, McpConnector, McpServer
 from ..tool_cache import ToolResultCache
@@ -102,6 +102,10 @@ class LoopState:
     usage: dict[str, Any] | None = None
     audit: list[dict[str, Any]] = field(default_factory=list)
     """One record per model round and per tool dispatch, in order."""
+    blocked: BlockedDestination | None = None
+    """The destination a gateway call was refused: the step that ran it stopped there."""
+    deadline_passed: bool = False
+    """The context's deadline cut the latest step short."""
     _next: NextAction = field(default_factory=CallLlm)
 
     @classmethod

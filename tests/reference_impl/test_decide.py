@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from responses_parity.reference_impl.chain import ApprovalDecision, Chain, History, PendingApproval
 from responses_parity.reference_impl.client import ApprovalPolicy, FunctionTool, McpTool
-from responses_parity.reference_impl.errors import UpstreamError
+from responses_parity.reference_impl.errors import BlockedDestination, UpstreamError
 from responses_parity.reference_impl.loop.actions import (CallLlm, Completed, ExecuteTools, Exhausted, Failed, Finish,
                                                           InterruptForApproval)
 from responses_parity.reference_impl.loop.decide import (decide_after_call_llm, decide_after_execute_tools,
-                                                         decide_start, partition_calls)
+                                                         decide_start, denials, listing_failure, partition_calls,
+                                                         refusal)
 from responses_parity.reference_impl.loop.state import (GatewayTool, LoopContext, LoopRequest, LoopState, ServerBinding,
                                                         TurnResult)
-from responses_parity.reference_impl.mcp_servers import ListedTool, McpServer
-from responses_parity.reference_impl.upstream.items import ToolCall
+from responses_parity.reference_impl.mcp_servers import ListedTool, McpServer, McpUnavailable
+from responses_parity.reference_impl.upstream.items import ToolCall, ToolOutput
 
 
 def tool(name: str, approval: str = "never") -> GatewayTool:
@@ -140,3 +141,35 @@ def test_hosted_calls_run_ungated_and_share_the_budget_with_mcp_calls() -> None:
     assert [(g.call.call_id, g.server_label) for g in plan.run] == [("call_file_search0", None), ("call_add0", "calc")]
     assert [g.call.name for g in plan.gated] == ["gated"]
     assert [c.call_id for c in plan.ignored] == ["call_file_search1"] and plan.refused == ()
+
+
+def test_a_server_that_cannot_be_listed_fails_the_response_before_the_model_is_asked() -> None:
+    unreachable = listing_failure("calc", McpUnavailable("connection refused"))
+    assert (unreachable.status, unreachable.message) == (
+        424, "Error retrieving tool list from MCP server: 'calc'. connection refused")
+    blocked = BlockedDestination("blocked")
+    assert listing_failure("calc", blocked) is blocked
+    approved = (ApprovalDecision(PendingApproval("mcpr_1", "calc", call("gated")), approve=True),)
+    assert decide_start(History(Chain(), approved, 0), 5, [blocked, unreachable]) == Finish(Failed(blocked))
+
+
+def test_a_blocked_destination_fails_the_response() -> None:
+    blocked = state()
+    blocked.blocked = BlockedDestination("blocked")
+    plan = partition_calls(TurnResult([call("add")]), TOOLS, 10)
+    assert decide_after_execute_tools(context(), blocked, plan) == Finish(Failed(blocked.blocked))
+
+
+def test_the_deadline_ends_the_loop_after_the_step_it_cut_short() -> None:
+    late = state(call("add"))
+    late.deadline_passed = True
+    assert decide_after_call_llm(context(), late) == Finish(Exhausted("deadline"))
+    plan = partition_calls(TurnResult([call("add")]), TOOLS, 10)
+    assert decide_after_execute_tools(context(), late, plan) == Finish(Exhausted("deadline"))
+
+
+def test_the_model_reads_a_denied_call_as_denied_and_a_refused_one_as_unavailable() -> None:
+    denied = ApprovalDecision(PendingApproval("mcpr_1", "calc", call("gated")), approve=False, reason="no")
+    assert denials(History(Chain(), (denied,), 0)) == [
+        call("gated"), ToolOutput("call_gated0", "The user denied this tool call. Reason: no")]
+    assert refusal(call("upper")) == ToolOutput("call_upper0", "Tool 'upper' is not available in this request.")
