@@ -1,6 +1,6 @@
 """`HarnessError`: the harness could not do its job as written: a broken scenario, a
 placeholder that points nowhere, a target that cannot be started. Never a finding, which is
-about the target (`findings.py`)."""
+about the target (`model/findings.py`)."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ attributes, bounded arithmetic and output). What it may use:
   may use too.
 
 What `install` names is resolved once, with the hash of every file, into the profile's locks
-(`harness/locks.py`: `locks/<name>-<version>.txt` beside the profile file, written by `parity
+(`harness/engine/locks.py`: `locks/<name>-<version>.txt` beside the profile file, written by `parity
 profiles lock`); an install takes exactly what they pin and refuses a profile version without
 them.
 

@@ -11,7 +11,7 @@ each exchange of the API surfaces the harness knows, and checks them without a r
 - `/v1/responses` (and `/{id}`, `/input_items`, `/cancel`), `/v1/chat/completions` and
   `/v1/conversations/**` (under any prefix) are recorded and checked; other paths are
   forwarded, neither recorded nor checked.
-- Each exchange is written to the capture folder (`capture.py`) once it ended (a file appears
+- Each exchange is written to the capture folder (`wire/capture.py`) once it ended (a file appears
   under its name only whole), secrets removed (below).
 - An upstream that cannot be reached or does not speak HTTP gives the client a 502 in
   OpenAI's error envelope, and a finding; one that breaks off an answer ends the relayed

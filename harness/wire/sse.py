@@ -27,7 +27,7 @@ class SseEvent:
     payload: dict[str, Any] | None
     """The data parsed as a JSON object; None for `[DONE]` or data that is not an object."""
     defect: Defect | None = None
-    """Why the data could not be read as JSON (`wire.read_json`), when it could not."""
+    """Why the data could not be read as JSON (`wire.decode.read_json`), when it could not."""
 
     @property
     def is_done_sentinel(self) -> bool:
