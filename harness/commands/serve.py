@@ -26,8 +26,11 @@ from ..options import SERVED_GATEWAY_UPSTREAM
 from .click_options import click_options, json_option
 from .console import EXIT_USAGE, err, error, out, say
 
-SCRIPT_HELP = ("A YAML file of model turns answering requests that carry no run marker, in order of arrival "
-               "(see the README: drive the scripted upstream by hand).")
+_script_option = click.option(
+    "--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="A YAML file of model turns answering requests that carry no run marker, in order of arrival "
+         "(see the README: drive the scripted upstream by hand).")
+"""`--script` of `parity serve` and of `parity serve upstream`."""
 Served = TypeVar("Served")
 
 
@@ -42,7 +45,7 @@ def _script(path: Path | None) -> AdHocScript | None:
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True,
               help="The scripted upstream's port; the MCP fixtures, then the search fixture, listen on the ports "
                    "after it (0: any free ports).")
-@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
+@_script_option
 @json_option("Print the settings as one JSON object on standard output (the rest goes to standard error).")
 @click.pass_context
 def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> None:
@@ -134,7 +137,7 @@ def _serve_app(app: Any, port: int, what: str) -> None:
 
 @serve.command("upstream")
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True)
-@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
+@_script_option
 def serve_upstream(port: int, script: Path | None) -> None:
     """The scripted upstream model alone (point your gateway's OpenAI base URL at .../v1)."""
     _serve_app(build_upstream_app(UpstreamState(adhoc=_script(script))), port, "scripted upstream")
