@@ -1,9 +1,12 @@
-"""The options of a scenario run, declared once: what to run, against which target, judged
-how. The `parity` commands and the pytest plugin build their options from these declarations
-(the command line's `--NAME` is pytest's `--parity-NAME`), and both turn what they parsed into
-`TargetOptions` with `target_options`, so names, help, types, bounds, defaults and environment
-variables cannot drift apart. How a command talks to its user (`--json`, `-q`, `-x`,
-`--junitxml`) is not declared here: pytest has those options of its own.
+"""The options of the `parity` commands, declared once: what to run, against which target,
+judged how, and the options other commands have under the same names (a variant with another
+default or help is a `replace` of the declaration it varies). The `parity` commands and the
+pytest plugin build their options from these declarations (the command line's `--NAME` is
+pytest's `--parity-NAME`), and both turn what they parsed into `TargetOptions` with
+`target_options`, so names, help, types, bounds, defaults and environment variables cannot
+drift apart. How a command talks to its user (`--json`, `-q`, `-x`, `--junitxml`) is not
+declared here: pytest has those options of its own (`--json` is declared once, in
+`commands/click_options.py`).
 
 pytest imports this module in every run of every project that installs the package, used or
 not, so it imports nothing but the standard library."""
@@ -46,6 +49,8 @@ class Option:
     metavar: str | None = None
     short: str | None = None
     """A one-letter form on the command line (pytest keeps those for itself)."""
+    required: bool = False
+    """The command refuses to run without it (the command line only: pytest runs without it)."""
 
     def __post_init__(self) -> None:
         if not self.dest:
@@ -137,6 +142,34 @@ MATRIX_TIMEOUT = replace(TIMEOUT, default=30.0,
                          help="Seconds one request may take (shorter than a run's: a matrix runs every target).")
 MATRIX_REPORT_DIR = replace(REPORT_DIR, default=Path("reports/latest/matrix"),
                             help="Each target's full report goes to a folder of its name here.")
+
+TARGETS = Option("targets", required=True, metavar="A,B,...",
+                 help="Comma-separated targets: reference, profile names or files, base URLs (openai too).")
+
+BENCH_TARGETS = replace(TARGETS, required=False, default=REFERENCE,
+                        help="What to measure: 'reference' (the reference gateway, in a process of its own), target "
+                             "profiles (smg, llama-stack, ...; installed and started against the run's upstream), or "
+                             "base URLs of running gateways pointed at --upstream.")
+BENCH_UPSTREAM = replace(UPSTREAM, default=None, help="A running scripted upstream (`parity serve upstream`) that URL "
+                                                      "targets talk to; default: the run starts one.")
+BENCH_API_KEY = replace(API_KEY, help="Bearer token for URL targets.")
+BENCH_HEADER = replace(HEADER, metavar=None, help="Extra header 'Name: value' for URL targets (repeatable).")
+BENCH_TIMEOUT = replace(TIMEOUT, default=60.0, minimum=None, minimum_open=False, help="Seconds one request may take.")
+
+PROBE_AGAINST = Option("against", default=REFERENCE, metavar="TARGET|DIR",
+                       help="What the target is compared with: a target as --target takes it, or a folder of answers "
+                            "written by --record (the reference gateway answers the probes it lacks).")
+PROBE_TIMEOUT = replace(TIMEOUT, default=20.0, help="Seconds one probe may take, from sending it to the last byte "
+                                                    "of its answer (a target that takes longer has hung).")
+PROBE_JOBS = replace(JOBS, help="Probes in flight at once.")
+
+PROXY_UPSTREAM = Option("upstream", required=True,
+                        help="Base URL requests are forwarded to (a gateway's, or https://api.openai.com): "
+                             "/v1/responses goes to <upstream>/v1/responses.")
+SERVED_GATEWAY_UPSTREAM = Option("upstream", help="Model base URL, e.g. http://127.0.0.1:8642/v1 "
+                                                  "(default: a scripted upstream started alongside).")
+WAIT_TIMEOUT = replace(TIMEOUT, default=60.0, help="Seconds to wait for all of them together.")
+LIST_TAG = replace(TAG, help="List only scenarios with this tag (repeatable).")
 
 
 @dataclass(frozen=True)

@@ -10,16 +10,14 @@ import click
 
 from .. import bench
 from ..errors import HarnessError
-from ..options import PROFILE_DIR, parse_header
+from ..options import (BENCH_API_KEY, BENCH_HEADER, BENCH_TARGETS, BENCH_TIMEOUT, BENCH_UPSTREAM, PROFILE_DIR,
+                       parse_header)
 from .console import EXIT_USAGE, err, error, out, redacted_consoles
 from .click_options import click_options
 
 
 @click.command("bench")
-@click.option("--targets", default="reference", show_default=True, metavar="A,B,...",
-              help="What to measure: 'reference' (the reference gateway, in a process of its own), target "
-                   "profiles (smg, llama-stack, ...; installed and started against the run's upstream), or base "
-                   "URLs of running gateways pointed at --upstream.")
+@click_options(BENCH_TARGETS)
 @click.option("--rounds", type=click.IntRange(1, 1000), default=5, show_default=True,
               help="Rounds; each measures every workload on every target right after a floor batch.")
 @click.option("--requests", "sequential", type=click.IntRange(1), default=40, show_default=True,
@@ -30,12 +28,7 @@ from .click_options import click_options
               help="Requests in flight at once in W3.")
 @click.option("--workload", "-w", "workloads", multiple=True, type=click.Choice(bench.WORKLOADS),
               help="Measure only these (repeatable): text (W1), stream (W2), throughput (W3), mcp (W4).")
-@click.option("--upstream", default=None, help="A running scripted upstream (`parity serve upstream`) that URL "
-                                               "targets talk to; default: the run starts one.")
-@click.option("--api-key", envvar="PARITY_API_KEY", help="Bearer token for URL targets (env PARITY_API_KEY).")
-@click.option("--header", "headers", multiple=True, help="Extra header 'Name: value' for URL targets (repeatable).")
-@click.option("--timeout", "timeout_s", type=float, default=60.0, show_default=True,
-              help="Seconds one request may take.")
+@click_options(BENCH_UPSTREAM, BENCH_API_KEY, BENCH_HEADER, BENCH_TIMEOUT)
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/bench.md"),
               show_default=True, help="The Markdown report; the JSON (every sample) goes beside it.")
 @click_options(PROFILE_DIR)

@@ -16,6 +16,8 @@ from ..scenario.loader import Catalogue, builtin_scenarios_dir, load
 from ..engine.locks import lock_command, lock_paths, read_lock, write_locks
 from ..engine.profile import ProfileError, find_profile, profile_paths
 from ..scenario.model import scenario_json_schema
+from ..options import LIST_TAG, PROFILE_DIR
+from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
 
 SCHEMA_FILE = "scenario.schema.json"
@@ -32,7 +34,7 @@ def load_catalogue(paths: tuple[Path, ...]) -> Catalogue:
 
 
 @click.group("profiles", invoke_without_command=True)
-@click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path))
+@click_options(PROFILE_DIR)
 @click.pass_context
 def profiles_command(ctx: click.Context, profile_dirs: tuple[Path, ...]) -> None:
     """List the target profiles (shipped, and in --profile-dir folders) and their locks; exit 2
@@ -61,7 +63,7 @@ def profiles_command(ctx: click.Context, profile_dirs: tuple[Path, ...]) -> None
 
 @profiles_command.command("lock")
 @click.argument("target")
-@click.option("--profile-dir", "profile_dirs", multiple=True, type=click.Path(path_type=Path))
+@click_options(PROFILE_DIR)
 def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
     """Write the locks of a profile (`smg`, `smg@1.14.0`, a profile file): every package it
     installs, resolved for its Python on Linux x86_64 with the hash of every file, in `locks/`
@@ -84,7 +86,7 @@ def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
 
 @click.command("list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--tag", "-t", "tags", multiple=True)
+@click_options(LIST_TAG)
 def list_command(paths: tuple[Path, ...], tags: tuple[str, ...]) -> None:
     """List scenarios: id, modes, tags and title."""
     catalogue = load_catalogue(paths)

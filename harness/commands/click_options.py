@@ -1,5 +1,6 @@
 """The declared options (`harness/options.py`) as click options: `--NAME`, its one-letter
-form, its help, type, bounds and default, the value passed to the command as `dest`."""
+form, its help, type, bounds, default and environment variable, the value passed to the
+command as `dest`; and `--json`, declared here once for every command that has it."""
 
 from __future__ import annotations
 
@@ -33,7 +34,13 @@ def click_options(*options: Option) -> Callable[[Command], Command]:
             function = click.option(*names, option.dest, type=_click_type(option), multiple=option.multiple,
                                     default=() if option.multiple else option.default, metavar=option.metavar,
                                     show_default=option.default is not None and not option.multiple,
+                                    envvar=option.env, required=option.required,
                                     help=option.described())(function)
         return function
 
     return add
+
+
+def json_option(help: str) -> Callable[[Command], Command]:
+    """`--json`: a flag passed to the command as `as_json`; `help` says what it prints."""
+    return click.option("--json", "as_json", is_flag=True, help=help)

@@ -15,6 +15,7 @@ from ...reference_impl.documents import read_json
 from ..judge import baseline, goldens
 from ..report import changelog
 from ..errors import HarnessError
+from .click_options import json_option
 from .console import EXIT_FAILED, EXIT_OK, err, out
 
 
@@ -28,8 +29,8 @@ def golden_group() -> None:
 @click.argument("new", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the changelog as Markdown here.")
-@click.option("--json", "json_document", is_flag=True, help="Print the changelog as JSON on standard output.")
-def golden_diff(old: Path, new: Path, output: Path | None, json_document: bool) -> None:
+@json_option("Print the changelog as JSON on standard output.")
+def golden_diff(old: Path, new: Path, output: Path | None, as_json: bool) -> None:
     """The contract-level changelog from one golden set to another (a gateway before and after an
     upgrade, OpenAI a month apart): each change by scenario, mode and step, with its aspect and
     whether it now matches OpenAI's contract (fixed), no longer does (broke) or neither
@@ -41,7 +42,7 @@ def golden_diff(old: Path, new: Path, output: Path | None, json_document: bool) 
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
         output.write_text(changelog.markdown(log, f"parity golden diff {old} {new} --output {output}"))
-    if json_document:
+    if as_json:
         click.echo(json.dumps(log.to_dict(), indent=2))
     else:
         for change in log.changes:
@@ -52,7 +53,7 @@ def golden_diff(old: Path, new: Path, output: Path | None, json_document: bool) 
                          f"to {log.new.name} ({log.new.manifest.get('recorded_at')}): "
                          + ", ".join(f"{counts[v]} {v}" for v in changelog.Verdict)), soft_wrap=True)
     if output is not None:
-        (err if json_document else out).print(escape(f"changelog: {output}"), soft_wrap=True)
+        (err if as_json else out).print(escape(f"changelog: {output}"), soft_wrap=True)
     sys.exit(EXIT_FAILED if log.changes else EXIT_OK)
 
 

@@ -6,31 +6,26 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import click
 
-from ..defaults import DEFAULT_MODEL, REFERENCE
+from ..defaults import DEFAULT_MODEL
 from ..errors import HarnessError
-from ..options import TARGET_OPTIONS, TIMEOUT, OptionError, target_options
+from ..options import PROBE_AGAINST, PROBE_JOBS, PROBE_TIMEOUT, TARGET_OPTIONS, TIMEOUT, OptionError, target_options
 from ..probe.generate import DEFECTS, all_probes, select
 from ..probe.report import console_lines, document, markdown
 from ..probe.run import run_probes
 from ..probe.send import BASE_INPUT
-from .click_options import click_options
+from .click_options import click_options, json_option
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, redacted_consoles, say
 
-PROBE_TIMEOUT = replace(TIMEOUT, default=20.0, help="Seconds one probe may take, from sending it to the last byte "
-                                                    "of its answer (a target that takes longer has hung).")
 DEFAULT_SEED = 17
 
 
 @click.command("probe")
 @click_options(*(PROBE_TIMEOUT if option is TIMEOUT else option for option in TARGET_OPTIONS))
-@click.option("--against", default=REFERENCE, show_default=True, metavar="TARGET|DIR",
-              help="What the target is compared with: a target as --target takes it, or a folder of answers "
-                   "written by --record (the reference gateway answers the probes it lacks).")
+@click_options(PROBE_AGAINST)
 @click.option("--record", type=click.Path(path_type=Path, file_okay=False), metavar="DIR",
               help="Also keep the target's answers in DIR, to compare other targets with later (--against DIR).")
 @click.option("--count", type=click.IntRange(min=1), help="Send this many probes, chosen by --seed (default: all).")
@@ -40,15 +35,13 @@ DEFAULT_SEED = 17
               help="Only probes with this kind of defect (repeatable).")
 @click.option("--field", "fields", multiple=True, metavar="PREFIX",
               help="Only probes on fields that start with PREFIX, e.g. tools or 'GET /v1/responses' (repeatable).")
-@click.option("--jobs", "-j", type=click.IntRange(1, 64), default=4, show_default=True,
-              help="Probes in flight at once.")
+@click_options(PROBE_JOBS)
 @click.option("--list", "list_only", is_flag=True, help="Print the selected probes (id, field) and send nothing.")
-@click.option("--json", "json_document", is_flag=True,
-              help="Print the comparison as JSON on standard output; everything for people goes to standard error.")
+@json_option("Print the comparison as JSON on standard output; everything for people goes to standard error.")
 @click.option("--report", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
               help="Write the comparison as a Markdown report.")
 def probe_command(*, against: str, record: Path | None, count: int | None, seed: int, defects: tuple[str, ...],
-                  fields: tuple[str, ...], jobs: int, list_only: bool, json_document: bool, report: Path | None,
+                  fields: tuple[str, ...], jobs: int, list_only: bool, as_json: bool, report: Path | None,
                   **target: object) -> None:
     """Send generated request probes (each a valid request with one defect: a missing, mistyped,
     out-of-range, unknown or oversized value, conflicting parameters, a bad id) to --target and
@@ -69,7 +62,7 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
         for probe in probes:
             say(f"{probe.id}  {probe.field}")
         return
-    progress = (lambda line: err.print(line, soft_wrap=True, markup=False)) if json_document else say
+    progress = (lambda line: err.print(line, soft_wrap=True, markup=False)) if as_json else say
     with redacted_consoles() as redactor:
         command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written
         try:
@@ -84,6 +77,6 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
             report.parent.mkdir(parents=True, exist_ok=True)
             redactor.write_text(report, markdown(comparison, selection, command))
             progress(f"wrote {report}")
-        if json_document:
+        if as_json:
             click.echo(json.dumps(redactor.redact(document(comparison, selection, command)), indent=2))
     sys.exit(EXIT_FAILED if comparison.divergences else EXIT_OK)

@@ -19,11 +19,11 @@ import click
 
 from ..scenario.loader import Catalogue, LoadedScenario, units_of
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MODE, PROFILE_DIR,
-                       RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, TAG, TARGET_OPTIONS, OptionError, TargetOptions,
-                       modes, target_options)
+                       RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, TAG, TARGET_OPTIONS, TARGETS, OptionError,
+                       TargetOptions, modes, target_options)
 from ..scenario.model import Mode
 from .catalogue import load_catalogue
-from .click_options import click_options
+from .click_options import click_options, json_option
 from .console import redacted_consoles
 from .selection import Conventions, Selection
 
@@ -31,9 +31,8 @@ from .selection import Conventions, Selection
 def _conventions(function: Callable[..., Any]) -> Callable[..., Any]:
     """`--json`, `-q`, `-v` and `-x`; the command gets them as `conventions`."""
     options = [
-        click.option("--json", "json_document", is_flag=True,
-                     help="Print the results document (as results.json) on standard output; progress and the "
-                          "summary go to standard error."),
+        json_option("Print the results document (as results.json) on standard output; progress and the "
+                    "summary go to standard error."),
         click.option("-q", "--quiet", count=True,
                      help="Show only the runs that did not pass, one line each, and the tally."),
         click.option("-v", "--verbose", count=True,
@@ -43,9 +42,9 @@ def _conventions(function: Callable[..., Any]) -> Callable[..., Any]:
     ]
 
     @functools.wraps(function)
-    def with_conventions(*, json_document: bool, quiet: int, verbose: int, exitfirst: bool,
+    def with_conventions(*, as_json: bool, quiet: int, verbose: int, exitfirst: bool,
                          junitxml: Path | None = None, **rest: Any) -> Any:
-        return function(conventions=Conventions(verbose, quiet, json_document, exitfirst, junitxml), **rest)
+        return function(conventions=Conventions(verbose, quiet, as_json, exitfirst, junitxml), **rest)
 
     for option in reversed(options):
         with_conventions = option(with_conventions)
@@ -133,9 +132,7 @@ def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any
 
 @click.command("matrix")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--targets", required=True, metavar="A,B,...",
-              help="Comma-separated targets: reference, profile names or files, base URLs (openai too).")
-@click_options(SCENARIO, TAG, MODE, MATRIX_JOBS, MATRIX_TIMEOUT)
+@click_options(TARGETS, SCENARIO, TAG, MODE, MATRIX_JOBS, MATRIX_TIMEOUT)
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/matrix.md"),
               show_default=True, help="The matrix in Markdown; the HTML goes beside it.")
 @click_options(MATRIX_REPORT_DIR, PROFILE_DIR)

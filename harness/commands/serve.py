@@ -22,11 +22,15 @@ from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
 from ..errors import HarnessError
 from ..model.guard_allowance import GuardAllowance
 from ..engine.stack import ServerThread, Stack, fixture_ports, search_port
+from ..options import SERVED_GATEWAY_UPSTREAM
+from .click_options import click_options, json_option
 from .console import EXIT_USAGE, err, error, out, say
 
-SCRIPT_HELP = ("A YAML file of model turns answering requests that carry no run marker, in order of arrival "
-               "(see the README: drive the scripted upstream by hand).")
-_SERVE_ALL_OPTIONS = {"port": "--port", "script": "--script", "as_json": "--json"}
+_script_option = click.option(
+    "--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    help="A YAML file of model turns answering requests that carry no run marker, in order of arrival "
+         "(see the README: drive the scripted upstream by hand).")
+"""`--script` of `parity serve` and of `parity serve upstream`."""
 Served = TypeVar("Served")
 
 
@@ -41,9 +45,8 @@ def _script(path: Path | None) -> AdHocScript | None:
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True,
               help="The scripted upstream's port; the MCP fixtures, then the search fixture, listen on the ports "
                    "after it (0: any free ports).")
-@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
-@click.option("--json", "as_json", is_flag=True,
-              help="Print the settings as one JSON object on standard output (the rest goes to standard error).")
+@_script_option
+@json_option("Print the settings as one JSON object on standard output (the rest goes to standard error).")
 @click.pass_context
 def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> None:
     """Serve the scripted upstream, the MCP fixtures and the search fixture on loopback, and print
@@ -51,8 +54,8 @@ def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> 
     what an outbound guard must allow); or one part alone: `upstream`, `mcp NAME`, `reference`.
     `parity run --target URL` then uses them."""
     if ctx.invoked_subcommand is not None:
-        if given := [flag for name, flag in _SERVE_ALL_OPTIONS.items()
-                     if ctx.get_parameter_source(name) is not ParameterSource.DEFAULT]:
+        if given := [option.opts[0] for option in ctx.command.params
+                     if ctx.get_parameter_source(option.name or "") is not ParameterSource.DEFAULT]:
             raise click.UsageError(f"{', '.join(given)} before {ctx.invoked_subcommand!r} applies to `parity serve` "
                                    f"alone; give the part's own options after its name")
         return
@@ -134,7 +137,7 @@ def _serve_app(app: Any, port: int, what: str) -> None:
 
 @serve.command("upstream")
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True)
-@click.option("--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None, help=SCRIPT_HELP)
+@_script_option
 def serve_upstream(port: int, script: Path | None) -> None:
     """The scripted upstream model alone (point your gateway's OpenAI base URL at .../v1)."""
     _serve_app(build_upstream_app(UpstreamState(adhoc=_script(script))), port, "scripted upstream")
@@ -152,8 +155,7 @@ def serve_mcp(name: str, port: int) -> None:
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT - 2, show_default=True)
 @click.option("--config", "config_file", type=click.Path(exists=True, path_type=Path), default=None,
               help="Gateway settings (YAML).")
-@click.option("--upstream", default=None, help="Model base URL, e.g. http://127.0.0.1:8642/v1 "
-                                               "(default: a scripted upstream started alongside).")
+@click_options(SERVED_GATEWAY_UPSTREAM)
 @click.option("--store", "store_path", default="reference.sqlite3", show_default=True,
               help="SQLite file for responses and conversations (':memory:' keeps nothing); a --config "
                    "file's store_path wins.")

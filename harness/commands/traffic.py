@@ -19,14 +19,14 @@ from ..wire.capture import read_captures
 from ..errors import HarnessError
 from ..model.findings import Finding
 from ..traffic.from_capture import scenario_text
-from ..options import MAX_ANSWER_MB, TARGET_OPTIONS, OptionError, target_options
+from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError, target_options
 from ..traffic.proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
                              Recorded, RecordingProxy)
 from ..wire.redaction import Redactor
 from ..traffic.replay import Replayed, captured_model, replay
 from ..engine.session import open_session
 from ..engine.stack import ServerThread
-from .click_options import click_options
+from .click_options import click_options, json_option
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, redacted_consoles, say
 from .serve import serve_forever
 
@@ -62,14 +62,12 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
 
 
 @click.command("proxy")
-@click.option("--upstream", required=True,
-              help="Base URL requests are forwarded to (a gateway's, or https://api.openai.com): "
-                   "/v1/responses goes to <upstream>/v1/responses.")
+@click_options(PROXY_UPSTREAM)
 @click.option("--port", type=click.IntRange(0, 65535), default=DEFAULT_PROXY_PORT, show_default=True,
               help="Loopback port to listen on (0: any free one).")
 @click.option("--captures", type=click.Path(file_okay=False, path_type=Path), default=Path("captures"),
               show_default=True, help="Folder the exchanges are written to, one file each.")
-@click.option("--json", "as_json", is_flag=True, help="Print each finding as a JSON line.")
+@json_option("Print each finding as a JSON line.")
 @click_options(MAX_ANSWER_MB)
 @click.option("--max-request-mb", type=click.FloatRange(0, min_open=True), default=ProxyLimits.max_request_bytes / _MB,
               show_default=True, help="A larger request body is refused with a 413 in OpenAI's error envelope, "
@@ -127,7 +125,7 @@ def _show(replayed: Replayed, as_json: bool) -> None:
 @click.command("replay")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click_options(*TARGET_OPTIONS)
-@click.option("--json", "as_json", is_flag=True, help="Print each exchange's result as a JSON line.")
+@json_option("Print each exchange's result as a JSON line.")
 def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) -> None:
     """Send the captured requests (folders of `parity proxy` captures, or files) again to
     --target, in order, and diff the contract of each new answer with the captured one. The

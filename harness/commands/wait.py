@@ -10,6 +10,8 @@ import click
 import httpx
 
 from ..engine.readiness import poll_until_ready
+from ..options import WAIT_TIMEOUT
+from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, error, say
 
 
@@ -26,8 +28,7 @@ def _url(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) ->
 
 @click.command("wait")
 @click.argument("urls", metavar="URL...", nargs=-1, required=True, callback=_url)
-@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=60.0,
-              show_default=True, help="Seconds to wait for all of them together.")
+@click_options(WAIT_TIMEOUT)
 def wait_command(urls: tuple[str, ...], timeout_s: float) -> None:
     """Wait until each URL answers a GET with an HTTP status below 500 (a 404 from a gateway
     without a health route counts: its application is up); exit 1 naming each one that did not

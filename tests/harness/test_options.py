@@ -1,16 +1,26 @@
 """The CLI and the pytest plugin read one declaration of the run options: the plugin's options
 are `parity run`'s with `--parity-` before them, both give the same target options when
 nothing is given (the engine's own defaults) and the same given the same values, and a wrong
-value is an error naming the option as its user wrote it."""
+value is an error naming the option as its user wrote it. No `parity` command declares by
+hand an option of a declared name, and `--json` is declared once."""
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import click
 import pytest
 from click.testing import CliRunner
 
+from responses_parity import harness
+from responses_parity.harness import options
 from responses_parity.harness.cli import main
+from responses_parity.harness.commands.click_options import click_options, json_option
 from responses_parity.harness.commands.running import run
-from responses_parity.harness.options import PYTEST_OPTIONS, TargetOptions, target_options
+from responses_parity.harness.options import PYTEST_OPTIONS, Option, TargetOptions, target_options
 from responses_parity.harness.pytest_plugin import dest
 
 pytest_plugins = ["pytester"]
@@ -82,3 +92,53 @@ def test_a_value_out_of_bounds_is_refused_by_both(pytester: pytest.Pytester) -> 
     outcome = pytester.runpytest("--parity", "--parity-timeout", "0")
     assert outcome.ret == pytest.ExitCode.USAGE_ERROR
     outcome.stderr.fnmatch_lines(["*argument --parity-timeout: 0 is not above 0*"])
+
+
+def _commands(command: click.Command = main, path: str = "parity") -> Iterator[tuple[str, click.Command]]:
+    """Every `parity` command and group, by its command line."""
+    yield path, command
+    if isinstance(command, click.Group):
+        context = click.Context(command)
+        for name in command.list_commands(context):
+            subcommand = command.get_command(context, name)
+            assert subcommand is not None
+            yield from _commands(subcommand, f"{path} {name}")
+
+
+def _options(path: str, command: click.Command, flag: str) -> list[tuple[str, click.Parameter]]:
+    return [(f"{path} {flag}", param) for param in command.params if flag in param.opts]
+
+
+def _described(param: click.Parameter) -> dict[str, Any]:
+    """Everything click knows of an option, how its help shows it too."""
+    return param.to_info_dict() | {"metavar": param.metavar, "show_default": getattr(param, "show_default", None)}
+
+
+def _built(decorator: Any) -> dict[str, Any]:
+    """The option `decorator` adds to a command, described."""
+    return _described(decorator(click.Command("built")).params[0])
+
+
+def test_no_command_declares_by_hand_an_option_of_a_declared_name() -> None:
+    """An option named as one in `options.py` is one of that name's declarations as
+    `click_options` builds it: one declared by hand differs, or will once the declaration changes."""
+    declared: dict[str, list[dict[str, Any]]] = {}
+    for declaration in vars(options).values():
+        if isinstance(declaration, Option):
+            declared.setdefault(f"--{declaration.name}", []).append(_built(click_options(declaration)))
+    by_hand = [where for path, command in _commands() for flag in declared
+               for where, param in _options(path, command, flag) if _described(param) not in declared[flag]]
+    assert by_hand == []
+
+
+def test_json_is_declared_once() -> None:
+    """`--json` is spelled once in the harness, and every command's is that declaration (only its
+    help, what it prints, differs)."""
+    spelled = [path.name for path in Path(harness.__file__).parent.rglob("*.py")
+               for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+               if isinstance(node, ast.Constant) and node.value == "--json"]
+    assert spelled == ["click_options.py"]
+    flags = [(where, _described(param) | {"help": None}) for path, command in _commands()
+             for where, param in _options(path, command, "--json")]
+    assert flags
+    assert [where for where, flag in flags if flag != _built(json_option("")) | {"help": None}] == []
