@@ -56,6 +56,16 @@ class Option:
         if not self.dest:
             object.__setattr__(self, "dest", self.name.replace("-", "_"))
 
+    @property
+    def pytest_flag(self) -> str:
+        """The option's name in pytest."""
+        return f"--parity-{self.name}"
+
+    @property
+    def pytest_dest(self) -> str:
+        """Where pytest keeps the option's value (`config.getoption`)."""
+        return f"parity_{self.dest}"
+
     def parse(self, text: str) -> Any:
         """The value `text` gives this option; `ValueError` says what is wrong with it."""
         try:

@@ -37,16 +37,6 @@ if TYPE_CHECKING:
 _GROUP = "responses-parity"
 
 
-def flag(option: Option) -> str:
-    """The option's name in pytest."""
-    return f"--parity-{option.name}"
-
-
-def dest(option: Option) -> str:
-    """Where pytest keeps the option's value (`config.getoption`)."""
-    return f"parity_{option.dest}"
-
-
 def _argparse_type(option: Option) -> Any:
     def parse(text: str) -> Any:
         try:
@@ -61,7 +51,7 @@ def _attributes(option: Option) -> dict[str, Any]:
     """The option as pytest's `addoption` takes it. The target's default is None, so that
     giving it is what enables the plugin."""
     shown = option.described()
-    attributes: dict[str, Any] = {"dest": dest(option), "metavar": option.metavar or option.name.upper()}
+    attributes: dict[str, Any] = {"dest": option.pytest_dest, "metavar": option.metavar or option.name.upper()}
     if option.multiple:
         attributes |= {"action": "append", "default": []}
     else:
@@ -80,12 +70,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--parity", action="store_true", help="Collect scenario YAML files under the given paths.")
     group.addoption("--parity-builtin", action="store_true", help="Also run the built-in scenarios.")
     for option in PYTEST_OPTIONS:
-        group.addoption(flag(option), **_attributes(option))
+        group.addoption(option.pytest_flag, **_attributes(option))
 
 
 def _asked(options: argparse.Namespace) -> bool:
     """Whether the parsed options ask for the plugin."""
-    return bool(options.parity or options.parity_builtin or getattr(options, dest(TARGET)))
+    return bool(options.parity or options.parity_builtin or getattr(options, TARGET.pytest_dest))
 
 
 @pytest.hookimpl(wrapper=True)
@@ -97,7 +87,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
         return
     with contextlib.suppress(argparse.ArgumentError, ValueError):  # another's --target: it keeps the name
         parser.getgroup(_GROUP).addoption("--target", **_attributes(TARGET) | {
-            "help": f"The same as {flag(TARGET)} (accepted with --parity or --parity-builtin)."})
+            "help": f"The same as {TARGET.pytest_flag} (accepted with --parity or --parity-builtin)."})
 
 
 def pytest_configure(config: pytest.Config) -> None:

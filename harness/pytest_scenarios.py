@@ -19,7 +19,6 @@ from .judge.against import Against, load_against
 from .report.junit import counted, describe, properties
 from .scenario.loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
 from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
-from .pytest_plugin import dest, flag
 from .wire.redaction import Redactor
 from .report.documents import Counted, tally_of, tally_line
 from .model.results import ScenarioResult
@@ -70,12 +69,12 @@ _RUN = pytest.StashKey[_Run]()
 def pytest_configure(config: pytest.Config) -> None:
     """Read the plugin's options into this run's state (the plugin registers this module only
     when it is enabled); a wrong value is a usage error naming the option."""
-    values = {option.dest: config.getoption(dest(option)) for option in PYTEST_OPTIONS}
+    values = {option.dest: config.getoption(option.pytest_dest) for option in PYTEST_OPTIONS}
     try:
         options = target_options(values)
         chosen = load_against(values["against"], values["golden_dir"], values["baseline_file"])
     except OptionError as problem:
-        raise pytest.UsageError(f"{flag(problem.option)}: {problem.problem}") from problem
+        raise pytest.UsageError(f"{problem.option.pytest_flag}: {problem.problem}") from problem
     except HarnessError as problem:
         raise pytest.UsageError(str(problem)) from problem
     run = config.stash[_RUN] = _Run(options, modes(values["mode"]), chosen)

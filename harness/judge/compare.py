@@ -7,6 +7,8 @@ scenario's expectation states OpenAI's behaviour.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
+from dataclasses import replace
 import json
 from typing import Any
 
@@ -64,6 +66,13 @@ def compare_output(expected: list[ItemExpect], actual: tuple[ItemShape, ...]) ->
 
 
 _RESPONSE_LEVEL = ("status", "incomplete_reason", "usage", "output", "interrupt", "response")
+
+
+def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:
+    """Findings of expectations a live model decides (`expect.output`, ...) turned into notes."""
+    return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
+            if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
+            for f in findings]
 
 
 def compare(expect: Expect, contract: Contract, exchange: Exchange) -> list[Finding]:

@@ -103,7 +103,7 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
     """The findings of a case with an expectation, what the fixtures observed or a reference,
     and the sequence a streamed answer is held against."""
     from ..model.contract import streamed_sequence
-    from .compare import compare, compare_upstream, stream_reference
+    from .compare import compare, compare_upstream, model_dependent_as_notes, stream_reference
     from .mcp_failure import mcp_failure
     from .reference import compared_with_reference
 
@@ -124,13 +124,6 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
         findings += differences
         reference = referenced or reference
     return findings, reference
-
-
-def model_dependent_as_notes(findings: list[Finding], fields: Sequence[str]) -> list[Finding]:
-    """Findings of expectations a live model decides (`expect.output`, ...) turned into notes."""
-    return [replace(f, severity=Severity.NOTE, message=f"{f.message} (model-dependent)")
-            if f.rule.startswith("expect.") and f.rule.split(".")[1] in fields and f.severity > Severity.NOTE else f
-            for f in findings]
 
 
 def _marked(findings: list[Finding], known: Callable[[Finding], bool] | None) -> list[Finding]:

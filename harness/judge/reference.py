@@ -17,8 +17,7 @@ from ..model.findings import Finding, Kind, Severity
 from ..model.results import StreamReference
 from ..scenario.model import Expect
 from ..wire.exchange import Exchange
-from .compare import compare
-from .judgement import model_dependent_as_notes
+from .compare import compare, model_dependent_as_notes
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,6 @@ from responses_parity.harness.cli import main
 from responses_parity.harness.commands.click_options import click_options, json_option
 from responses_parity.harness.commands.running import run
 from responses_parity.harness.options import PYTEST_OPTIONS, Option, TargetOptions, target_options
-from responses_parity.harness.pytest_plugin import dest
 
 pytest_plugins = ["pytester"]
 
@@ -43,7 +42,7 @@ def _cli_values(args: list[str]) -> dict[str, object]:
 
 def _pytest_values(pytester: pytest.Pytester, args: list[str]) -> dict[str, object]:
     config = pytester.parseconfig("--parity", *args)
-    return {option.dest: config.getoption(dest(option)) for option in PYTEST_OPTIONS}
+    return {option.dest: config.getoption(option.pytest_dest) for option in PYTEST_OPTIONS}
 
 
 def test_the_plugins_options_are_the_clis_with_a_prefix() -> None:
