@@ -25,7 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from ..model.results import StreamReference
 from .compare import compare
 from ..model.contract import Contract, project_answer, streamed_sequence
