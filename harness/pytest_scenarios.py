@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from ..fixtures.mcp import FIXTURE_SERVERS
-from ..reference_impl.documents import MAX_YAML_BYTES
+from ..openai_contract.documents import MAX_YAML_BYTES
 from .defaults import Mode
 from .errors import HarnessError
 from .judge.against import Against, load_against

@@ -1,6 +1,7 @@
-"""The reference gateway's HTTP surface. `GatewayError` becomes OpenAI's error JSON here, and
-only here; an unknown route or method gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500
-(`last_resort.py`), on a connection that stays open for the requests after it.
+"""The reference gateway's HTTP surface. `GatewayError` (and the body reader's 413,
+`RequestTooLarge`) becomes OpenAI's error JSON here, and only here; an unknown route or method
+gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500 (`last_resort.py`), on a connection that
+stays open for the requests after it.
 
 Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
@@ -27,6 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from ..openai_contract.request_body import RequestTooLarge
 from .chat.routes import chat_routes
 from .config import GatewayConfig
 from .conversations import conversation_routes
@@ -155,6 +157,10 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         assert isinstance(error, GatewayError)
         return error_response(error)
 
+    async def on_too_large(request: Request, error: Exception) -> Response:
+        assert isinstance(error, RequestTooLarge)
+        return JSONResponse(error.body(), status_code=error.status)
+
     async def on_http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
         if error.status_code in (404, 405):
@@ -184,6 +190,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             Route("/admin/audit/{run_id}", audit, methods=["GET"]),
         ],
         middleware=[Middleware(AnswerBugs, answer=lambda scope, error: error_response(_BUG), log=_log)],
-        exception_handlers={GatewayError: on_gateway_error, HTTPException: on_http_error},
+        exception_handlers={GatewayError: on_gateway_error, RequestTooLarge: on_too_large,
+                            HTTPException: on_http_error},
         lifespan=lifespan,
     )

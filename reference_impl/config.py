@@ -51,7 +51,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
 
-from .documents import DocumentError, read_yaml
+from ..openai_contract.documents import DocumentError, read_yaml
 from .retention import DEFAULT_MAX_RESPONSES, OPENAI_RETENTION_S, Retention
 
 UpstreamWire = Literal["responses", "chat", "anthropic"]

@@ -25,7 +25,9 @@ from .ids import new_id
 from .pagination import list_query, page_object
 from .query import included
 from .store import Conversation, ConversationStore
-from .request_schema import conversation_schemas, member_bounds, missing, read_json_object
+from ..openai_contract.request_schema import member_bounds
+from .json_body import read_json_object
+from .refusals import conversation_schemas, missing
 from .validation import input_items
 
 

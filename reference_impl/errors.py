@@ -5,11 +5,13 @@
      ├── Unauthorized            401 invalid_request_error (a missing or wrong admin key)
      ├── Forbidden               403 invalid_request_error (Chat Completions: a blocked MCP server)
      ├── NotFound                404 invalid_request_error, code and param null
-     ├── RequestTooLarge         413 invalid_request_error (a body over the gateway's limit)
      ├── ExternalConnectorError  424 external_connector_error (an MCP server failed)
      │    └── BlockedDestination  an MCP server's address is outside the outbound policy
      ├── RateLimited             429 rate_limit_exceeded, with a retry hint
      └── UpstreamError           5xx (or the upstream's 4xx/429) when the model call failed
+
+A body over the gateway's limit is refused by the reader both the gateway and the harness use
+(`openai_contract.request_body.RequestTooLarge`, 413), answered at the same edge.
 
 Code anywhere in the gateway raises these (a loop run's error is raised again by the route
 that waited for it); `app.py` turns them into HTTP at one edge, and the loop turns them into a
@@ -19,6 +21,8 @@ that waited for it); `app.py` turns them into HTTP at one edge, and the loop tur
 from __future__ import annotations
 
 from typing import Any
+
+from ..openai_contract.violations import Violation
 
 
 class GatewayError(Exception):
@@ -43,6 +47,11 @@ class InvalidRequest(GatewayError):
     def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
         super().__init__(400, message, type="invalid_request_error", param=param, code=code)
 
+    @classmethod
+    def of(cls, violation: Violation) -> InvalidRequest:
+        """The 400 that answers a violation of OpenAI's request description."""
+        return cls(violation.message, param=violation.param, code=violation.code)
+
 
 class Unauthorized(GatewayError):
     def __init__(self, message: str, *, code: str | None = None) -> None:
@@ -57,12 +66,6 @@ class Forbidden(GatewayError):
 class NotFound(GatewayError):
     def __init__(self, message: str) -> None:
         super().__init__(404, message, type="invalid_request_error")
-
-
-class RequestTooLarge(GatewayError):
-    def __init__(self, size: int, limit: int, *, at_least: bool = False) -> None:
-        super().__init__(413, f"The request body is {'more than ' if at_least else ''}{size:,} bytes; this gateway "
-                              f"accepts at most {limit:,}.", type="invalid_request_error", code="request_too_large")
 
 
 class ExternalConnectorError(GatewayError):

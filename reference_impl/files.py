@@ -32,12 +32,12 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive
 
-from . import openai_bounds
-from .errors import GatewayError, InvalidRequest, RateLimited, RequestTooLarge
+from ..openai_contract import openai_bounds
+from ..openai_contract.request_body import RequestTooLarge, check_declared_size
+from .errors import GatewayError, InvalidRequest, RateLimited
 from .ids import new_file_id
-from .json_body import check_declared_size
 from .pagination import list_query, page_object
-from .request_schema import invalid_type, invalid_value, missing, unknown
+from .refusals import invalid_type, invalid_value, missing, unknown
 from .store import FileStore, StoredFile
 
 PURPOSES: tuple[str, ...] = get_args(FilePurpose)

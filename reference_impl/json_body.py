@@ -1,9 +1,9 @@
 """Reading a request's JSON body, bounded, refused the way OpenAI refuses a body it cannot parse.
 
-Bounds: at most `MAX_BODY_BYTES` are read (a larger body is a 413 before the rest is read), the
-value nests at most `MAX_DEPTH` levels (the checks after it recurse), and it is JSON as RFC 8259
-has it: no `NaN` or `Infinity`, no lone UTF-16 surrogate in a string (it could not be sent on
-as UTF-8). Each is answered in OpenAI's error envelope, never with a 500.
+Bounds: at most `MAX_BODY_BYTES` are read (`openai_contract.request_body`: a larger body is a
+413 before the rest is read), the value nests at most `MAX_DEPTH` levels (the checks after it
+recurse), and it is JSON as RFC 8259 has it: no `NaN` or `Infinity`, no lone UTF-16 surrogate in
+a string (it could not be sent on as UTF-8). Each is answered in OpenAI's error envelope, never with a 500.
 
 What the event loop spends on a body is bounded: a body is parsed by the standard library's C
 scanner, on the loop up to `PARSE_ON_THE_LOOP_BYTES` and in a worker thread beyond, there a
@@ -28,11 +28,12 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from .documents import nesting_depth
-from .errors import InvalidRequest, RequestTooLarge
+from ..openai_contract.documents import nesting_depth
+from ..openai_contract.request_body import read_bytes
+from .errors import InvalidRequest
+from .refusals import invalid_type
 
 T = TypeVar("T")
-MAX_BODY_BYTES = 16 * 2**20
 CHECK_ON_THE_LOOP_BYTES = 1024
 """Checking a body against the request schema costs up to about 1.3 µs a byte; up to this size
 that is less than handing it to a worker thread costs the loop (about 0.1 ms), and at most about
@@ -53,25 +54,6 @@ def _not_json(name: str) -> Any:
 
 
 _DECODER = json.JSONDecoder(parse_constant=_not_json)
-
-
-def check_declared_size(request: Request, limit: int) -> None:
-    """A 413 when the request declares a body larger than `limit` (`content-length`)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise RequestTooLarge(int(declared), limit)
-
-
-async def read_bytes(request: Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The body, or a 413 as soon as it is declared or read larger than `limit` (a chunked body
-    is counted as it arrives)."""
-    check_declared_size(request, limit)
-    raw = bytearray()
-    async for chunk in request.stream():
-        raw += chunk
-        if len(raw) > limit:
-            raise RequestTooLarge(len(raw), limit, at_least=True)
-    return bytes(raw)
 
 
 @dataclass(frozen=True)
@@ -115,6 +97,17 @@ async def read_json(request: Request, max_members: Mapping[str, int] | None = No
     deep, surrogates = _suspicions(text)
     if deep or surrogates:
         await body.checked(lambda _: _check_readable(value, deep, surrogates))
+    return body
+
+
+async def read_json_object(request: Request, max_members: Mapping[str, int] | None = None) -> JsonBody:
+    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value
+    (`max_members`: see `read_json`)."""
+    body = await read_json(request, max_members)
+    if body.value is None:
+        return JsonBody({}, body.size)
+    if not isinstance(body.value, dict):
+        raise invalid_type("body", "an object", body.value)
     return body
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import InvalidRequest
-from .request_schema import invalid_type, invalid_value
+from .refusals import invalid_type, invalid_value
 
 ORDERS = ("asc", "desc")
 

@@ -11,7 +11,7 @@ from openai.types.responses import ResponseIncludable
 from starlette.datastructures import QueryParams
 
 from .errors import InvalidRequest
-from .request_schema import invalid_value
+from .refusals import invalid_value
 
 INCLUDABLE: tuple[str, ...] = get_args(ResponseIncludable)
 _SHOWN = 40

@@ -17,7 +17,7 @@ from .client import (
 )
 from .errors import InvalidRequest
 from .hosted_items import HOSTED_CHOICE_TYPES, WEB_SEARCH_TYPES
-from .request_schema import invalid_type, missing, responses_schema, unknown
+from .refusals import invalid_type, missing, responses_schema, unknown
 from .vector_stores import checked_filter, score_threshold
 
 _SUPPORTED_TOOL_TYPES = {"function", "mcp", "file_search"} | WEB_SEARCH_TYPES

@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
-from .request_schema import invalid_type, missing, unknown
+from .refusals import invalid_type, missing, unknown
 from .store import Attachment, FileStore, FileTally, StoredFileBatch, VectorStoreStore
 from .vector_stores import (VectorStoreNotFound, attached, body_of, checked_attributes, chunking, file_counts,
                             files_page, retrievable, unique_files)

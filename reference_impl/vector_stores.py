@@ -67,8 +67,9 @@ from .errors import InvalidRequest, NotFound
 from .files import FileNotFound, stored_bytes
 from .ids import new_id
 from .pagination import list_query, page_object
-from .request_schema import (invalid_type, invalid_value, member_bounds, missing, read_json_object, unknown,
-                             vector_store_schemas)
+from ..openai_contract.request_schema import member_bounds
+from .json_body import read_json_object
+from .refusals import invalid_type, invalid_value, missing, unknown, vector_store_schemas
 from .store import (
     Attachment, Attributes, FileStore, FileTally, MissingFile, StoredFile, StoredFileBatch, StoredVectorStore,
     StoredVectorStoreFile, VectorStoreStore,

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from ..wire.capture import exchange_files
 from ..judge.judgement import Case, judge
 from ..wire.exchange import Exchange

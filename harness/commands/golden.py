@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from ..judge import baseline, goldens
 from ..report import changelog
 from ..errors import HarnessError

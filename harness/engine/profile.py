@@ -36,7 +36,7 @@ from typing import Any, Literal
 import jinja2
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
-from ...reference_impl.documents import DocumentError, read_yaml
+from ...openai_contract.documents import DocumentError, read_yaml
 from ..scenario.capabilities import Capability
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from .profile_templates import render_template

@@ -35,14 +35,13 @@ from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.search import build_search_app
 from ...fixtures.upstream import SERVICE_NAME, UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript
-from ...reference_impl import ConfigError, GatewayConfig, McpServerConfig, build_gateway_app
-from ...reference_impl.config import WebSearchConfig
 from ..defaults import LOOPBACK
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
 from ..scenario.model import GatewaySetup
+from .reference_gateway import (GATEWAY_LOGGER, ConfigError, GatewayConfig, McpServerConfig, WebSearchConfig,
+                                build_gateway_app)
 
-GATEWAY_LOGGER = "responses_parity.reference_impl"
 FIXTURE_RANGES = ("127.0.0.0/8",)
 """The reference gateway's outbound policy blocks loopback; the harness allows its fixtures there."""
 

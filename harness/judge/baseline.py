@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from ..errors import HarnessError
 from ..model.findings import Finding, Severity
 from ..scenario.model import Mode

@@ -21,7 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from ..defaults import DEFAULT_GOLDEN_DIR
 from ..wire.exchange import Exchange
 from ..errors import HarnessError

@@ -1,5 +1,5 @@
 """`parity probe`: request probes generated from OpenAI's request description
-(`reference_impl.request_schema`), each a valid request with one defect, sent to two targets
+(`openai_contract.request_schema`), each a valid request with one defect, sent to two targets
 whose answers are compared at the error-contract level: `surfaces` says what is probed (every
 endpoint family's bodies, routes and query parameters), `generate` makes the probes (`forms` the
 uploads), `objects` creates what they name on the target, `send` sends them and reduces each

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from ..errors import HarnessError
 from ..wire.redaction import Redactor
 from .send import Outcome

@@ -13,7 +13,7 @@ a file), the probe is not counted as refused.
 
 from __future__ import annotations
 
-from ...reference_impl.openai_bounds import bounds
+from ...openai_contract.openai_bounds import bounds
 from ..engine.targets import RawBody
 
 BOUNDARY = "parity-probe-boundary"

@@ -3,7 +3,7 @@ gateway serves (`surfaces.py`): each is a valid request with one defect, named b
 (`responses.temperature.out_of_range.high`), the field it targets, the kind of defect, and
 whether OpenAI's description refuses it (`refused`).
 
-JSON bodies are described by `reference_impl.request_schema` (the one the reference gateway
+JSON bodies are described by `openai_contract.request_schema` (the one the reference gateway
 validates with). Each is walked per field, top-level and nested (each `type` of a tool, of an
 input item, of `text.format`; objects such as `reasoning` and `metadata`; array items; map
 values), to a bounded depth: a nested defect sits in an otherwise valid object (the smallest

@@ -1,7 +1,7 @@
 """What `parity probe` probes: every endpoint family the reference gateway serves, as OpenAI
 describes it.
 
-- `BodySurface`: a JSON request body (its description is `reference_impl.request_schema`: the
+- `BodySurface`: a JSON request body (its description is `openai_contract.request_schema`: the
   `openai` SDK's type of it, tightened as OpenAI enforces it, with OpenAI's documented bounds).
 - `Route`: a path with ids in it (`/{id}/items/{item}`), and the query parameters it takes (the
   SDK's type of them, and the range OpenAI's reference gives `limit` in words).
@@ -27,8 +27,8 @@ from openai.types.vector_stores import file_batch_list_files_params
 from openai.types.vector_stores import file_list_params as vector_store_file_list_params
 from pydantic import TypeAdapter
 
-from ...reference_impl.request_schema import (RequestSchema, chat_schema, conversation_schemas, responses_schema,
-                                              vector_store_schemas)
+from ...openai_contract.request_schema import (RequestSchema, chat_schema, conversation_schemas, responses_schema,
+                                               vector_store_schemas)
 
 PLACEHOLDERS = ("response_id", "conversation_id", "item_id", "file_id", "attachable_file_id", "vector_store_id",
                 "batch_id")

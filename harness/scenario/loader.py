@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ...fixtures.mcp import FIXTURE_SERVERS
-from ...reference_impl import documents
+from ...openai_contract import documents
 from . import lint
 from .model import MODES, Mode, Scenario, Step
 from .lint import Outline

@@ -20,7 +20,7 @@ from typing import Any
 import yaml
 
 from ...fixtures.mcp import FIXTURE_SERVERS, fixture_tools
-from ...reference_impl.documents import DocumentError
+from ...openai_contract.documents import DocumentError
 from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path
 from ..model.contract import project_answer
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH

@@ -66,8 +66,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
-from ...reference_impl.errors import RequestTooLarge
-from ...reference_impl.json_body import MAX_BODY_BYTES, read_bytes
+from ...openai_contract.request_body import MAX_BODY_BYTES, RequestTooLarge, read_bytes
 from ..wire.capture import capture_name
 from ..judge.judgement import Case, judge
 from ..defaults import DEFAULT_MAX_ANSWER_BYTES

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 from .exchange import Exchange
 from ..errors import HarnessError
 

@@ -15,7 +15,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ...reference_impl.documents import nesting_depth
+from ...openai_contract.documents import nesting_depth
 
 MAX_DEPTH = 64
 """How deep a JSON value may nest. OpenAI's Responses nest about 10 levels (a tool's JSON

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...reference_impl.documents import read_json
+from ...openai_contract.documents import read_json
 
 
 def load_or_build(path: Path, build: Callable[[], Any], accept: Callable[[Any], bool]) -> Any:

@@ -10,7 +10,7 @@ from ..client import FunctionTool
 from ..errors import InvalidRequest
 from ..loop.state import LoopRequest
 from ..upstream.items import Message, ToolCall, ToolOutput, TranscriptItem
-from ..request_schema import chat_schema, missing
+from ..refusals import chat_schema, missing
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ from starlette.routing import Route
 from ..client import HostedTool, WebSearchTool
 from ..config import ConfigError
 from ..errors import BlockedDestination, Forbidden, InvalidRequest
-from ..json_body import JsonBody, read_bytes, read_json
+from ...openai_contract.request_body import read_bytes
+from ..json_body import JsonBody, read_json
 from ..loop.lifecycle import run_loop
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState

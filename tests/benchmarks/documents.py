@@ -19,7 +19,7 @@ from collections.abc import Callable
 import yaml
 
 from responses_parity.harness.scenario import loader
-from responses_parity.reference_impl.documents import DocumentError, nesting_depth, parse_yaml
+from responses_parity.openai_contract.documents import DocumentError, nesting_depth, parse_yaml
 
 LAUGHS = ('a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
           + "".join(f"{name}: &{name} [{','.join([f'*{below}'] * 9)}]\n"

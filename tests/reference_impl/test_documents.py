@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from responses_parity.reference_impl.documents import (MAX_DEPTH, MAX_JSON_BYTES, MAX_VALUES, MAX_YAML_BYTES,
-                                                       DocumentError, Extent, Unbounded, extent, nesting_depth,
-                                                       parse_json, parse_yaml, read_json, read_text, read_yaml)
+from responses_parity.openai_contract.documents import (MAX_DEPTH, MAX_JSON_BYTES, MAX_VALUES, MAX_YAML_BYTES,
+                                                        DocumentError, Extent, Unbounded, extent, nesting_depth,
+                                                        parse_json, parse_yaml, read_json, read_text, read_yaml)
 
 LAUGHS = "".join(f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
                  for previous, name in zip("abcdefgh", "bcdefghi", strict=True))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from responses_parity.reference_impl import openai_bounds
-from responses_parity.reference_impl.openai_bounds import BODIES, body_bounds, document, segments, shipped
-from responses_parity.reference_impl.request_schema import (chat_schema, conversation_schemas, responses_schema,
-                                                            vector_store_schemas)
+from responses_parity.openai_contract import openai_bounds
+from responses_parity.openai_contract.openai_bounds import BODIES, body_bounds, document, segments, shipped
+from responses_parity.openai_contract.request_schema import (chat_schema, conversation_schemas, responses_schema,
+                                                             vector_store_schemas)
 
 OPENAPI = Path(os.environ.get("PARITY_OPENAI_OPENAPI",
                               Path(__file__).resolve().parents[2].parent / "shared" / "reference" /

@@ -16,9 +16,10 @@ import httpx
 import pytest
 
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.openai_contract.request_body import MAX_BODY_BYTES
 from responses_parity.reference_impl import app as app_module
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.json_body import (CHECK_ON_THE_LOOP_BYTES, MAX_BODY_BYTES, MAX_DEPTH,
+from responses_parity.reference_impl.json_body import (CHECK_ON_THE_LOOP_BYTES, MAX_DEPTH,
                                                        PARSE_ON_THE_LOOP_BYTES, JsonBody)
 
 PATHS = ("/v1/responses", "/v1/conversations")

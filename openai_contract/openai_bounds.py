@@ -5,7 +5,7 @@ to the bodies the `openai` SDK describes, where the SDK's types carry no bounds.
 
 Regenerate it from a newer description, which records its name, version, SHA-256 and the date:
 
-    python -m responses_parity.reference_impl.openai_bounds path/to/openai-openapi.yaml
+    python -m responses_parity.openai_contract.openai_bounds path/to/openai-openapi.yaml
 
 A bound sits at a path in the body: `.name` a property, `[]` an array's items, `{type}` the
 member of a union whose `type` is that value, `.*` each value of a map, `.<key>` each key of a

@@ -9,14 +9,13 @@ closest of thirty); and the bounds the SDK does not carry (lengths, counts, rang
 which OpenAI's OpenAPI description states, are added from the data the project ships
 (`openai_bounds.py`), with the few it states only in words or not at all (`DOCUMENTED_BOUNDS`,
 `OBSERVED_BOUNDS`). `jsonschema` checks a body against it; `first_violation` turns the first
-violation, in body order, into OpenAI's error (its code, its `param` path as `input[0].content`,
-its wording, per the contract notes §4.2).
+violation, in body order, into OpenAI's 400 as a `Violation` (its code, its `param` path as
+`input[0].content`, its wording, per the contract notes §4.2).
 """
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any
@@ -29,11 +28,9 @@ from openai.types import vector_store_create_params, vector_store_search_params,
 from openai.types.responses import response_create_params
 from openai.types.vector_stores import file_batch_create_params, file_create_params, file_update_params
 from pydantic import TypeAdapter
-from starlette.requests import Request
 
 from . import openai_bounds
-from .errors import InvalidRequest
-from .json_body import JsonBody, read_json
+from .violations import Violation, invalid_type, invalid_value, json_type, missing, unknown
 
 Schema = dict[str, Any]
 
@@ -52,8 +49,8 @@ def bounds_of(body: str) -> dict[str, Schema]:
 
 def member_bounds(body: str) -> dict[str, int]:
     """The top-level arrays and objects of one body whose number of members is bounded, and the
-    bound: `read_json` counts their members as it parses them, and refuses one too many before
-    the rest is read."""
+    bound: the gateway's `read_json` counts their members as it parses them, and refuses one too
+    many before the rest is read."""
     return {path: bound.get("maxItems", bound.get("maxProperties")) for path, bound in bounds_of(body).items()
             if openai_bounds.segments(path) == [path] and ("maxItems" in bound or "maxProperties" in bound)}
 
@@ -78,58 +75,6 @@ lack, by the keys of the object that has them: a `file_search_call` result's `ve
 (recorded with `include: ["file_search_call.results"]`)."""
 _NAMED_ARRAYS = {"input": "array of input items"}
 """How OpenAI names an array parameter in `expected one of ...` (contract notes §4.2)."""
-
-
-def json_type(value: Any) -> str:
-    """How OpenAI names a JSON value's type in its messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a decimal"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def missing(param: str) -> InvalidRequest:
-    return InvalidRequest(f"Missing required parameter: '{param}'.", param=param, code="missing_required_parameter")
-
-
-def invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
-    return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got {json_type(value)} instead.",
-                          param=param, code="invalid_type")
-
-
-def invalid_value(param: str, value: Any, supported: Iterable[Any], *,
-                  reported_at: str | None = None) -> InvalidRequest:
-    quoted = [f"'{s}'" for s in supported]
-    listing = " and ".join(quoted) if len(quoted) <= 2 else ", ".join(quoted[:-1]) + f", and {quoted[-1]}"
-    return InvalidRequest(f"Invalid value: '{value}'. Supported values are: {listing}.", param=reported_at or param,
-                          code="invalid_value")
-
-
-async def read_json_object(request: Request, max_members: Mapping[str, int] | None = None) -> JsonBody:
-    """The body as a JSON object (an empty body is `{}`); a 400 naming `body` for any other value
-    (`max_members`: see `read_json`)."""
-    body = await read_json(request, max_members)
-    if body.value is None:
-        return JsonBody({}, body.size)
-    if not isinstance(body.value, dict):
-        raise invalid_type("body", "an object", body.value)
-    return body
-
-
-def unknown(param: str, key: str, known: Iterable[str]) -> InvalidRequest:
-    message = f"Unknown parameter: '{param}'."
-    if close := difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75):
-        message += f" Did you mean '{close[0]}'?"
-    return InvalidRequest(message, param=param, code="unknown_parameter")
 
 
 def _param(path: Iterable[Any]) -> str:
@@ -168,7 +113,7 @@ class RequestSchema:
         return {key: _Validator({"allOf": schema["allOf"][1:]}) for key, schema in self.schema["properties"].items()
                 if "allOf" in schema}
 
-    def first_violation(self, body: dict[str, Any]) -> InvalidRequest | None:
+    def first_violation(self, body: dict[str, Any]) -> Violation | None:
         """OpenAI's 400 for the first part of `body`, in body order, that breaks the schema, or
         None when none does. Each top-level value is checked only until its first violation,
         its bounds first (a count is checked before the members it counts are walked)."""
@@ -182,7 +127,7 @@ class RequestSchema:
         return None
 
 
-def _openai_error(error: ValidationError, definitions: Schema) -> InvalidRequest:
+def _openai_error(error: ValidationError, definitions: Schema) -> Violation:
     """The error OpenAI answers for one violation; of a union no member of which holds, the
     violation of the member the body came closest to."""
     param, value, rule, wanted = _param(error.absolute_path), error.instance, error.validator, error.validator_value
@@ -210,16 +155,16 @@ def _openai_error(error: ValidationError, definitions: Schema) -> InvalidRequest
     if rule in ("minLength", "minItems"):
         return _too_small(param, value, rule, wanted)
     if rule == "pattern":
-        return InvalidRequest(f"Invalid '{param}': string does not match pattern. Expected a string that matches the "
+        return Violation(f"Invalid '{param}': string does not match pattern. Expected a string that matches the "
                               f"pattern '{wanted}'.", param=param, code="invalid_value")
-    return InvalidRequest(f"Invalid value for '{param}': {error.message}.", param=param or None, code="invalid_value")
+    return Violation(f"Invalid value for '{param}': {error.message}.", param=param or None, code="invalid_value")
 
 
 def _listed(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list) else [value]
 
 
-def _union_error(error: ValidationError, param: str, definitions: Schema) -> InvalidRequest:
+def _union_error(error: ValidationError, param: str, definitions: Schema) -> Violation:
     """Of a union: the error of the member the body meant, the one that takes the value's type,
     whose fixed fields (a chat message's `role`) the body matches most, and that has the fewest
     errors; when no member takes its type, `expected one of ...`."""
@@ -249,31 +194,31 @@ def _union_error(error: ValidationError, param: str, definitions: Schema) -> Inv
     return invalid_type(param, expected, error.instance)
 
 
-def _out_of_range(param: str, value: Any, rule: str, bound: float, kind: str) -> InvalidRequest:
+def _out_of_range(param: str, value: Any, rule: str, bound: float, kind: str) -> Violation:
     side, relation = ("below", ">=") if rule == "minimum" else ("above", "<=")
     shown = bound if isinstance(bound, int) else f"{bound:g}"
-    return InvalidRequest(f"Invalid '{param}': {kind} {side} {rule} value. Expected a value {relation} {shown}, "
+    return Violation(f"Invalid '{param}': {kind} {side} {rule} value. Expected a value {relation} {shown}, "
                           f"but got {value} instead.", param=param, code=f"{kind}_{side}_{rule[:3]}_value")
 
 
-def _too_small(param: str, value: Any, rule: str, bound: int) -> InvalidRequest:
+def _too_small(param: str, value: Any, rule: str, bound: int) -> Violation:
     noun = "array" if rule == "minItems" else "string"
     wanted = f"Expected {'an' if noun == 'array' else 'a'} {noun} with minimum length {bound}"
     if not value:
-        return InvalidRequest(f"Invalid '{param}': empty {noun}. {wanted}, but got an empty {noun} instead.",
+        return Violation(f"Invalid '{param}': empty {noun}. {wanted}, but got an empty {noun} instead.",
                               param=param, code=f"empty_{noun}")
-    return InvalidRequest(f"Invalid '{param}': {noun} too short. {wanted}, but got {'an' if noun == 'array' else 'a'} "
+    return Violation(f"Invalid '{param}': {noun} too short. {wanted}, but got {'an' if noun == 'array' else 'a'} "
                           f"{noun} with length {len(value)} instead.", param=param, code=f"{noun}_below_min_length")
 
 
-def _too_large(param: str, value: Any, rule: str, bound: int) -> InvalidRequest:
+def _too_large(param: str, value: Any, rule: str, bound: int) -> Violation:
     size = len(value)
     if rule == "maxProperties":
-        return InvalidRequest(f"Invalid '{param}': too many properties. Expected an object with at most {bound} "
+        return Violation(f"Invalid '{param}': too many properties. Expected an object with at most {bound} "
                               f"properties, but got an object with {size} properties instead.", param=param,
                               code="object_above_max_properties")
     noun = "array" if rule == "maxItems" else "string"
-    return InvalidRequest(f"Invalid '{param}': {noun} too long. Expected {'an' if noun == 'array' else 'a'} {noun} "
+    return Violation(f"Invalid '{param}': {noun} too long. Expected {'an' if noun == 'array' else 'a'} {noun} "
                           f"with maximum length {bound}, but got {'an' if noun == 'array' else 'a'} {noun} with "
                           f"length {size} instead.", param=param, code=f"{noun}_above_max_length")
 
