@@ -14,15 +14,15 @@ import pytest
 from ..fixtures.mcp import FIXTURE_SERVERS
 from ..openai_contract.documents import MAX_YAML_BYTES
 from .defaults import Mode
+from .engine.session import Session, open_session
 from .errors import HarnessError
 from .judge.against import Against, load_against
+from .model.results import ScenarioResult
+from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
+from .report.documents import Counted, tally_of, tally_line
 from .report.junit import counted, describe, properties
 from .scenario.loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
-from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
 from .wire.redaction import Redactor
-from .report.documents import Counted, tally_of, tally_line
-from .model.results import ScenarioResult
-from .engine.session import Session, open_session
 
 _SCHEMA_MODELINE = "scenario.schema.json"
 _TOP_LEVEL_KEY = re.compile(r"""^["']?(id|steps)["']?[ \t]*:""", re.MULTILINE)

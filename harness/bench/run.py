@@ -20,12 +20,12 @@ import httpx
 
 from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
-from ..errors import HarnessError
 from ..engine.fixture_client import FixtureClient
-from ..scenario.fixtures import McpFixture
 from ..engine.gateway_process import install, start
 from ..engine.profile import ProfileError, find_profile, profile_paths
 from ..engine.rewrites import Rewrites
+from ..errors import HarnessError
+from ..scenario.fixtures import McpFixture
 from .client import Client
 from .processes import ServedPart, cpu_seconds, rss_bytes, write_reference_config
 from .workloads import (FIXTURE, WORKLOADS, Batch, Endpoint, RunTokens, Sizes, Workload, client_driven_mcp_batch,

@@ -26,8 +26,8 @@ from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, ToolCallSpec, run_marker
-from ..scenario.fixtures import McpFixture
 from ..engine.rewrites import Rewrites
+from ..scenario.fixtures import McpFixture
 from .client import Answer, Client, ClientError
 
 Workload = Literal["text", "stream", "throughput", "mcp"]

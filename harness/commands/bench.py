@@ -12,8 +12,8 @@ from .. import bench
 from ..errors import HarnessError
 from ..options import (BENCH_API_KEY, BENCH_HEADER, BENCH_TARGETS, BENCH_TIMEOUT, BENCH_UPSTREAM, PROFILE_DIR,
                        parse_header)
-from .console import EXIT_USAGE, err, error, out, redacted_consoles
 from .click_options import click_options
+from .console import EXIT_USAGE, err, error, out, redacted_consoles
 
 
 @click.command("bench")

@@ -12,11 +12,11 @@ from pathlib import Path
 import click
 from rich.markup import escape
 
-from ..scenario.loader import Catalogue, builtin_scenarios_dir, load
 from ..engine.locks import lock_command, lock_paths, read_lock, write_locks
 from ..engine.profile import ProfileError, find_profile, profile_paths
-from ..scenario.model import scenario_json_schema
 from ..options import LIST_TAG, PROFILE_DIR
+from ..scenario.loader import Catalogue, builtin_scenarios_dir, load
+from ..scenario.model import scenario_json_schema
 from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
 

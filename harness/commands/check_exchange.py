@@ -11,11 +11,11 @@ import click
 from rich.markup import escape
 
 from ...openai_contract.documents import read_json
-from ..wire.capture import exchange_files
-from ..judge.judgement import Case, judge
-from ..wire.exchange import Exchange
 from ..errors import HarnessError
+from ..judge.judgement import Case, judge
 from ..model.findings import Finding, Severity
+from ..wire.capture import exchange_files
+from ..wire.exchange import Exchange
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
 
 

@@ -12,19 +12,19 @@ from typing import NoReturn
 
 import click
 
-from ..judge import goldens
-from ..errors import HarnessError
-from ..judge.against import Against, load_against
-from ..report.junit import write_junit
-from ..scenario.loader import Catalogue, LoadedScenario
-from ..report.matrix import build_matrix, run_matrix, write_matrix
-from ..options import TargetOptions
-from ..wire.redaction import Redactor
-from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
-from ..model.results import ScenarioResult
-from ..scenario.model import Mode
 from ..engine.session import open_session
 from ..engine.targets import Target
+from ..errors import HarnessError
+from ..judge import goldens
+from ..judge.against import Against, load_against
+from ..model.results import ScenarioResult
+from ..options import TargetOptions
+from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
+from ..report.junit import write_junit
+from ..report.matrix import build_matrix, run_matrix, write_matrix
+from ..scenario.loader import Catalogue, LoadedScenario
+from ..scenario.model import Mode
+from ..wire.redaction import Redactor
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, say
 from .run_console import DEFAULT, RunConsole
 from .selection import Conventions, Selection

@@ -12,9 +12,9 @@ import click
 from rich.markup import escape
 
 from ...openai_contract.documents import read_json
+from ..errors import HarnessError
 from ..judge import baseline, goldens
 from ..report import changelog
-from ..errors import HarnessError
 from .click_options import json_option
 from .console import EXIT_FAILED, EXIT_OK, err, out
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import click
 
-from ..scenario.loader import Catalogue, LoadedScenario, units_of
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MODE, PROFILE_DIR,
                        RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, TAG, TARGET_OPTIONS, TARGETS, OptionError,
                        TargetOptions, modes, target_options)
+from ..scenario.loader import Catalogue, LoadedScenario, units_of
 from ..scenario.model import Mode
 from .catalogue import load_catalogue
 from .click_options import click_options, json_option

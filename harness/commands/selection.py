@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..scenario.loader import Catalogue, LoadedScenario
 from ..options import TargetOptions
+from ..scenario.loader import Catalogue, LoadedScenario
 from ..scenario.model import Mode
 
 

@@ -18,10 +18,10 @@ from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.upstream import UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc_script
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
-from ..errors import HarnessError
-from ..model.guard_allowance import GuardAllowance
 from ..engine.reference_gateway import ConfigError, GatewayConfig, build_gateway_app
 from ..engine.stack import ServerThread, Stack, fixture_ports, search_port
+from ..errors import HarnessError
+from ..model.guard_allowance import GuardAllowance
 from ..options import SERVED_GATEWAY_UPSTREAM
 from .click_options import click_options, json_option
 from .console import EXIT_USAGE, err, error, out, say

@@ -15,17 +15,17 @@ import click
 import httpx
 from rich.markup import escape
 
-from ..wire.capture import read_captures
-from ..errors import HarnessError
-from ..model.findings import Finding
-from ..traffic.from_capture import scenario_text
-from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError, target_options
-from ..traffic.proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
-                             Recorded, RecordingProxy)
-from ..wire.redaction import Redactor
-from ..traffic.replay import Replayed, captured_model, replay
 from ..engine.session import open_session
 from ..engine.stack import ServerThread
+from ..errors import HarnessError
+from ..model.findings import Finding
+from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError, target_options
+from ..traffic.from_capture import scenario_text
+from ..traffic.proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
+                             Recorded, RecordingProxy)
+from ..traffic.replay import Replayed, captured_model, replay
+from ..wire.capture import read_captures
+from ..wire.redaction import Redactor
 from .click_options import click_options, json_option
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, redacted_consoles, say
 from .serve import serve_forever

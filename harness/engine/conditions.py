@@ -10,9 +10,9 @@ import asyncio
 import time
 
 from ..judge.compare import compare_upstream
-from .fixture_client import FixtureClient
 from ..model.observed import Observed
 from ..scenario.model import Until
+from .fixture_client import FixtureClient
 
 CHECK_INTERVAL_S = 0.02
 

@@ -29,14 +29,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import child_process
+from ..defaults import LOOPBACK, cache_dir
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
+from ..wire.redaction import redact_text
+from . import child_process
 from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
 from .profile import Profile, ProfileError, render
 from .readiness import poll_until_ready
-from ..wire.redaction import redact_text
-from ..defaults import LOOPBACK, cache_dir
 
 LOG_TAIL_LINES = 25
 LOG_TAIL_BYTES = 64 * 1024

@@ -37,8 +37,8 @@ import jinja2
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ...openai_contract.documents import DocumentError, read_yaml
-from ..scenario.capabilities import Capability
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
+from ..scenario.capabilities import Capability
 from .profile_templates import render_template
 from .rewrites import Rewrites
 

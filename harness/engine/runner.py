@@ -22,22 +22,22 @@ import httpx
 from pydantic import ValidationError
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
-from ..model.attribution import Sent, attribute
-from ..scenario.capabilities import missing_capability
-from ..model.results import ScenarioResult, StepResult, UnitFinished
-from .conditions import wait_until
-from ..model.contract import chat_completion
-from ..wire.exchange import Exchange
 from ..errors import HarnessError
-from ..model.findings import Finding, Kind, Severity
-from .fixture_client import FixtureClient
-from ..scenario.fixtures import McpFixture
-from ..model.observed import Observed
-from ..scenario.loader import LoadedScenario
 from ..judge.against import Against
 from ..judge.judgement import Case, judge, not_checked_upstream
-from ..scenario.placeholders import OutputView, render
+from ..model.attribution import Sent, attribute
+from ..model.contract import chat_completion
+from ..model.findings import Finding, Kind, Severity
+from ..model.observed import Observed
+from ..model.results import ScenarioResult, StepResult, UnitFinished
+from ..scenario.capabilities import missing_capability
+from ..scenario.fixtures import McpFixture
+from ..scenario.loader import LoadedScenario
 from ..scenario.model import Expect, GatewaySetup, Mode, Scenario, Step, Upload, Wait
+from ..scenario.placeholders import OutputView, render
+from ..wire.exchange import Exchange
+from .conditions import wait_until
+from .fixture_client import FixtureClient
 from .targets import Form, Target, send
 
 _CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",

@@ -16,17 +16,17 @@ import httpx
 from ...fixtures.upstream.script import AdHocScript
 from ..defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
 from ..errors import HarnessError
-from .fixture_client import FixtureClient
-from ..scenario.fixtures import McpFixture
-from .gateway_process import RunningGateway, install, start
-from ..scenario.loader import LoadedScenario
-from ..options import TargetOptions
-from .profile import Profile, ProfileError, find_profile, profile_paths
-from ..wire.redaction import Redactor, tool_secrets
-from .runner import Engine
 from ..judge.against import Against
 from ..model.results import ScenarioResult, UnitFinished
+from ..options import TargetOptions
+from ..scenario.fixtures import McpFixture
+from ..scenario.loader import LoadedScenario
 from ..scenario.model import Mode
+from ..wire.redaction import Redactor, tool_secrets
+from .fixture_client import FixtureClient
+from .gateway_process import RunningGateway, install, start
+from .profile import Profile, ProfileError, find_profile, profile_paths
+from .runner import Engine
 from .stack import Stack, fixture_ports, running_upstream, search_port
 from .targets import Target, unreachable
 

@@ -22,11 +22,11 @@ import httpx
 
 from ..defaults import (DEFAULT_CHAT_PATH, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_RESPONSES_PATH,
                         DEFAULT_TIMEOUT_S)
-from ..wire.exchange import Exchange
-from .rewrites import Rewrites
 from ..scenario.model import Disconnect
-from ..wire.sse import TeeStream, iter_sse
 from ..wire.decode import read_body, read_stream
+from ..wire.exchange import Exchange
+from ..wire.sse import TeeStream, iter_sse
+from .rewrites import Rewrites
 
 
 @dataclass(frozen=True)

@@ -13,11 +13,11 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from ..model.contract import approved_requests, is_chat_answer
-from ..wire.exchange import Exchange
 from ..model.findings import Finding, Kind, Severity
+from ..wire.exchange import Exchange
+from ..wire.sse import SseEvent
 from .grammar import check_chat_stream, check_stream
 from .schemas import Where, check_error_envelope, check_event, check_payload
-from ..wire.sse import SseEvent
 
 
 def resumed_after(url: str) -> int | None:

@@ -15,11 +15,11 @@ from typing import Any
 
 from ...fixtures.recording import fingerprint
 from ..model.contract import Contract, ItemShape
-from ..wire.exchange import Exchange
 from ..model.findings import Finding, Kind, Severity
 from ..model.observed import Observed
 from ..model.results import StreamReference
 from ..scenario.model import ChatExpect, Expect, ItemExpect, PageExpect, UpstreamExpect, Variant
+from ..wire.exchange import Exchange
 
 
 def _mismatch(kind: Kind, rule: str, message: str, expected: Any, actual: Any) -> Finding:

@@ -23,12 +23,12 @@ from typing import Any
 
 from ...openai_contract.documents import read_json
 from ..defaults import DEFAULT_GOLDEN_DIR
-from ..wire.exchange import Exchange
 from ..errors import HarnessError
-from ..wire.redaction import Redactor
-from ..model.versions import versions
 from ..model.results import ScenarioResult
+from ..model.versions import versions
 from ..scenario.model import FORMAT_VERSION, Mode, Scenario
+from ..wire.exchange import Exchange
+from ..wire.redaction import Redactor
 from .reference import Reference
 
 MANIFEST = "manifest.json"

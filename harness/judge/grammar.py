@@ -29,8 +29,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from ..wire.exchange import TERMINAL_EVENTS
 from ..model.findings import Finding, Kind, Severity
+from ..wire.exchange import TERMINAL_EVENTS
 from ..wire.sse import SseEvent
 
 _SUB = object()

@@ -14,10 +14,10 @@ from __future__ import annotations
 import codecs
 import re
 
-from .checks import event_findings
 from ..model.findings import Finding
-from .grammar import SequenceNumbering, event_framing
 from ..wire.sse import parse_sse
+from .checks import event_findings
+from .grammar import SequenceNumbering, event_framing
 
 _EVENT_END = re.compile(r"\r\n\r\n|\n\n|\r\r")
 _LONGEST_END = 4

@@ -16,11 +16,11 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..wire.exchange import Exchange
 from ..model.findings import Finding, Kind, Severity
 from ..model.guard_allowance import GuardAllowance
-from ..scenario.fixtures import McpFixture
 from ..model.observed import Observed
+from ..scenario.fixtures import McpFixture
+from ..wire.exchange import Exchange
 
 RULE = "mcp.failure"
 QUOTED_CHARS = 300

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..defaults import REFERENCE
+from ..engine.session import OPENAI, open_session
+from ..engine.targets import unreachable
 from ..errors import HarnessError
 from ..options import TargetOptions
 from ..wire.redaction import Redactor
-from ..engine.session import OPENAI, open_session
-from ..engine.targets import unreachable
 from .answers import Recorded, read_answers, write_answers
 from .compare import Comparison
 from .generate import Probe

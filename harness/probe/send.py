@@ -18,9 +18,9 @@ from typing import Any
 import httpx
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
-from ..wire.exchange import Exchange
 from ..engine.fixture_client import FixtureClient
 from ..engine.targets import Target, send
+from ..wire.exchange import Exchange
 from .generate import Probe, all_probes
 from .objects import create_objects, fill, filled_body
 

@@ -28,10 +28,10 @@ from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from ..model.contract import project_answer
-from ..model.findings import Finding
 from ..judge.goldens import GoldenSet, GoldenUnit
 from ..judge.reference import compare_with
+from ..model.contract import project_answer
+from ..model.findings import Finding
 
 
 class Verdict(StrEnum):

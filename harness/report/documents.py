@@ -14,15 +14,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ..engine.targets import Target
 from ..model.contract import sequence_marks, streamed_sequence
 from ..model.findings import Severity
+from ..model.results import Outcome, ScenarioResult, StepResult
 from ..model.versions import versions
+from ..scenario.model import FORMAT_VERSION, MODES
+from ..scenario.vocabulary import output_item_types, sdk_event_types
 from ..wire.redaction import Redactor
 from .html import render_html, unit_anchor
-from ..model.results import Outcome, ScenarioResult, StepResult
-from ..scenario.vocabulary import output_item_types, sdk_event_types
-from ..scenario.model import FORMAT_VERSION, MODES
-from ..engine.targets import Target
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,9 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
-from .charts import stream_picture
 from ..model.findings import Severity
 from ..scenario.model import MODES
+from .charts import stream_picture
 
 
 def unit_anchor(scenario: str, mode: str) -> str:

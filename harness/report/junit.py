@@ -20,9 +20,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ..model.findings import Severity
+from ..model.results import ScenarioResult
 from ..wire.redaction import Redactor
 from .documents import Counted, RunInfo
-from ..model.results import ScenarioResult
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _PROPERTY = "parity_"

@@ -22,18 +22,18 @@ from typing import Any, Literal
 
 from jinja2 import Environment, PackageLoader
 
-from ..scenario.capabilities import HOSTED_TOOLS
-from .charts import latency_chart
+from ..engine.profile import ProfileError, find_profile
+from ..engine.session import OPENAI, REFERENCE, TargetOptions, open_session
 from ..errors import HarnessError
 from ..model.findings import Kind, Severity, group_of
+from ..model.results import UnitFinished
+from ..scenario.capabilities import HOSTED_TOOLS
 from ..scenario.loader import LoadedScenario
-from ..engine.profile import ProfileError, find_profile
+from ..scenario.model import MODES, Mode
 from ..wire.redaction import Redactor
+from .charts import latency_chart
 from .documents import RunInfo, write_reports
 from .html import unit_anchor
-from ..model.results import UnitFinished
-from ..scenario.model import MODES, Mode
-from ..engine.session import OPENAI, REFERENCE, TargetOptions, open_session
 
 CellStatus = Literal["pass", "divergence", "unsupported", "could_not_run", "none"]
 HostedToolStatus = Literal["runs", "lacks", "unknown"]

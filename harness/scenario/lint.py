@@ -25,12 +25,12 @@ from functools import cached_property
 from typing import Any
 
 from ...fixtures.mcp import fixture_tools
+from ..wire.exchange import TERMINAL_EVENTS
 from . import vocabulary
 from .capabilities import hosted_tool
-from ..wire.exchange import TERMINAL_EVENTS
 from .fixtures import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
-from .placeholders import BUILTIN_NAMES, PlaceholderError, Reference, has_placeholders, parse, quoted
 from .model import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
+from .placeholders import BUILTIN_NAMES, PlaceholderError, Reference, has_placeholders, parse, quoted
 
 RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "model", "expect", "per_mode", "poll")
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""

@@ -22,8 +22,8 @@ from pydantic import BaseModel, ValidationError
 from ...fixtures.mcp import FIXTURE_SERVERS
 from ...openai_contract import documents
 from . import lint
-from .model import MODES, Mode, Scenario, Step
 from .lint import Outline
+from .model import MODES, Mode, Scenario, Step
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 _BOOL = "tag:yaml.org,2002:bool"

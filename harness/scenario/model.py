@@ -16,9 +16,9 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_valida
 
 from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.search import FoundPage
+from ...fixtures.upstream.script import ModelTurn
 from ..defaults import MODES, Mode
 from ..wire.redaction import SECRET_KEYS, tool_secrets
-from ...fixtures.upstream.script import ModelTurn
 
 FORMAT_VERSION = 1
 Surface = Literal["responses", "chat"]

@@ -21,12 +21,12 @@ import yaml
 
 from ...fixtures.mcp import FIXTURE_SERVERS, fixture_tools
 from ...openai_contract.documents import DocumentError
-from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path
-from ..model.contract import project_answer
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from ..judge.reference import expectation_of
+from ..model.contract import project_answer
 from ..scenario.loader import parse_yaml, scenario_from
 from ..scenario.placeholders import escaped
+from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path
 
 CALLS = ("function_call", "mcp_call", "mcp_approval_request", "custom_tool_call")
 SURFACE_PATHS = {DEFAULT_RESPONSES_PATH: "{{responses_path}}", DEFAULT_CHAT_PATH: "{{chat_path}}",

@@ -67,15 +67,15 @@ from starlette.routing import Route
 from starlette.types import Message, Receive, Scope, Send
 
 from ...openai_contract.request_body import MAX_BODY_BYTES, RequestTooLarge, read_bytes
-from ..wire.capture import capture_name
-from ..judge.judgement import Case, judge
 from ..defaults import DEFAULT_MAX_ANSWER_BYTES
-from ..wire.exchange import Exchange
-from ..model.findings import Finding, Kind, Severity
-from ..judge.live_checks import LiveStream
-from ..wire.redaction import REDACTED, SECRET_KEYS, Redactor, tool_secrets
 from ..engine.targets import CONNECT_DEADLINE_S, failure_reason
+from ..judge.judgement import Case, judge
+from ..judge.live_checks import LiveStream
+from ..model.findings import Finding, Kind, Severity
+from ..wire.capture import capture_name
 from ..wire.decode import Unreadable, read_body, read_json, read_stream
+from ..wire.exchange import Exchange
+from ..wire.redaction import REDACTED, SECRET_KEYS, Redactor, tool_secrets
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "accept-encoding"})

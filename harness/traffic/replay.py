@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import httpx
 
 from ...fixtures.upstream.script import AdHocScript
-from ..wire.capture import Captured, answer_ids, id_at, replace_ids, replace_ids_in_path
-from ..wire.exchange import Exchange
-from ..model.findings import Finding, Severity
+from ..engine.targets import Target, send
 from ..judge.judgement import Case, judge
 from ..judge.reference import Reference
+from ..model.findings import Finding, Severity
+from ..wire.capture import Captured, answer_ids, id_at, replace_ids, replace_ids_in_path
+from ..wire.exchange import Exchange
 from .from_capture import model_turns
-from ..engine.targets import Target, send
 
 
 @dataclass(frozen=True)

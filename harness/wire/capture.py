@@ -21,8 +21,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ...openai_contract.documents import read_json
-from .exchange import Exchange
 from ..errors import HarnessError
+from .exchange import Exchange
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 ID_FIELDS = ("id", "call_id")

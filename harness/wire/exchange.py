@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from .sse import SseEvent, parse_sse
 from .decode import Defect
+from .sse import SseEvent, parse_sse
 
 KEPT_HEADERS = ("content-type", "openai-processing-ms", "openai-version", "x-request-id", "retry-after")
 TERMINAL_EVENTS = ("response.completed", "response.incomplete", "response.failed")

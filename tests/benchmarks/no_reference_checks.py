@@ -14,8 +14,8 @@ import time
 from pathlib import Path
 
 from responses_parity.harness.judge.checks import no_reference_findings
-from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.harness.judge.schemas import validators
+from responses_parity.harness.wire.exchange import Exchange
 
 EXCHANGES = Path(__file__).parents[1] / "harness" / "exchanges"
 

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference_impl"))
 
 from request_mutations import mutated_bodies, probed_gateway, verdict
 
-from responses_parity.harness.probe.surfaces import surface_named
 from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.probe.surfaces import surface_named
 
 
 def main() -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from responses_parity.harness.judge.checks import no_reference_findings
 from responses_parity.harness.cli import main
-from responses_parity.harness.wire.exchange import Exchange
+from responses_parity.harness.judge.checks import no_reference_findings
 from responses_parity.harness.model.findings import Severity
+from responses_parity.harness.wire.exchange import Exchange
 
 EXCHANGES = sorted((Path(__file__).parent / "exchanges").glob("*.json"))
 

@@ -18,11 +18,11 @@ from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from responses_parity.harness.engine import child_process
 from responses_parity.harness.cli import main
 from responses_parity.harness.commands import console
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir
+from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 EXCHANGES = Path(__file__).parent / "exchanges"
 PASSING = """

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from openai_streams import message_item, response, sse_text, text_events
 
+from responses_parity.harness.judge.reference import compare_with
 from responses_parity.harness.model.contract import Interrupt, collapse, project
 from responses_parity.harness.wire.exchange import Exchange
-from responses_parity.harness.judge.reference import compare_with
 
 
 def test_a_stream_and_its_json_twin_project_to_the_same_items() -> None:

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 
 from responses_parity.fixtures.mcp import fixture_tools
-from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, parse_yaml, scenario_from
-from responses_parity.harness.model.results import ScenarioResult
-from responses_parity.harness.scenario.model import Mode, Scenario
 from responses_parity.harness.engine.session import Session
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
+from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, parse_yaml, scenario_from
+from responses_parity.harness.scenario.model import Mode, Scenario
 
 UNPRODUCED_ITEM_TYPE = "image_generation_call"
 """An output item type no fixture and no script can make the reference gateway produce."""

@@ -14,8 +14,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 from responses_parity.reference_impl import build_gateway_app
 
 

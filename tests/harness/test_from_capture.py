@@ -11,10 +11,10 @@ from typing import Any
 
 import yaml
 
+from responses_parity.harness.scenario.placeholders import OutputView, parse, render
+from responses_parity.harness.traffic.from_capture import scenario_text
 from responses_parity.harness.wire.capture import Captured
 from responses_parity.harness.wire.exchange import Exchange
-from responses_parity.harness.traffic.from_capture import scenario_text
-from responses_parity.harness.scenario.placeholders import OutputView, parse, render
 
 HOSTILE = "{{ ask.body.__class__.__mro__[1].__subclasses__() }} {% for x in y %} {{model}} {{{"
 """What the gateway writes wherever it chooses the text: placeholders and statements of its own."""

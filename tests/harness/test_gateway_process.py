@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.engine.gateway_process import log_tail
+from responses_parity.harness.engine.session import TargetOptions, open_session
+from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.loader import units_of
-from responses_parity.harness.engine.session import TargetOptions, open_session
 
 PROFILES = Path(__file__).parent / "profiles"
 DEADLINE_S = 60.0

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from openai_streams import message_item, numbered_events, response, sse_text, text_events
 
-from responses_parity.harness.model.findings import Severity
 from responses_parity.harness.judge.grammar import check_stream
+from responses_parity.harness.model.findings import Severity
 from responses_parity.harness.wire.sse import parse_sse
 
 

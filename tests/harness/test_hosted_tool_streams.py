@@ -14,10 +14,10 @@ import pytest
 from openai_streams import message_item, one_item_events, sse_text
 
 from responses_parity.harness.judge.checks import no_reference_findings
-from responses_parity.harness.wire.exchange import Exchange
-from responses_parity.harness.model.findings import Severity
 from responses_parity.harness.judge.grammar import check_stream
 from responses_parity.harness.judge.schemas import check_event
+from responses_parity.harness.model.findings import Severity
+from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.harness.wire.sse import parse_sse
 
 

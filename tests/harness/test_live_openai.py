@@ -15,13 +15,13 @@ import httpx
 import pytest
 import respx
 
-from responses_parity.harness.judge import goldens
 from responses_parity.harness.engine import session as session_module
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
-from responses_parity.harness.wire.redaction import Redactor
-from responses_parity.harness.model.results import ScenarioResult
-from responses_parity.harness.scenario.model import Mode
 from responses_parity.harness.engine.session import TargetOptions, open_session
+from responses_parity.harness.judge import goldens
+from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
+from responses_parity.harness.scenario.model import Mode
+from responses_parity.harness.wire.redaction import Redactor
 from responses_parity.harness.wire.sse import parse_sse
 
 EXCHANGES = Path(__file__).parent / "exchanges"

@@ -21,11 +21,11 @@ import httpx
 import pytest
 
 from responses_parity.harness.engine.fixture_client import FixtureClient
-from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, load
 from responses_parity.harness.engine.runner import Engine
-from responses_parity.harness.model.results import ScenarioResult
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
+from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, load
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 CATALOGUE = load([builtin_scenarios_dir()]).scenarios

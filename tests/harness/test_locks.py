@@ -20,10 +20,10 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.engine.gateway_process import install, installation_for
 from responses_parity.harness.engine.locks import LockError, lock_paths, profile_locks, read_lock
 from responses_parity.harness.engine.profile import SHIPPED_PROFILES_DIR, find_profile, load_profile, profile_paths
+from responses_parity.harness.errors import HarnessError
 
 PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 PROFILE = f"""

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from report_pages import ReportPage
 
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
-from responses_parity.harness.scenario.capabilities import HOSTED_TOOLS
+from responses_parity.harness.engine.profile import find_profile
+from responses_parity.harness.engine.session import TargetOptions
 from responses_parity.harness.report.matrix import (Cell, TargetRun, build_matrix, describe_target, latency_of,
                                                     render_matrix, run_matrix, write_matrix)
-from responses_parity.harness.engine.profile import find_profile
+from responses_parity.harness.scenario.capabilities import HOSTED_TOOLS
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.loader import units_of
-from responses_parity.harness.engine.session import TargetOptions
 
 PROFILE = Path(__file__).parent / "profiles" / "reference-process.yaml"
 CLAIM = "OpenAI ends this one incomplete (a claim this test makes up, so that every target diverges)"

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 import pytest
 from conftest import RunScenario
 
-from responses_parity.harness.wire.exchange import Exchange
-from responses_parity.harness.model.findings import Kind, Severity
-from responses_parity.harness.scenario.fixtures import McpFixture
-from responses_parity.harness.model.observed import Observed
-from responses_parity.harness.judge.mcp_failure import RULE, mcp_failure
 from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.judge.mcp_failure import RULE, mcp_failure
+from responses_parity.harness.model.findings import Kind, Severity
+from responses_parity.harness.model.observed import Observed
+from responses_parity.harness.scenario.fixtures import McpFixture
+from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.reference_impl import GatewayConfig, build_gateway_app
 
 CALC = McpFixture("calc", "http://127.0.0.1:8643", "0123456789")

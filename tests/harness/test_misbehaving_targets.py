@@ -16,8 +16,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.model.findings import Kind
 from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.model.findings import Kind
 
 SLOW = """
 id: slow

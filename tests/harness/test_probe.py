@@ -19,13 +19,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.defaults import DEFAULT_MODEL
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.probe.generate import Probe, all_probes, select
 from responses_parity.harness.probe.run import REFERENCE_SOURCE, run_probes
 from responses_parity.harness.probe.send import BASE_INPUT, Outcome, send_probes
 from responses_parity.harness.wire.redaction import Redactor
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
-from responses_parity.harness.engine.targets import Target
 from responses_parity.reference_impl.app import build_gateway_app
 
 SEED, SEEDED = 17, 300

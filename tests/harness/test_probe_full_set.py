@@ -15,11 +15,11 @@ from collections.abc import Callable
 import pytest
 
 from responses_parity.harness.defaults import DEFAULT_MODEL
+from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.probe.generate import all_probes
 from responses_parity.harness.probe.send import BASE_INPUT, send_probes
 from responses_parity.harness.probe.verdict import family_lines, problems
-from responses_parity.harness.engine.stack import Stack
-from responses_parity.harness.engine.targets import Target
 
 pytestmark = pytest.mark.full_probe_set
 JOBS = 8

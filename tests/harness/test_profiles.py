@@ -9,14 +9,14 @@ from typing import get_args
 
 import pytest
 
+from responses_parity.harness.engine.gateway_process import _FreePorts, installation_for
+from responses_parity.harness.engine.profile import ProfileError, find_profile, load_profile, profile_paths, render
+from responses_parity.harness.engine.rewrites import Rewrites
+from responses_parity.harness.report.matrix import describe_target
 from responses_parity.harness.scenario.capabilities import (HOSTED_TOOLS, MEANING, Capability, missing_capability,
                                                             required_capabilities)
 from responses_parity.harness.scenario.fixtures import McpFixture
-from responses_parity.harness.engine.gateway_process import _FreePorts, installation_for
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
-from responses_parity.harness.report.matrix import describe_target
-from responses_parity.harness.engine.profile import ProfileError, find_profile, load_profile, profile_paths, render
-from responses_parity.harness.engine.rewrites import Rewrites
 from responses_parity.harness.scenario.model import Scenario
 
 SHIPPED = ["smg", "llama-stack", "open-responses-server", "litellm"]

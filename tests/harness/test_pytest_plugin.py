@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 from test_cli import COULD_NOT_RUN, FAILING, PASSING
 
-from responses_parity.harness.engine import child_process
 from responses_parity.harness.cli import main
+from responses_parity.harness.engine import child_process
 
 pytest_plugins = ["pytester"]
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"

@@ -23,8 +23,8 @@ from proxy_process import captured_files, start_proxy
 
 from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.engine import child_process
-from responses_parity.harness.traffic.from_capture import model_turns
 from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.traffic.from_capture import model_turns
 
 API_KEY = "sk-proxy-test-secret-4f7a9c2e1b"
 MCP_TOKEN = "mcp-token-9d8c7b6a5f4e"

@@ -16,13 +16,13 @@ from click.testing import CliRunner
 from conftest import write_scenario
 from faulty_gateways import EchoingGateway
 
-from responses_parity.harness.wire import redaction
-from responses_parity.harness.commands import console
 from responses_parity.harness.cli import main
-from responses_parity.harness.wire.redaction import REDACTED, Redactor, tool_secrets
-from responses_parity.harness.scenario.model import Scenario
+from responses_parity.harness.commands import console
 from responses_parity.harness.engine.session import TargetOptions, open_session
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.scenario.model import Scenario
+from responses_parity.harness.wire import redaction
+from responses_parity.harness.wire.redaction import REDACTED, Redactor, tool_secrets
 from responses_parity.reference_impl import build_gateway_app
 
 pytest_plugins = ["pytester"]

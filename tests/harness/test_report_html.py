@@ -12,10 +12,10 @@ import pytest
 from click.testing import CliRunner
 from report_pages import ReportPage, misstated_scenarios
 
-from responses_parity.harness.report.charts import (MAX_MARKS_PER_ROW, TIME_PX, latency_chart, side_by_side, ticks,
-                                                    timeline)
 from responses_parity.harness.cli import main
 from responses_parity.harness.model.contract import collapse
+from responses_parity.harness.report.charts import (MAX_MARKS_PER_ROW, TIME_PX, latency_chart, side_by_side, ticks,
+                                                    timeline)
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 SCENARIOS = ("text-misstated", "text-basic", "mcp-call", "function-call-output-prev-id", "chat-passthrough",

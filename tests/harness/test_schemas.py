@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from responses_parity.harness.model.findings import Severity
 from responses_parity.harness.judge.schemas import check_error_envelope, check_event, check_payload, event_validators
+from responses_parity.harness.model.findings import Severity
 from responses_parity.harness.scenario.vocabulary import output_item_types, sdk_event_types
 
 

@@ -22,10 +22,10 @@ from conftest import RunScenario, write_scenario
 from faulty_gateways import read_body, replaying
 
 from responses_parity.harness.engine.fixture_client import FixtureClient
-from responses_parity.harness.scenario.loader import LoadedScenario, load, load_file
 from responses_parity.harness.engine.runner import Engine
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.harness.engine.targets import Target
+from responses_parity.harness.scenario.loader import LoadedScenario, load, load_file
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.outbound import OutboundPolicy, guarded_client_factory
 from responses_parity.reference_impl.search_providers import HttpSearchProvider

@@ -22,9 +22,9 @@ from starlette.types import Receive, Scope, Send
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.fixtures.upstream import UpstreamState, build_upstream_app
 from responses_parity.harness.cli import main
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 from responses_parity.harness.engine.session import TargetOptions, open_session
 from responses_parity.harness.engine.stack import ServerThread, Stack, running_upstream
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 from responses_parity.reference_impl import GatewayConfig
 
 LISTENING = r"reference gateway listening on (?P<url>http://\S+)"

@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
+from responses_parity.harness.defaults import LOOPBACK
 from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.child_process import ChildProcess
-from responses_parity.harness.defaults import LOOPBACK
 from responses_parity.harness.engine.stack import ServerThread
 
 PARITY = Path(sys.executable).with_name("parity")

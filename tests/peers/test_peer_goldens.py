@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.judge.goldens import load
 from responses_parity.harness.engine.profile import find_profile
+from responses_parity.harness.judge.goldens import load
 
 pytestmark = pytest.mark.peers
 SELECTION = ("-s", "text-basic", "-s", "mcp-call", "-s", "error-missing-model", "-s", "function-call")

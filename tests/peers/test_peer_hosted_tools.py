@@ -18,8 +18,8 @@ import openai
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.engine.session import Session, open_session
+from responses_parity.harness.options import TargetOptions
 
 pytestmark = pytest.mark.peers
 PEERS = ["smg", "llama-stack", "open-responses-server", "litellm"]

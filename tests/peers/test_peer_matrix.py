@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
+from responses_parity.harness.engine.session import TargetOptions
 from responses_parity.harness.report.matrix import Matrix, build_matrix, run_matrix, write_matrix
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.loader import units_of
 from responses_parity.harness.scenario.model import MODES
-from responses_parity.harness.engine.session import TargetOptions
 
 pytestmark = pytest.mark.peers
 PEERS = ["smg", "llama-stack", "open-responses-server", "litellm"]

@@ -17,14 +17,14 @@ from typing import Any
 import httpx
 from hypothesis import strategies as st
 
-from responses_parity.harness.wire.exchange import Exchange
+from responses_parity.harness.engine.stack import ServerThread, reference_config
 from responses_parity.harness.probe.forms import FILE, PURPOSE, Part
 from responses_parity.harness.probe.run import PROBED_GATEWAY
 from responses_parity.harness.probe.send import Outcome, outcome
 from responses_parity.harness.probe.surfaces import BodySurface, QueryParameter, body_surfaces, placeholder
 from responses_parity.harness.probe.verdict import judged
-from responses_parity.harness.engine.stack import ServerThread, reference_config
 from responses_parity.harness.wire.decode import read_body
+from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.files import EXPIRY_RANGE_S, FORM_FIELDS, PURPOSES
 

@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.openai_contract.request_schema import RequestSchema
 from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime, vector_stores
 from responses_parity.reference_impl.chunking import text_chunks
-from responses_parity.openai_contract.request_schema import RequestSchema
 from responses_parity.reference_impl.upstream import http as upstream_http
 from responses_parity.reference_impl.vector_stores import fts_match
 from sql_trace import SqlTrace

@@ -16,9 +16,9 @@ from openai import OpenAI
 from openai.types.responses import ResponseFileSearchToolCall, ResponseOutputMessage
 
 from responses_parity.fixtures.upstream.script import run_marker
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.judge.grammar import check_stream
 from responses_parity.harness.wire.sse import parse_sse
-from responses_parity.harness.engine.stack import Stack
 
 from scripted_runs import scripted, upstream_requests
 

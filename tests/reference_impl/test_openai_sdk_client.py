@@ -11,9 +11,9 @@ import pytest
 from openai import OpenAI
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.model.contract import Contract, project
 from responses_parity.harness.wire.exchange import Exchange
-from responses_parity.harness.engine.stack import Stack
 
 
 def contract_of(response: Any) -> Contract:

@@ -18,8 +18,8 @@ from responses_parity.fixtures.upstream.script import RunScript, new_run_token, 
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.reference_impl import ConfigError, GatewayConfig, build_gateway_app
 from responses_parity.reference_impl.chain import Chain
-from responses_parity.reference_impl.retention import Retention
 from responses_parity.reference_impl.pagination import PageQuery
+from responses_parity.reference_impl.retention import Retention
 from responses_parity.reference_impl.store import (Attachment, Conversation, SqliteStore, StoredFile, StoredResponse,
                                                    StoredVectorStore)
 

@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
-from responses_parity.harness.scenario.loader import units_of
-from responses_parity.harness.scenario.model import MODES
 from responses_parity.harness.engine.session import Session
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
+from responses_parity.harness.scenario.loader import units_of
+from responses_parity.harness.scenario.model import MODES
 from responses_parity.reference_impl.upstream.anthropic_messages import AnthropicMessagesAdapter
 from responses_parity.reference_impl.upstream.chat_completions import ChatCompletionsAdapter
 from responses_parity.reference_impl.upstream.items import Message, ToolSpec, TurnRequest
