@@ -24,10 +24,11 @@ from pydantic import ValidationError
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
 from ..errors import HarnessError
 from ..judge.against import Against
-from ..judge.judgement import Case, judge, not_checked_upstream
+from ..judge.judgement import Case, judge
+from ..judge.step_conditions import over_before_disconnect, polled_in_vain, upstream_not_checked, waited_in_vain
 from ..model.attribution import Sent, attribute
 from ..model.contract import chat_completion
-from ..model.findings import Finding, Kind, Severity
+from ..model.findings import Finding
 from ..model.observed import Observed
 from ..model.results import ScenarioResult, StepResult, UnitFinished
 from ..scenario.capabilities import missing_capability
@@ -380,11 +381,9 @@ class Engine:
                 return StepResult(step.id)
             exchange, found = await self._send(target, run, index, step, prepared)
             if step.disconnect is not None and step.disconnect.when is not None and not exchange.disconnected:
-                found.append(Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "disconnect.when",
-                                     "the answer was over before the client was to go away: "
-                                     "`disconnect.when` never held while it was in flight"))
+                found.append(over_before_disconnect())
             if not self.scripted and expect.upstream is not None:
-                found.append(not_checked_upstream())
+                found.append(upstream_not_checked())
         except HarnessError as error:
             return StepResult(step.id, error=str(error))
         response_id = (exchange.response_object() or {}).get("id") if not prepared.chat else None
@@ -403,8 +402,7 @@ class Engine:
                                    step.wait.timeout)
         if missing is None:
             return None
-        return Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "wait.until",
-                       f"waited {step.wait.timeout:g}s for `wait.until`, which never held: {missing}")
+        return waited_in_vain(step.wait.timeout, missing)
 
     async def _send(self, target: Target, run: _Run, index: int, step: Step,
                     prepared: _Prepared) -> tuple[Exchange, list[Finding]]:
@@ -435,8 +433,7 @@ class Engine:
             if not misses:
                 return exchange, []
             if time.monotonic() >= deadline:
-                return exchange, [replace(misses[0], rule="poll.until", message=f"polled for {step.poll.timeout:g}s "
-                                          f"and the answer never matched `poll.until`: {misses[0].message}")]
+                return exchange, [polled_in_vain(step.poll.timeout, misses[0])]
             await asyncio.sleep(step.poll.interval)
 
     async def run_all(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ..model.contract import Contract, is_chat_answer, project, project_chat
-from ..model.findings import Finding, Kind, Severity
+from ..model.findings import Finding
 from ..wire.exchange import Exchange
 from .checks import delivery_findings, no_reference_findings
 
@@ -128,9 +128,3 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
 
 def _marked(findings: list[Finding], known: Callable[[Finding], bool] | None) -> list[Finding]:
     return findings if known is None else [replace(f, known=True) if known(f) else f for f in findings]
-
-
-def not_checked_upstream() -> Finding:
-    """The note of a step that states `expect.upstream` against a target whose model is not scripted."""
-    return Finding(Kind.UPSTREAM_REQUEST, Severity.NOTE, "expect.upstream",
-                   "not checked: what reached the model is known only with the scripted one")
