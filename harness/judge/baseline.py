@@ -31,7 +31,7 @@ def build(document: dict[str, Any]) -> dict[str, Any]:
     for result in document.get("results", []):
         for step in result.get("steps", []):
             for finding in step.get("findings", []):
-                severity = Severity[finding["severity"].upper()]
+                severity = Severity.named(finding["severity"])
                 if severity < Severity.WARNING:
                     continue
                 key = (result["scenario"], result["mode"], step["step"], finding["kind"], finding["rule"])
@@ -60,7 +60,7 @@ def load(path: Path) -> Baseline:
     for index, entry in enumerate(document.get("divergences", []) if isinstance(document, dict) else [None]):
         try:
             key = (entry["scenario"], entry["mode"], entry["step"], entry["kind"], entry["rule"])
-            known[key] = Severity[entry["severity"].upper()]
+            known[key] = Severity.named(entry["severity"])
         except (KeyError, TypeError, AttributeError) as error:
             raise HarnessError(f"baseline {path}: divergences[{index}] needs scenario, mode, step, kind, rule and "
                                f"severity (note, warning or error): {error!r}") from error

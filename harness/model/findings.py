@@ -23,6 +23,12 @@ class Severity(IntEnum):
     def __str__(self) -> str:
         return self.name.lower()
 
+    @classmethod
+    def named(cls, text: str) -> Severity:
+        """The severity a document names as `str` writes it (`note`, `warning`, `error`);
+        `KeyError` for any other name."""
+        return cls[text.upper()]
+
 
 class Kind(StrEnum):
     """What differs; each kind checks one aspect of the contract (`aspect`)."""

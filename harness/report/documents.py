@@ -237,7 +237,7 @@ def markdown(document: dict[str, Any]) -> str:
             if step["error"]:
                 lines.append(f"- step `{step['step']}` could not run: {step['error']}")
             for finding in step["findings"]:
-                if Severity[finding["severity"].upper()] >= Severity.WARNING:
+                if Severity.named(finding["severity"]) >= Severity.WARNING:
                     known = " *(known divergence)*" if finding["known"] else ""
                     lines.append(f"- step `{step['step']}`: {finding['severity']}{known} ({finding['kind']}, "
                                  f"`{finding['rule']}`): {finding['message']}")

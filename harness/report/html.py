@@ -36,7 +36,7 @@ def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str | None]:
 
 
 def _by_severity(findings: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return sorted(findings, key=lambda f: -Severity[f["severity"].upper()])
+    return sorted(findings, key=lambda f: -Severity.named(f["severity"]))
 
 
 def _unit(result: dict[str, Any]) -> dict[str, Any]:

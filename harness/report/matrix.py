@@ -303,7 +303,7 @@ class Matrix:
                     if step["error"]:
                         findings[f"`{step['step']}` could not run: {step['error']}"] += 1
                     for finding in step["findings"]:
-                        if Severity[finding["severity"].upper()] >= Severity.WARNING and not finding["known"]:
+                        if Severity.named(finding["severity"]) >= Severity.WARNING and not finding["known"]:
                             findings[f"{finding['severity']}: {group_of(finding)[2]}"] += 1
                 found.append({"target": run.name, "scenario": result["scenario"], "mode": result["mode"],
                               "anchor": unit_anchor(result["scenario"], result["mode"]),
