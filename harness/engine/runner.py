@@ -312,7 +312,7 @@ class Engine:
         golden = self.against.golden
         case = Case(step.exchange, step.chat, step.expect, found=step.found, observed=observed,
                     model_dependent=live.model_dependent if live is not None and not self.target.scripted else (),
-                    upstream=step.expect.upstream, mcp=run.context["mcp"],
+                    mcp=run.context["mcp"],
                     reference=golden.reference(scenario, run.mode, step.step_id) if golden is not None else None,
                     known=self._known(run, step.step_id))
         judgement = await asyncio.to_thread(judge, case)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from ..model.observed import Observed
     from ..model.results import StreamReference
     from ..scenario.fixtures import McpFixture
-    from ..scenario.model import Expect, UpstreamExpect
+    from ..scenario.model import Expect
     from .reference import Reference
 
 
@@ -45,7 +45,7 @@ class Case:
     chat: bool | None = None
     """Whether the answer is a chat completion; None: tell from the answer itself."""
     expect: Expect | None = None
-    """The step's expectation, placeholders resolved."""
+    """The step's expectation, placeholders resolved (its `upstream` part is judged on `observed`)."""
     checks: bool = True
     """Whether the checks that need no reference run (not while polling for a state)."""
     current: bool = True
@@ -57,8 +57,6 @@ class Case:
     """The expectations a live model decides: how the answer differs from them is a note."""
     observed: Observed | None = None
     """What the step's request caused at the fixtures; None: not known (no scripted model)."""
-    upstream: UpstreamExpect | None = None
-    """What should have reached the model and the MCP servers (`expect.upstream`)."""
     mcp: Mapping[str, McpFixture] = field(default_factory=dict)
     """The MCP fixtures of the run, to explain a failed MCP listing."""
     reference: Reference | None = None
@@ -112,8 +110,8 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
     findings = model_dependent_as_notes([*findings, *case.found], case.model_dependent)
     if case.observed is not None:
         findings += _anomalies(case.observed)
-        if case.upstream is not None:
-            findings += compare_upstream(case.upstream, case.observed)
+        if case.expect is not None and case.expect.upstream is not None:
+            findings += compare_upstream(case.expect.upstream, case.observed)
         if any(finding.fails for finding in findings) and \
                 (cause := mcp_failure(exchange, case.observed, case.mcp)) is not None:
             findings.insert(0, cause)
