@@ -8,19 +8,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import baseline, goldens
+from .baseline import Baseline
+from .goldens import GoldenSet
 
 
 @dataclass(frozen=True)
 class Against:
-    golden: goldens.GoldenSet | None = None
+    golden: GoldenSet | None = None
     """Each step's answer is held against the set's record of it."""
-    baseline: baseline.Baseline | None = None
+    baseline: Baseline | None = None
     """The findings it knows are marked known."""
 
 
 def load_against(against: str | None = None, golden_dir: Path | None = None,
                  baseline_file: Path | None = None) -> Against:
     """Raises `HarnessError` naming the golden set or baseline file that is wrong."""
-    return Against(goldens.load(goldens.resolve(against, goldens.search_path(golden_dir))) if against is not None
-                   else None,
-                   baseline.load(baseline_file) if baseline_file is not None else None)
+    golden = goldens.load(goldens.resolve(against, goldens.search_path(golden_dir))) if against is not None else None
+    return Against(golden, baseline.load(baseline_file) if baseline_file is not None else None)
