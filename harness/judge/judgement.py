@@ -68,6 +68,8 @@ class Case:
 @dataclass(frozen=True)
 class Judgement:
     contract: Contract | None
+    """None when the case held the answer against nothing (the proxy, check-exchange), which
+    needs no contract, or when the step sent nothing."""
     findings: list[Finding]
     reference: StreamReference | None = None
     """For a streamed answer, the sequence it is held against, for side-by-side views."""
@@ -80,13 +82,13 @@ def judge(case: Case) -> Judgement:
         found = [*case.found, *(_anomalies(case.observed) if case.observed is not None else [])]
         return Judgement(None, _marked(found, case.known))
     chat = is_chat_answer(exchange) if case.chat is None else case.chat
-    contract = project_chat(exchange) if chat else project(exchange)
     readable = not (exchange.transport_error or exchange.unreadable)
     findings = delivery_findings(exchange)
     if readable and case.checks:
         findings += no_reference_findings(exchange, chat, current=case.current)
     if case.expect is None and case.observed is None and case.reference is None:
-        return Judgement(contract, _marked([*findings, *case.found], case.known))
+        return Judgement(None, _marked([*findings, *case.found], case.known))
+    contract = project_chat(exchange) if chat else project(exchange)
     findings, reference = _held_to_what_is_known(case, exchange, contract, findings, chat=chat, readable=readable)
     return Judgement(contract, _marked(findings, case.known), reference)
 
