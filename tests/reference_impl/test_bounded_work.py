@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import queue
 import re
 import sqlite3
 import threading
@@ -335,15 +336,15 @@ def pattern(offset: int, length: int) -> bytes:
     return _CYCLE[offset % 251:offset % 251 + length]
 
 
-def multipart(size: int, hold: threading.Event | None = None) -> Iterator[bytes]:
+def multipart(size: int, after_first_piece: Callable[[], None] = lambda: None) -> Iterator[bytes]:
     """A `file` part of `size` bytes (a known pattern, made as it is sent) and a `purpose`;
-    after the first piece, waits for `hold` if given."""
+    calls `after_first_piece` once the first piece of the file was sent."""
     yield (b'--b\r\nContent-Disposition: form-data; name="purpose"\r\n\r\nassistants\r\n'
            b'--b\r\nContent-Disposition: form-data; name="file"; filename="big.txt"\r\n\r\n')
     for offset in range(0, size, PIECE):
         yield pattern(offset, min(PIECE, size - offset))
-        if hold is not None:
-            hold.wait(30)
+        if offset == 0:
+            after_first_piece()
     yield b"\r\n--b--\r\n"
 
 
@@ -387,45 +388,60 @@ def test_a_streamed_upload_over_the_limit_is_a_413_before_the_rest_is_read(stack
     assert answer.status_code == 413 and answer.json()["error"]["code"] == "request_too_large", answer.text
 
 
+class _StartOver(Exception):
+    """The paused upload's attempt is abandoned: a probe found the only slot free."""
+
+
 def test_an_upload_beyond_the_cap_is_a_429_once_no_slot_frees_in_time(stack: Stack) -> None:
+    """One upload pauses after its first piece while a probe upload asks for the only slot. Which
+    of the two takes the slot is a race, so the test decides each round from what the probe got:
+    a 429 means the paused upload holds the slot (it may go on); anything else means it does not
+    (it was refused, or the gateway has not reached it yet), so it starts over. No round waits on
+    an attempt the gateway already refused."""
     config = reference_config(stack.upstream_url or "", max_concurrent_uploads=1, upload_wait_s=0)
     server = ServerThread(build_gateway_app(config)).start()
-    hold = threading.Event()
+    paused, decisions = threading.Event(), queue.Queue[bool]()
+    results: list[httpx.Response] = []
+
+    def pause_for_a_decision() -> None:
+        paused.set()
+        if not decisions.get(timeout=60):
+            raise _StartOver
+
+    def upload_until_it_holds_the_slot(holder: httpx.Client) -> None:
+        while True:
+            try:
+                answer = holder.post("/files", content=multipart(4 * 2**20, pause_for_a_decision), headers=MULTIPART)
+            except (_StartOver, httpx.TransportError):  # the gateway may close a refused upload's connection
+                continue
+            results.append(answer)
+            return
+
     try:
         with httpx.Client(base_url=f"{server.url}/v1", timeout=60) as client, \
                 httpx.Client(base_url=f"{server.url}/v1", timeout=60) as holder:
-            results: list[httpx.Response] = []
-
-            def take_the_slot() -> None:
-                """Upload until the upload holds the slot: while a probe below holds it, the gateway
-                refuses this one too, with a 429 (or by closing the connection it is still sending on)."""
-                while True:
-                    try:
-                        answer = holder.post("/files", content=multipart(4 * 2**20, hold=hold), headers=MULTIPART)
-                    except httpx.TransportError:
-                        continue
-                    if answer.status_code != 429:
-                        results.append(answer)
-                        return
-
-            held = threading.Thread(target=take_the_slot)
+            held = threading.Thread(target=upload_until_it_holds_the_slot, args=(holder,), daemon=True)
             held.start()
             deadline, pause = time.monotonic() + 60, 0.01
-            while (refused := client.post("/files", files={"file": ("a.txt", b"a")},
-                                          data={"purpose": "assistants"})).status_code != 429:
-                assert time.monotonic() < deadline, "the held upload never took the only slot"
-                time.sleep(pause)  # ever longer: the slot is ever more often free for the held upload to take
+            while True:
+                assert paused.wait(max(0.0, deadline - time.monotonic())), "the paused upload never reached its pause"
+                paused.clear()
+                time.sleep(pause)  # ever longer: ever more time for the gateway to reach the paused upload
+                refused = client.post("/files", files={"file": ("a.txt", b"a")}, data={"purpose": "assistants"})
+                decisions.put(refused.status_code == 429)
+                if refused.status_code == 429:
+                    break
+                assert time.monotonic() < deadline, "the paused upload never took the only slot"
                 pause = min(2 * pause, 1.0)
-            hold.set()
-            held.join()
+            held.join(60)
             after = client.post("/files", files={"file": ("b.txt", b"b")}, data={"purpose": "assistants"})
     finally:
-        hold.set()
+        decisions.put(False)
         server.stop()
     assert refused.headers["retry-after"] == "1"
     assert refused.json()["error"] | {"message": ""} == {"message": "", "type": "requests", "param": None,
                                                          "code": "rate_limit_exceeded"}
-    assert results[0].status_code == 200 and after.status_code == 200, (results[0].text, after.text)
+    assert results and results[0].status_code == 200 and after.status_code == 200, (results, after.text)
 
 
 def test_50_uploads_at_once_all_succeed_under_the_default_cap(stack: Stack) -> None:
