@@ -17,7 +17,7 @@ from .defaults import Mode
 from .engine.session import Session, open_session
 from .errors import HarnessError
 from .judge.against import Against, load_against
-from .model.results import ScenarioResult
+from .judge.results import ScenarioResult
 from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
 from .report.documents import Counted, tally_of, tally_line
 from .report.junit import counted, describe, properties

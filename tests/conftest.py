@@ -17,7 +17,7 @@ from responses_parity.harness.engine.fixture_client import FixtureClient
 from responses_parity.harness.engine.runner import Engine
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.harness.engine.targets import Target
-from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.judge.results import ScenarioResult
 from responses_parity.harness.probe.run import PROBED_GATEWAY
 from responses_parity.harness.scenario.loader import LoadedScenario, load_file
 from responses_parity.harness.scenario.model import Mode

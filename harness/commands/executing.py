@@ -17,7 +17,7 @@ from ..engine.targets import Target
 from ..errors import HarnessError
 from ..judge import goldens
 from ..judge.against import Against, load_against
-from ..model.results import ScenarioResult
+from ..judge.results import ScenarioResult
 from ..options import TargetOptions
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
 from ..report.junit import write_junit

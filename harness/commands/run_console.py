@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..defaults import MODES
-from ..model.results import ScenarioResult, UnitFinished
+from ..judge.results import ScenarioResult, UnitFinished
 from .console import err, out
 
 QUIET, DEFAULT, VERBOSE = -1, 0, 1

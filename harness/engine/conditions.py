@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ..judge.compare import compare_upstream
 from ..model.observed import Observed
+from ..scenario.expectations import compare_upstream
 from ..scenario.model import Until
 from .fixture_client import FixtureClient
 

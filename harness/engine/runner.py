@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from functools import partial
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import httpx
@@ -25,16 +25,17 @@ from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run
 from ..errors import HarnessError
 from ..judge.against import Against
 from ..judge.judgement import Case, judge
+from ..judge.results import ScenarioResult, StepResult, UnitFinished
 from ..judge.step_conditions import over_before_disconnect, polled_in_vain, upstream_not_checked, waited_in_vain
 from ..model.attribution import Sent, attribute
 from ..model.contract import chat_completion
 from ..model.findings import Finding
 from ..model.observed import Observed
-from ..model.results import ScenarioResult, StepResult, UnitFinished
 from ..scenario.capabilities import missing_capability
+from ..scenario.expectations import Expect
 from ..scenario.fixtures import McpFixture
 from ..scenario.loader import LoadedScenario
-from ..scenario.model import Expect, GatewaySetup, Mode, Scenario, Step, Upload, Wait
+from ..scenario.model import GatewaySetup, Mode, Scenario, Step, Upload, Wait
 from ..scenario.placeholders import OutputView, render
 from ..wire.exchange import Exchange
 from .conditions import wait_until

@@ -17,7 +17,7 @@ from ...fixtures.upstream.script import AdHocScript
 from ..defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
 from ..errors import HarnessError
 from ..judge.against import Against
-from ..model.results import ScenarioResult, UnitFinished
+from ..judge.results import ScenarioResult, UnitFinished
 from ..options import TargetOptions
 from ..scenario.fixtures import McpFixture
 from ..scenario.loader import LoadedScenario

@@ -24,12 +24,12 @@ from typing import Any
 from ...openai_contract.documents import read_json
 from ..defaults import DEFAULT_GOLDEN_DIR
 from ..errors import HarnessError
-from ..model.results import ScenarioResult
 from ..model.versions import versions
 from ..scenario.model import FORMAT_VERSION, Mode, Scenario
 from ..wire.exchange import Exchange
 from ..wire.redaction import Redactor
 from .reference import Reference
+from .results import ScenarioResult
 
 MANIFEST = "manifest.json"
 

@@ -28,10 +28,10 @@ from ..wire.exchange import Exchange
 from .checks import delivery_findings, no_reference_findings
 
 if TYPE_CHECKING:
+    from ..model.contract import StreamReference
     from ..model.observed import Observed
-    from ..model.results import StreamReference
+    from ..scenario.expectations import Expect
     from ..scenario.fixtures import McpFixture
-    from ..scenario.model import Expect
     from .reference import Reference
 
 
@@ -103,7 +103,8 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
     """The findings of a case with an expectation, what the fixtures observed or a reference,
     and the sequence a streamed answer is held against."""
     from ..model.contract import streamed_sequence
-    from .compare import compare, compare_upstream, model_dependent_as_notes, stream_reference
+    from ..scenario.expectations import compare, compare_upstream
+    from .compare import model_dependent_as_notes, stream_reference
     from .mcp_failure import mcp_failure
     from .reference import compared_with_reference
 

@@ -1,10 +1,9 @@
 """Holding an answer against an earlier one (a golden set's record of the step, or the captured
 answer `parity replay` sends again): the earlier answer is projected to a contract, which states
-every field it holds (`expectation_of`), and the one comparer (`compare.compare`) judges the
-answer against it, each finding named `golden.<field>`. Where two answers differ in a way most
-clients survive (an HTTP status of the same class, `error.param`, whether `usage` is present) it
-is a warning; parts a live model decides differ as notes when the earlier answer came from a
-live model."""
+every field it holds (`expectation_of`), and the expectations compare the answer with it, each
+finding named `golden.<field>`. Where two answers differ in a way most clients survive (an HTTP
+status of the same class, `error.param`, whether `usage` is present) it is a warning; parts a
+live model decides differ as notes when the earlier answer came from a live model."""
 
 from __future__ import annotations
 
@@ -12,12 +11,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..model.contract import Contract, project_answer, streamed_sequence
-from ..model.findings import Finding, Kind, Severity
-from ..model.results import StreamReference
-from ..scenario.model import Expect
+from ..model.contract import Contract, StreamReference, project_answer, streamed_sequence
+from ..model.findings import Finding, Kind, Rule, Severity
+from ..scenario.expectations import compare, expectation_of
 from ..wire.exchange import Exchange
-from .compare import compare, model_dependent_as_notes
+from .compare import model_dependent_as_notes
 
 
 @dataclass(frozen=True)
@@ -54,31 +52,6 @@ def compared_with_reference(reference: Reference, actual: Contract,
     return findings, StreamReference(sequence, reference.label) if sequence is not None else None
 
 
-def expectation_of(contract: Contract) -> Expect:
-    """What a recorded answer states, as an expectation: its HTTP status, error envelope,
-    Response status, incomplete reason, usage, output items, interrupt, events and terminal
-    event (streams), or its chat completion's shape."""
-    data: dict[str, Any] = {"http_status": contract.http_status} if contract.http_status is not None else {}
-    if contract.error is not None:
-        data["error"] = {"type": contract.error.type, "code": contract.error.code, "param": contract.error.param}
-    if contract.response_fields is not None and contract.chat is None:
-        data |= {"status": contract.status, "incomplete_reason": contract.incomplete_reason,
-                 "usage": contract.has_usage,
-                 "output": [{k: v for k, v in vars(item).items() if v is not None} for item in contract.output],
-                 "interrupt": {k: v for k, v in vars(contract.interrupt).items() if v is not None}}
-    if contract.stream is not None:
-        data["events"] = list(contract.stream.events)
-        if contract.stream.terminal is not None:
-            data["terminal"] = contract.stream.terminal
-    if contract.chat is not None:
-        chat = contract.chat
-        data["chat"] = {"finish_reason": chat.finish_reason, "role": chat.role, "tool_calls": list(chat.tool_calls)}
-        if contract.stream is not None or chat.chunks:
-            data["chat"]["chunks"] = list(chat.chunks)
-        data["usage"] = contract.has_usage
-    return Expect.model_validate({k: v for k, v in data.items() if v is not None or k in ("incomplete_reason",)})
-
-
 _SAME_CLASS_IS_A_WARNING = "golden.http_status"
 _WARNINGS = frozenset({"golden.error.param", "golden.usage"})
 """Differences most clients survive."""
@@ -90,12 +63,12 @@ def compare_with(golden: Exchange, actual: Contract, exchange: Exchange, label: 
     wanted = project_answer(golden)
     findings = model_dependent_as_notes(compare(expectation_of(wanted), actual, exchange), model_dependent)
     if (wanted.stream is None) != (actual.stream is None):
-        findings.append(Finding(Kind.EVENT_SEQUENCE, Severity.ERROR, "expect.events", "the answer "
+        findings.append(Finding(Kind.EVENT_SEQUENCE, Severity.ERROR, Rule("expect", ("events",)), "the answer "
                                 + ("streams" if actual.stream is not None else "does not stream"),
                                 expected=wanted.stream is not None, actual=actual.stream is not None))
     judged = []
     for finding in findings:
-        rule = "golden." + finding.rule.removeprefix("expect.")
+        rule = finding.rule.under("golden")
         severity = finding.severity
         if severity > Severity.WARNING and (rule in _WARNINGS or (
                 rule == _SAME_CLASS_IS_A_WARNING and _status_class(wanted.http_status) ==

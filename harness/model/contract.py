@@ -80,6 +80,15 @@ class ChatShape:
 
 
 @dataclass(frozen=True)
+class StreamReference:
+    """The sequence a stream is held against, for reports that show the two side by side."""
+
+    events: tuple[str, ...] | None
+    source: str
+    """Where `events` come from; when there are none, why."""
+
+
+@dataclass(frozen=True)
 class Contract:
     http_status: int | None
     error: ErrorShape | None = None

@@ -70,12 +70,46 @@ _ASPECTS = {
 }
 
 
+class Rule(str):
+    """A check's name: a family (`expect`, `golden`, `grammar`, `schema`, `wire`, ...) and a path
+    below it, written `expect.error.code`. It is made from its parts where a check names itself,
+    so nothing reads a rule's parts back out of its text; as text it compares, hashes and
+    serialises as the name it writes."""
+
+    family: str
+    path: tuple[str, ...]
+
+    def __new__(cls, family: str, path: tuple[str, ...] = ()) -> Rule:
+        rule = super().__new__(cls, ".".join((family, *path)))
+        rule.family, rule.path = family, tuple(path)
+        return rule
+
+    def __getnewargs__(self) -> tuple[str, tuple[str, ...]]:  # type: ignore[override]
+        return self.family, self.path
+
+    @classmethod
+    def named(cls, text: str) -> Rule:
+        """The rule a check declares by its written name (`grammar.sequence_numbers`)."""
+        family, *path = text.split(".")
+        return cls(family, tuple(path))
+
+    @property
+    def field(self) -> str | None:
+        """The first part below the family: for an expectation's rule, the field it judges."""
+        return self.path[0] if self.path else None
+
+    def under(self, family: str) -> Rule:
+        """The same check in another family (`expect.output` held against a golden: `golden.output`)."""
+        return Rule(family, self.path)
+
+
 @dataclass(frozen=True)
 class Finding:
     kind: Kind
     severity: Severity
-    rule: str
-    """The check that produced it, e.g. `expect.output` or `grammar.sequence_numbers`."""
+    rule: Rule
+    """The check that produced it, e.g. `expect.output` or `grammar.sequence_numbers` (a check
+    may name it as text; it is read once, here)."""
     message: str
     expected: Any = None
     actual: Any = None
@@ -84,6 +118,10 @@ class Finding:
     key: str | None = None
     """What the finding is, without where (event number, output index, ids): the same
     difference found in several places has one key. None: the message says it."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.rule, Rule):
+            object.__setattr__(self, "rule", Rule.named(self.rule))
 
     @property
     def fails(self) -> bool:
@@ -96,7 +134,7 @@ class Finding:
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["kind"], data["severity"] = str(self.kind), str(self.severity)
+        data["kind"], data["severity"], data["rule"] = str(self.kind), str(self.severity), str(self.rule)
         return data
 
 

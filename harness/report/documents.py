@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..engine.targets import Target
+from ..judge.results import Outcome, ScenarioResult, StepResult
 from ..model.contract import sequence_marks, streamed_sequence
 from ..model.findings import Severity
-from ..model.results import Outcome, ScenarioResult, StepResult
 from ..model.versions import versions
 from ..scenario.model import FORMAT_VERSION, MODES
 from ..scenario.vocabulary import output_item_types, sdk_event_types

@@ -19,8 +19,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..judge.results import ScenarioResult
 from ..model.findings import Severity
-from ..model.results import ScenarioResult
 from ..wire.redaction import Redactor
 from .documents import Counted, RunInfo
 

@@ -25,8 +25,8 @@ from jinja2 import Environment, PackageLoader
 from ..engine.profile import ProfileError, find_profile
 from ..engine.session import OPENAI, REFERENCE, TargetOptions, open_session
 from ..errors import HarnessError
+from ..judge.results import UnitFinished
 from ..model.findings import Kind, Severity, group_of
-from ..model.results import UnitFinished
 from ..scenario.capabilities import HOSTED_TOOLS
 from ..scenario.loader import LoadedScenario
 from ..scenario.model import MODES, Mode

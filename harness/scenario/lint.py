@@ -18,28 +18,23 @@ Each problem is a `Problem`: the field's path and what is wrong, with a did-you-
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
 from ...fixtures.mcp import fixture_tools
-from ..wire.exchange import TERMINAL_EVENTS
 from . import vocabulary
 from .capabilities import hosted_tool
+from .expectations import STREAMS_ONLY, Stated, did_you_mean, lint_expect, lint_upstream
 from .fixtures import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
-from .model import ChatExpect, Expect, ItemExpect, Mode, Scenario, Step, UpstreamExpect
+from .model import Mode, Scenario, Step
 from .placeholders import BUILTIN_NAMES, PlaceholderError, Reference, has_placeholders, parse, quoted
 
 RENDERED_STEP_FIELDS = ("path", "request", "upload", "headers", "model", "expect", "per_mode", "poll")
 """A step's fields whose strings are rendered (of `poll`, only `until` is a string holder)."""
 STEP_VIEW = {"response": "the Response object", "output": "its output items", "status": "the HTTP status",
              "body": "the JSON body", "completion": "the chat completion"}
-_ITEM_FIELD_OF = {"status": "status", "role": "role", "name": "name", "server_label": "server_label",
-                  "error_type": "error", "approval_linked": "approval_request_id"}
-"""An item expectation's field -> the item field it looks at."""
-STREAM_ONLY = "is compared only on streamed answers"
 
 
 @dataclass(frozen=True)
@@ -49,11 +44,6 @@ class Problem:
 
     def __str__(self) -> str:
         return f"{self.path}: {self.message}" if self.path else self.message
-
-
-def _suggest(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 @dataclass(frozen=True)
@@ -99,19 +89,23 @@ class _Checker:
     outline: Outline
     problems: list[Problem] = field(default_factory=list)
 
+    @property
+    def fixtures(self) -> Collection[str]:
+        return self.outline.fixtures
+
     def add(self, path: str, message: str) -> None:
         self.problems.append(Problem(path, message))
 
     def known(self, path: str, value: str, universe: Collection[str], what: str) -> None:
         if value not in universe:
-            self.add(path, f"{value!r} is not {what}{_suggest(value, universe)}")
+            self.add(path, f"{value!r} is not {what}{did_you_mean(value, universe)}")
 
     def tool(self, path: str, name: str) -> None:
         tools = self.outline.tools
         if name not in tools:
             offered = ", ".join(sorted(tools)) or "none"
             self.add(path, f"no MCP fixture of the scenario offers a tool {name!r}, and no request declares one"
-                           f"{_suggest(name, tools)} (known: {offered})")
+                           f"{did_you_mean(name, tools)} (known: {offered})")
 
     # -- steps -----------------------------------------------------------------------------
 
@@ -127,15 +121,15 @@ class _Checker:
                 self.tool(f"{where}.model[{turn_index}].{suffix}.tool", call.tool)
         streams = [mode for mode in modes if self.streams(step, mode)]
         replaced = {mode: step.per_mode[mode].model_fields_set for mode in step.per_mode}
-        self.expect(f"{where}.expect", step.expect, stream_modes=[
-            mode for mode in streams if not {"events", "terminal"} & replaced.get(mode, set())])
+        lint_expect(step.expect, f"{where}.expect", Stated(self, [
+            mode for mode in streams if not STREAMS_ONLY & replaced.get(mode, set())]))
         for mode, override in step.per_mode.items():
             if mode not in modes:
                 self.add(f"{where}.per_mode.{mode}", f"the step does not run in {mode} mode: never judged")
             else:
-                self.expect(f"{where}.per_mode.{mode}", override, stream_modes=[mode] if mode in streams else [])
+                lint_expect(override, f"{where}.per_mode.{mode}", Stated(self, [mode] if mode in streams else []))
         if step.poll is not None:
-            self.expect(f"{where}.poll.until", step.poll.until, stream_modes=streams, judged_on_answers=True)
+            lint_expect(step.poll.until, f"{where}.poll.until", Stated(self, streams, judged_on_answers=True))
         if step.disconnect is not None:
             if step.disconnect.after_event is not None:
                 self.known(f"{where}.disconnect.after_event", step.disconnect.after_event, vocabulary.event_types(),
@@ -143,9 +137,9 @@ class _Checker:
                 if not streams:
                     self.add(f"{where}.disconnect.after_event", "the step never streams, so no event comes")
             if step.disconnect.when is not None and step.disconnect.when.upstream is not None:
-                self.upstream(f"{where}.disconnect.when.upstream", step.disconnect.when.upstream)
+                lint_upstream(step.disconnect.when.upstream, f"{where}.disconnect.when.upstream", self)
         if not isinstance(step.wait, (int, float)) and step.wait.until.upstream is not None:
-            self.upstream(f"{where}.wait.until.upstream", step.wait.until.upstream)
+            lint_upstream(step.wait.until.upstream, f"{where}.wait.until.upstream", self)
 
     def streams(self, step: Step, mode: Mode) -> bool:
         """Whether the step's answer is a stream in this mode (as the engine decides)."""
@@ -154,107 +148,6 @@ class _Checker:
         surface_path = "{{chat_path}}" if self.outline.surface == "chat" else "{{responses_path}}"
         creates = step.method == "POST" and step.path in (None, surface_path) and isinstance(step.request, dict)
         return creates and mode == "stream"
-
-    # -- expectations ----------------------------------------------------------------------
-
-    def expect(self, where: str, expect: Expect, *, stream_modes: Sequence[Mode],
-               judged_on_answers: bool = False, deviation: bool = False) -> None:
-        """Check an expectation; in a `deviation` (a warning variant) values OpenAI never sends
-        are what it describes, so statuses and reasons are not held to OpenAI's."""
-        fields = expect.model_fields_set
-        for name in ("events", "terminal"):
-            if not stream_modes and name in fields:
-                self.add(f"{where}.{name}", f"{STREAM_ONLY}, and this step never streams")
-        if expect.terminal is not None:
-            self.known(f"{where}.terminal", expect.terminal, TERMINAL_EVENTS, "a terminal event type")
-            if expect.chat is not None and expect.chat.chunks is not None:
-                self.add(f"{where}.chat.chunks", f"{STREAM_ONLY}, and this step never streams")
-        if judged_on_answers and expect.upstream is not None:
-            self.add(f"{where}.upstream", "judges what the gateway sent, not an answer: it has no meaning here")
-        if expect.status is not None and not deviation:
-            self.known(f"{where}.status", expect.status, vocabulary.response_statuses(), "a Response status")
-        if expect.incomplete_reason is not None and not deviation:
-            self.known(f"{where}.incomplete_reason", expect.incomplete_reason, vocabulary.incomplete_reasons(),
-                       "an incomplete reason")
-        for index, item in enumerate(expect.output or []):
-            self.item(f"{where}.output[{index}]", item)
-        if expect.interrupt is not None and expect.interrupt.tool is not None:
-            if expect.interrupt.on == "none":
-                self.add(f"{where}.interrupt.tool", "a response that stops on nothing stops on no tool")
-            else:
-                self.tool(f"{where}.interrupt.tool", expect.interrupt.tool)
-        for name in expect.response or {}:
-            self.known(f"{where}.response.{name}", name, vocabulary.response_fields(), "a Response field")
-        for index, event in enumerate(expect.events or []):
-            self.known(f"{where}.events[{index}]", event, vocabulary.event_types(),
-                       "a stream event type the openai SDK knows")
-        if expect.page is not None:
-            for index, item_type in enumerate(expect.page.types or []):
-                self.known(f"{where}.page.types[{index}]", item_type, vocabulary.input_item_types(), "an item type")
-        if expect.chat is not None:
-            self.chat(f"{where}.chat", expect.chat)
-        if expect.upstream is not None:
-            self.upstream(f"{where}.upstream", expect.upstream)
-        for index, variant in enumerate(expect.variants or []):
-            inner = f"{where}.variants[{index}].expect"
-            if variant.expect.upstream is not None:
-                self.add(f"{inner}.upstream", "a variant names an end state of the answer; what the gateway sent "
-                                              "is judged in the step's own `expect.upstream`")
-            self.expect(inner, variant.expect, stream_modes=stream_modes, judged_on_answers=True,
-                        deviation=variant.severity == "warning")
-
-    def item(self, where: str, item: ItemExpect) -> None:
-        if item.type not in vocabulary.output_item_types():
-            self.known(f"{where}.type", item.type, vocabulary.output_item_types(), "an output item type")
-            return
-        fields = vocabulary.item_fields(item.type)
-        for name in sorted(item.model_fields_set - {"type"}):
-            if _ITEM_FIELD_OF[name] not in fields:
-                self.add(f"{where}.{name}", f"a {item.type} item has no `{_ITEM_FIELD_OF[name]}`")
-        statuses = vocabulary.item_statuses(item.type)
-        if item.status is not None and statuses:
-            self.known(f"{where}.status", item.status, statuses, f"a status of a {item.type} item")
-        if item.name is not None and "name" in fields:
-            self.tool(f"{where}.name", item.name)
-
-    def chat(self, where: str, chat: ChatExpect) -> None:
-        if chat.finish_reason is not None:
-            self.known(f"{where}.finish_reason", chat.finish_reason, vocabulary.chat_finish_reasons(),
-                       "a chat finish_reason")
-        for index, name in enumerate(chat.tool_calls or []):
-            self.tool(f"{where}.tool_calls[{index}]", name)
-
-    def upstream(self, where: str, upstream: UpstreamExpect) -> None:
-        types = vocabulary.input_item_types()
-        for name in ("never_sent", "last_input"):
-            for index, item_type in enumerate(getattr(upstream, name) or []):
-                self.known(f"{where}.{name}[{index}]", item_type, types, "an item type")
-        for item_type in upstream.last_input_counts or {}:
-            self.known(f"{where}.last_input_counts.{item_type}", item_type, types, "an item type")
-        for index, name in enumerate(upstream.offered_tools or []):
-            self.tool(f"{where}.offered_tools[{index}]", name)
-        for index, choice in enumerate(upstream.tool_choices or []):
-            for name in _choice_tools(choice):
-                self.tool(f"{where}.tool_choices[{index}]", name)
-        for key in upstream.tool_runs if isinstance(upstream.tool_runs, dict) else {}:
-            fixture, dot, tool = key.rpartition(".")
-            if dot and fixture not in self.outline.fixtures:
-                self.add(f"{where}.tool_runs.{key}", f"{fixture!r} is not an MCP fixture of the scenario"
-                                                     f"{_suggest(fixture, self.outline.fixtures)}")
-            elif dot and tool not in fixture_tools(fixture):
-                self.add(f"{where}.tool_runs.{key}", f"the MCP fixture {fixture!r} has no tool {tool!r}"
-                                                     f"{_suggest(tool, fixture_tools(fixture))}")
-            elif not dot:
-                self.tool(f"{where}.tool_runs.{key}", tool)
-
-
-def _choice_tools(choice: Any) -> list[str]:
-    """Tool names inside a Responses-shaped tool_choice."""
-    if not isinstance(choice, dict):
-        return []
-    names = [choice["name"]] if isinstance(choice.get("name"), str) else []
-    return names + [tool["name"] for tool in choice.get("tools") or []
-                    if isinstance(tool, dict) and isinstance(tool.get("name"), str)]
 
 
 # -- placeholders ----------------------------------------------------------------------------
@@ -318,7 +211,7 @@ def _reference_problem(outline: Outline, reference: Reference, scope: _Scope) ->
         known = sorted(earlier | BUILTIN_NAMES)
         if name in outline.step_ids:
             return f"step {name!r} comes later; a placeholder can only use earlier steps"
-        return f"{name!r} is neither an earlier step nor a built-in name{_suggest(name, known)} (known: " \
+        return f"{name!r} is neither an earlier step nor a built-in name{did_you_mean(name, known)} (known: " \
                f"{', '.join(known)})"
     if name in step_modes and (missing := sorted(modes - step_modes[name])):
         return f"step {name!r} does not run in {', '.join(missing)} mode, where this step does"
@@ -326,9 +219,9 @@ def _reference_problem(outline: Outline, reference: Reference, scope: _Scope) ->
         return f"`{name}` is a step: name what of its answer ({', '.join(f'{name}.{view}' for view in STEP_VIEW)})"
     view, rest = attributes[0], attributes[1:]
     if view not in STEP_VIEW:
-        return f"{name}.{view}: a step gives {', '.join(STEP_VIEW)}{_suggest(str(view), STEP_VIEW)}"
+        return f"{name}.{view}: a step gives {', '.join(STEP_VIEW)}{did_you_mean(str(view), STEP_VIEW)}"
     if view == "response" and rest and isinstance(rest[0], str) and rest[0] not in vocabulary.response_fields():
-        return f"{name}.response.{rest[0]}: not a Response field{_suggest(rest[0], vocabulary.response_fields())}"
+        return f"{name}.response.{rest[0]}: not a Response field{did_you_mean(rest[0], vocabulary.response_fields())}"
     if view == "output" and rest:
         return _output_problem(name, rest)
     if view == "status" and rest:
@@ -341,11 +234,12 @@ def _output_problem(name: str, rest: tuple[str | int, ...]) -> str | None:
     if isinstance(selector, int):
         known: Collection[str] = frozenset().union(*(vocabulary.item_fields(t) for t in vocabulary.output_item_types()))
     elif selector not in vocabulary.output_item_types():
-        return f"{name}.output.{selector}: not an output item type{_suggest(selector, vocabulary.output_item_types())}"
+        return (f"{name}.output.{selector}: not an output item type"
+                f"{did_you_mean(selector, vocabulary.output_item_types())}")
     else:
         known = vocabulary.item_fields(selector)
     if fields and isinstance(fields[0], str) and fields[0] not in known:
-        return f"{name}.output.{selector}.{fields[0]}: no such item field{_suggest(fields[0], known)}"
+        return f"{name}.output.{selector}.{fields[0]}: no such item field{did_you_mean(fields[0], known)}"
     return None
 
 
@@ -372,12 +266,12 @@ def _mcp_problem(outline: Outline, attributes: tuple[str | int, ...]) -> str | N
     fixture = str(attributes[0])
     if fixture not in outline.fixtures:
         return (f"mcp.{fixture}: not an MCP fixture of the scenario (add it to `mcp`)"
-                f"{_suggest(fixture, outline.fixtures)}")
+                f"{did_you_mean(fixture, outline.fixtures)}")
     if len(attributes) == 1:
         return f"mcp.{fixture}: name one of its URLs ({MCP_URLS_SHOWN})"
     if attributes[1] not in MCP_URLS:
         return f"mcp.{fixture}.{attributes[1]}: a fixture gives {MCP_URLS_SHOWN}" \
-               f"{_suggest(str(attributes[1]), MCP_URLS)}"
+               f"{did_you_mean(str(attributes[1]), MCP_URLS)}"
     url, rest = attributes[1], attributes[2:]
     if url == "failing_url":
         if not rest or not isinstance(rest[0], int) or rest[0] not in FAILING_STATUSES:

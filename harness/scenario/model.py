@@ -12,24 +12,22 @@ import re
 from collections.abc import Collection, Iterator
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 
 from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.search import FoundPage
 from ...fixtures.upstream.script import ModelTurn
 from ..defaults import MODES, Mode
 from ..wire.redaction import SECRET_KEYS, tool_secrets
+from .expectations import Expect, ModelDependent, UpstreamExpect
+from .strict import Strict
 
 FORMAT_VERSION = 1
 Surface = Literal["responses", "chat"]
 STEP_ID = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
-
-
-class Evidence(_Strict):
+class Evidence(Strict):
     """Where the expectation comes from. A scenario states OpenAI's behaviour as recorded
     traffic shows it; where nothing is recorded it says so (`unrecorded`) and names the
     contract notes it relies on."""
@@ -49,163 +47,7 @@ class Evidence(_Strict):
         return self
 
 
-def _item_shorthand(value: Any) -> Any:
-    return {"type": value} if isinstance(value, str) else value
-
-
-class ItemExpect(_Strict):
-    """An expected output item. The shorthand `message` means `{type: message}`."""
-
-    type: str
-    status: str | None = None
-    role: str | None = None
-    name: str | None = None
-    server_label: str | None = None
-    error_type: str | None = Field(default=None, description="For mcp_call: the type of its `error`.")
-    approval_linked: bool | None = Field(
-        default=None, description="For mcp_call: true when `approval_request_id` names an approval request this "
-                                  "request approved (an `mcp_approval_response` in its input), false when it is null.")
-
-
-ItemSpec = Annotated[ItemExpect, BeforeValidator(_item_shorthand, json_schema_input_type=str | ItemExpect)]
-
-
-class ErrorExpect(_Strict):
-    """The error envelope's fields; a field left out is not compared, `null` means null."""
-
-    type: str | None = None
-    code: str | None = None
-    param: str | None = None
-    message_contains: str | None = Field(default=None, description="Text the error's message contains.")
-
-
-def _interrupt_shorthand(value: Any) -> Any:
-    return {"on": value} if isinstance(value, str) else value
-
-
-class InterruptExpect(_Strict):
-    """What the response stops on and waits for the client: a client-executed function call,
-    an MCP approval request, or nothing. The shorthand `none` means `{on: none}`."""
-
-    on: Literal["none", "function_call", "mcp_approval_request"]
-    tool: str | None = None
-
-
-InterruptSpec = Annotated[InterruptExpect, BeforeValidator(_interrupt_shorthand,
-                                                           json_schema_input_type=str | InterruptExpect)]
-
-
-class UpstreamExpect(_Strict):
-    """What the gateway sent to the scripted model and to the MCP fixtures during the step."""
-
-    tool_choices: list[Any] | None = Field(
-        default=None, description="The tool_choice of each model request, in order, written the Responses way: "
-                                  "auto, none, required, {type: function, name}, {type: allowed_tools, ...}; "
-                                  "null where the request had no tools.")
-    last_tool_output_contains: str | None = Field(
-        default=None, description="Text that one of the tool outputs in the last model request contains.")
-    last_tool_output_lacks: str | None = Field(
-        default=None, description="Text that none of the tool outputs in the last model request contains (e.g. "
-                                  "what a filter keeps from the model).")
-    mcp_authorization: str | None = Field(
-        default=None, description="Every MCP request carried `Authorization: Bearer <this>` (compared by "
-                                  "fingerprint; the value never reaches a report).")
-
-    model_calls: int | None = Field(default=None, ge=0, description="Number of model requests.")
-    never_sent: list[str] = Field(default_factory=list,
-                                  description="Item types that must not appear in any model request.")
-    last_input: list[str] | None = Field(default=None,
-                                         description="Item types of the last model request's input, in order.")
-    last_input_counts: dict[str, int] | None = Field(
-        default=None, description="How many items of each type the last model request's input holds, in any "
-                                  "order (types not named are not counted).")
-    instructions: str | None = Field(default=None, description="The instructions every model request carries.")
-    tool_runs: dict[str, int] | Literal["none"] | None = Field(
-        default=None, description="MCP tool executions by tool name, or by fixture.tool (tools not named are not "
-                                  "counted); `none`: no tool of any fixture ran.")
-    request: dict[str, Any] | None = Field(
-        default=None, description="A part of the JSON body every model request carried, as the gateway sent it "
-                                  "(in its wire format): every key given must be there with a matching value; "
-                                  "lists match item by item.")
-    offered_tools: list[str] | None = Field(default=None, description="The tool names the first model request "
-                                                                      "offered, in any order.")
-    model_paths: list[str] | None = Field(default=None, description="The path of each model request, in order "
-                                                                    "(which wire format the gateway used).")
-    searches: list[str] | None = Field(
-        default=None, description="The queries the gateway sent to the search fixture (its web_search backend) "
-                                  "during the step, in order; [] for none.")
-
-
-class PageExpect(_Strict):
-    """A list page (`{object: list, data, first_id, last_id, has_more}`): input items,
-    conversation items. `first_id` and `last_id` are always checked against `data`."""
-
-    count: int | None = Field(default=None, ge=0)
-    has_more: bool | None = None
-    types: list[str] | None = Field(default=None, description="Item types of `data`, in order.")
-    ids: list[str] | None = Field(default=None, description="Item ids of `data`, in order (placeholders allowed).")
-
-
-class ChatExpect(_Strict):
-    """A chat completion's contract (the `chat` surface)."""
-
-    finish_reason: str | None = None
-    role: str | None = None
-    content: bool | None = Field(default=None, description="Whether the message has text content.")
-    tool_calls: list[str] | None = Field(default=None, description="Names of the tool calls handed back, in order.")
-    chunks: list[str] | None = Field(
-        default=None, description="Kinds of the stream's chunks in order, runs collapsed: role, content, "
-                                  "tool_calls, finish, usage, error, [DONE].")
-
-
-class Variant(_Strict):
-    """One known way a target may behave where OpenAI's behaviour is not recorded. A variant
-    that OpenAI's documentation contradicts is a `warning`: the step still passes, and the
-    report names the deviation; such a variant may name values OpenAI never sends."""
-
-    name: str
-    expect: Expect
-    note: str | None = None
-    severity: Literal["note", "warning"] = Field(
-        default="note", description="note: a known way OpenAI may behave; warning: a deviation from what "
-                                    "OpenAI documents, tolerated but reported.")
-
-
-class Expect(_Strict):
-    """The step's expected contract. It holds for both stream modes; `events` applies to
-    streams only. Anything left out is not compared."""
-
-    http_status: int | None = None
-    error: ErrorExpect | None = None
-    status: str | None = None
-    incomplete_reason: str | None = None
-    usage: bool | None = Field(default=None, description="Whether `usage` is present.")
-    output: list[ItemSpec] | None = None
-    interrupt: InterruptSpec | None = None
-    response: dict[str, Any] | None = Field(
-        default=None, description="A part of the Response object (in a stream, the terminal event's): every key "
-                                  "given must be there with a matching value; lists match item by item.")
-    body: dict[str, Any] | None = Field(
-        default=None, description="A part of the JSON body of any endpoint (in a stream, the terminal event's "
-                                  "Response): every key given must be there with a matching value; lists match "
-                                  "item by item.")
-    headers: dict[str, str] | None = Field(
-        default=None, description="Response headers that must have these values; names in any case, and "
-                                  "`content-type` compared as a media type (parameters only where given).")
-    terminal: str | None = Field(default=None, description="The stream's terminal event type (streams only).")
-    page: PageExpect | None = Field(default=None, description="A list page's contents (list endpoints).")
-    chat: ChatExpect | None = None
-    events: list[str] | None = Field(default=None,
-                                     description="The stream's event types in order, runs of one type collapsed.")
-    upstream: UpstreamExpect | None = None
-    absent_text: list[str] = Field(default_factory=list,
-                                   description="Strings the raw answer (body or stream) must not contain.")
-    variants: list[Variant] | None = Field(
-        default=None, description="Known end states where OpenAI's is not recorded: the step passes when one "
-                                  "matches, and the report names which.")
-
-
-class Until(_Strict):
+class Until(Strict):
     """A condition on what the run's fixtures have seen so far, all steps together; the harness
     checks it every few milliseconds until it holds."""
 
@@ -223,7 +65,7 @@ class Until(_Strict):
         return self
 
 
-class Wait(_Strict):
+class Wait(Strict):
     """Wait before sending until a condition holds; if it never does within `timeout`, the step
     fails saying which part did not hold."""
 
@@ -231,7 +73,7 @@ class Wait(_Strict):
     timeout: float = Field(default=10, gt=0, le=120)
 
 
-class Poll(_Strict):
+class Poll(Strict):
     """Send the request again until the answer matches `until`, as a client polls a background
     response; the last answer is the one judged. Never matching within `timeout` fails the step."""
 
@@ -240,7 +82,7 @@ class Poll(_Strict):
     interval: float = Field(default=0.1, gt=0, le=5)
 
 
-class Disconnect(_Strict):
+class Disconnect(Strict):
     """The client goes away mid-response: after the first event of a type (streams), after some
     seconds, or as soon as a condition on the fixtures holds (e.g. a tool call reached them)."""
 
@@ -255,14 +97,14 @@ class Disconnect(_Strict):
         return self
 
 
-class UploadFile(_Strict):
+class UploadFile(Strict):
     """The file part of an upload."""
 
     name: str = Field(description="Its filename (file search judges a file's type by its extension).")
     content: str = Field(description="Its text, sent UTF-8 encoded; placeholders allowed.")
 
 
-class Upload(_Strict):
+class Upload(Strict):
     """A `multipart/form-data` body, as `POST /v1/files` takes an upload: the `file` part and
     the form fields. A part left out is not sent (to see that it is required)."""
 
@@ -272,7 +114,7 @@ class Upload(_Strict):
                                                                      "(`expires_after[seconds]`).")
 
 
-class Step(_Strict):
+class Step(Strict):
     id: str = Field(description="Lower-case identifier; later steps reach this step's results as {{id....}}.")
     title: str | None = None
     inferred: str | None = Field(
@@ -334,7 +176,7 @@ class Step(_Strict):
         return self
 
 
-class ConfiguredServer(_Strict):
+class ConfiguredServer(Strict):
     """An MCP fixture the gateway knows from its own configuration, not from the request."""
 
     label: str
@@ -344,7 +186,7 @@ class ConfiguredServer(_Strict):
     require_approval: Literal["always", "never"] = "never"
 
 
-class GatewaySetup(_Strict):
+class GatewaySetup(Strict):
     """Gateway configuration a scenario needs. Only targets the harness configures itself
     (the reference gateway, peer profiles) can run such a scenario; others report it as
     unsupported. Fields left out keep the gateway's defaults; the harness allows its loopback
@@ -366,7 +208,7 @@ class GatewaySetup(_Strict):
                 for name, value in self.model_dump(exclude={"mcp_servers"}).items() if value is not None}
 
 
-class SearchFinds(_Strict):
+class SearchFinds(Strict):
     """What the search fixture answers to one query (the exact text the gateway searches for)."""
 
     query: str = Field(min_length=1)
@@ -374,10 +216,7 @@ class SearchFinds(_Strict):
                                                  "search's allowed_domains and cuts them to its max_results).")
 
 
-ModelDependent = Literal["status", "usage", "output", "interrupt", "response", "events", "chat"]
-
-
-class LiveSetup(_Strict):
+class LiveSetup(Strict):
     """How the scenario runs against a live model (OpenAI itself), which cannot be scripted:
     what to add to each request to steer it, and which parts of the answer the model decides.
     A scenario without this section is reported as unsupported on a live target."""
@@ -393,7 +232,7 @@ class LiveSetup(_Strict):
                                                              "not deterministic); the report names the attempt.")
 
 
-class Scenario(_Strict):
+class Scenario(Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$")
     title: str
     tags: list[str] = Field(default_factory=list)

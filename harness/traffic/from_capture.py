@@ -1,6 +1,6 @@
 """A scenario drafted from captured exchanges (`parity scenario from-capture`), for its author
 to review: its steps send the captured requests, and each expects the captured answer's
-contract (`reference.expectation_of`).
+contract (`expectations.expectation_of`).
 
 What a capture cannot say is marked for the author, in the comments at the top of the file:
 the scripted model's turns are guessed from the output items each answer carries (a tool
@@ -22,8 +22,8 @@ import yaml
 from ...fixtures.mcp import FIXTURE_SERVERS, fixture_tools
 from ...openai_contract.documents import DocumentError
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
-from ..judge.reference import expectation_of
 from ..model.contract import project_answer
+from ..scenario.expectations import expectation_of
 from ..scenario.loader import parse_yaml, scenario_from
 from ..scenario.placeholders import escaped
 from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path

@@ -18,11 +18,12 @@ import pytest
 from responses_parity.harness.engine.session import Session
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
-from responses_parity.harness.judge.compare import compare_upstream, upstream_anomalies
+from responses_parity.harness.judge.compare import upstream_anomalies
 from responses_parity.harness.judge.judgement import Case, judge
+from responses_parity.harness.judge.results import ScenarioResult, StepResult
 from responses_parity.harness.model.findings import Finding, Severity
 from responses_parity.harness.model.observed import Observed
-from responses_parity.harness.model.results import ScenarioResult, StepResult
+from responses_parity.harness.scenario.expectations import compare_upstream
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.model import Mode
 from responses_parity.harness.wire.exchange import TERMINAL_EVENTS, Exchange

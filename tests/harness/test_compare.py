@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from responses_parity.harness.judge.compare import compare, compare_upstream, list_diff, subset_mismatch
 from responses_parity.harness.model.contract import Contract, ErrorShape, Interrupt, ItemShape, project
 from responses_parity.harness.model.observed import Observed
-from responses_parity.harness.scenario.model import Expect, UpstreamExpect
+from responses_parity.harness.scenario.expectations import (Expect, UpstreamExpect, compare, compare_upstream,
+                                                            list_diff, subset_mismatch)
 from responses_parity.harness.wire.exchange import Exchange
 
 JSON = Exchange("POST", "u", status=200, body={})

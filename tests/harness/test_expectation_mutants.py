@@ -22,7 +22,7 @@ from responses_parity.fixtures.mcp import fixture_tools
 from responses_parity.harness.engine.session import Session
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
-from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.judge.results import ScenarioResult
 from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, parse_yaml, scenario_from
 from responses_parity.harness.scenario.model import Mode, Scenario
 

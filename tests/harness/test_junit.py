@@ -16,8 +16,8 @@ from test_cli import COULD_NOT_RUN, FAILING, PASSING
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
+from responses_parity.harness.judge.results import ScenarioResult, StepResult
 from responses_parity.harness.model.findings import Finding, Kind, Severity
-from responses_parity.harness.model.results import ScenarioResult, StepResult
 from responses_parity.harness.report.documents import RunInfo
 from responses_parity.harness.report.junit import junit_xml
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load_file

@@ -1,5 +1,6 @@
-"""The harness's layout is its architecture: bytes are read (`wire`), a scenario file is read
-(`scenario`), results are modelled (`model`), judged (`judge`), produced by running scenarios
+"""The harness's layout is its architecture: bytes are read (`wire`), answers are modelled
+(`model`: contracts, findings), a scenario file is read with the expectations that judge them
+(`scenario`), results are judged (`judge`), produced by running scenarios
 (`engine`), then reported, replayed, benchmarked and probed, and the commands and the pytest
 plugin sit on top. A module imports only its own package and the floors below it, never a
 sibling on its own floor; and the harness never imports the reference gateway it judges, save
@@ -16,8 +17,8 @@ HARNESS = Path(__file__).resolve().parents[2] / "harness"
 FLOORS: tuple[frozenset[str], ...] = (
     frozenset({"errors", "defaults", "options"}),
     frozenset({"wire"}),
-    frozenset({"scenario"}),
     frozenset({"model"}),
+    frozenset({"scenario"}),
     frozenset({"judge"}),
     frozenset({"engine"}),
     frozenset({"report", "traffic", "bench", "probe"}),

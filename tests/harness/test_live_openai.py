@@ -18,7 +18,7 @@ import respx
 from responses_parity.harness.engine import session as session_module
 from responses_parity.harness.engine.session import TargetOptions, open_session
 from responses_parity.harness.judge import goldens
-from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.judge.results import ScenarioResult
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.model import Mode
 from responses_parity.harness.wire.redaction import Redactor

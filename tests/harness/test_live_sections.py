@@ -24,7 +24,7 @@ from responses_parity.harness.engine.fixture_client import FixtureClient
 from responses_parity.harness.engine.runner import Engine
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
-from responses_parity.harness.model.results import ScenarioResult
+from responses_parity.harness.judge.results import ScenarioResult
 from responses_parity.harness.scenario.loader import LoadedScenario, builtin_scenarios_dir, load
 
 REPOSITORY = Path(__file__).resolve().parents[2]

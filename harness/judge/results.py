@@ -7,21 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..scenario.model import Expect, Mode, Scenario
+from ..model.contract import Contract, StreamReference
+from ..model.findings import Finding
+from ..model.observed import Observed
+from ..scenario.expectations import Expect
+from ..scenario.model import Mode, Scenario
 from ..wire.exchange import Exchange
-from .contract import Contract
-from .findings import Finding
-from .observed import Observed
-
-
-@dataclass(frozen=True)
-class StreamReference:
-    """The sequence a stream is held against, for reports that show the two side by side."""
-
-    events: tuple[str, ...] | None
-    source: str
-    """Where `events` come from; when there are none, why."""
-
 
 
 Outcome = Literal["pass", "fail", "could_not_run", "unsupported"]
