@@ -24,6 +24,7 @@ from typing import Any
 from ...openai_contract.documents import read_json
 from ..defaults import DEFAULT_GOLDEN_DIR
 from ..errors import HarnessError
+from ..model.findings import Rule
 from ..model.versions import versions
 from ..scenario.model import FORMAT_VERSION, Mode, Scenario
 from ..wire.exchange import Exchange
@@ -40,7 +41,7 @@ class GoldenUnit:
     mode: Mode
     steps: dict[str, Exchange]
     """Step id -> its exchange."""
-    diverges: dict[str, frozenset[str]]
+    diverges: dict[str, frozenset[Rule]]
     """Step id -> the rules of the scenario's checks its answer broke (steps of a set recorded
     before this was kept are absent: not judged)."""
 
@@ -134,10 +135,10 @@ def load(folder: Path) -> GoldenSet:
     return GoldenSet(folder.name, manifest, units, unsupported)
 
 
-def _rules(value: Any) -> frozenset[str]:
+def _rules(value: Any) -> frozenset[Rule]:
     if not isinstance(value, list) or not all(isinstance(rule, str) for rule in value):
         raise TypeError(f"diverges is {value!r}, not a list of rule names")
-    return frozenset(value)
+    return frozenset(map(Rule.named, value))
 
 
 def search_path(golden_dir: Path | None = None) -> list[Path]:

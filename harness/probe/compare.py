@@ -26,23 +26,24 @@ class Divergence:
     probe: Probe
     got: Outcome
     expected: Outcome
-    aspects: tuple[str, ...]
-    """What differs: `status class`, `body`, `type`, `code`, `param`."""
+    differs: tuple[str, ...]
+    """The parts of the outcome that differ: `status class`, `body`, `type`, `code`, `param`
+    (each part of the HTTP status or the error envelope, `Kind.STATUS` and `Kind.ERROR_ENVELOPE`)."""
     source: str
     """Where the expectation came from."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"probe": self.probe.to_dict(), "differs": list(self.aspects), "got": self.got.to_dict(),
+        return {"probe": self.probe.to_dict(), "differs": list(self.differs), "got": self.got.to_dict(),
                 "expected": self.expected.to_dict(), "expected_from": self.source}
 
 
 def differing(got: Outcome, expected: Outcome) -> tuple[str, ...]:
-    """The aspects in which two outcomes differ (none: they agree)."""
-    aspects = [name for name, a, b in (("status class", got.status_class, expected.status_class),
-                                       ("body", got.body, expected.body)) if a != b]
+    """The parts in which two outcomes differ (none: they agree)."""
+    parts = [name for name, a, b in (("status class", got.status_class, expected.status_class),
+                                     ("body", got.body, expected.body)) if a != b]
     if got.body in ERROR_BODIES and expected.body in ERROR_BODIES:
-        aspects += [name for name in ("type", "code", "param") if getattr(got, name) != getattr(expected, name)]
-    return tuple(aspects)
+        parts += [name for name in ("type", "code", "param") if getattr(got, name) != getattr(expected, name)]
+    return tuple(parts)
 
 
 def answer_summary(outcome: Outcome) -> str:
@@ -58,7 +59,7 @@ def answer_summary(outcome: Outcome) -> str:
 
 
 def _param_note(divergence: Divergence) -> str:
-    if "param" not in divergence.aspects:
+    if "param" not in divergence.differs:
         return ""
     return "naming another param" if divergence.got.param else "with no param"
 
@@ -101,8 +102,8 @@ class Comparison:
         found = []
         for probe in self.probes:
             got, expected = self.got[probe.id], self.expected[probe.id]
-            if aspects := differing(got, expected):
-                found.append(Divergence(probe, got, expected, aspects, self.sources[probe.id]))
+            if differs := differing(got, expected):
+                found.append(Divergence(probe, got, expected, differs, self.sources[probe.id]))
         return found
 
     @cached_property

@@ -1,9 +1,9 @@
 """A contract-level changelog between two golden sets: what a gateway's upgrade (or OpenAI's
 drift) changes for the clients of one target, recorded before and after.
 
-Every change names where it is (scenario, stream mode, step), what it touches (its aspect: the
-HTTP or Response status, the error shape, output items, the interrupt, stream events, usage,
-the chat completion, or which units and steps run at all) and its verdict against OpenAI's
+Every change names where it is (scenario, stream mode, step), what it touches (the aspect of
+the contract its finding is of, `Kind.aspect`, as every report names aspects; or which units
+and steps run at all) and its verdict against OpenAI's
 contract as the scenarios state it, read from what each set kept of its scenario checks
 (`GoldenUnit.diverges`):
 
@@ -31,7 +31,8 @@ from typing import Any
 from ..judge.goldens import GoldenSet, GoldenUnit
 from ..judge.reference import compare_with
 from ..model.contract import project_answer
-from ..model.findings import Finding
+from ..model.findings import Finding, Kind, Rule
+from ..scenario.expectations import STREAMS_ONLY, kind_of
 
 
 class Verdict(StrEnum):
@@ -44,13 +45,15 @@ MEANING = {Verdict.FIXED: "now matches OpenAI's contract", Verdict.BROKE: "now d
            Verdict.CHANGED: "neither closer to nor further from OpenAI's contract"}
 
 COVERAGE = "units run"
-_ASPECTS = {"http_status": "status", "status": "status", "incomplete_reason": "status", "error": "error shape",
-            "output": "output items", "interrupt": "interrupt", "events": "stream events",
-            "terminal": "stream events", "usage": "usage", "chat": "chat completion"}
-_STREAM_FIELDS = frozenset({"events", "terminal"})
-_RULE_ASPECTS = {"upstream": "requests to the model", "grammar": "stream events", "schema": "schema",
-                 "headers": "headers", "response": "response fields", "response_object": "response fields",
-                 "body": "response fields", "page": "list pages", "variants": "status"}
+"""The aspect of a change to which units and steps run at all (every other change is of a kind
+of finding, and named by its `Kind.aspect`)."""
+_FAMILY_KINDS = {"grammar": Kind.STREAM_GRAMMAR, "schema": Kind.SCHEMA, "exchange": Kind.SCHEMA, "wire": Kind.WIRE,
+                 "transport": Kind.TRANSPORT, "upstream": Kind.UPSTREAM_REQUEST, "mcp": Kind.UPSTREAM_REQUEST,
+                 "wait": Kind.UPSTREAM_REQUEST, "disconnect": Kind.UPSTREAM_REQUEST, "approval_link": Kind.ITEMS,
+                 "page": Kind.RESPONSE_FIELD}
+"""The kind of finding each family of checks outside `expect` makes, for a golden set's rule
+read back without its finding."""
+_UNIT = Rule("golden", ("unit",))
 
 
 @dataclass(frozen=True)
@@ -62,7 +65,7 @@ class Change:
     aspect: str
     verdict: Verdict
     message: str
-    rule: str
+    rule: Rule
     """`golden.<field>` for a contract field; `golden.unit` / `golden.step` for what runs; the
     scenario's rule for a check whose verdict changed on its own."""
 
@@ -117,17 +120,17 @@ def _coverage(old: GoldenSet, new: GoldenSet, key: tuple[str, str]) -> list[Chan
     before, after = old.units.get(key), new.units.get(key)
     if before is not None and key in new.unsupported:
         return [Change(*key, None, COVERAGE, Verdict.BROKE, f"ran, now unsupported: {new.unsupported[key]}",
-                       "golden.unit")]
+                       _UNIT)]
     if after is not None and key in old.unsupported:
         passes = len(after.diverges) == len(after.steps) and not any(after.diverges.values())
         return [Change(*key, None, COVERAGE, Verdict.FIXED if passes else Verdict.CHANGED,
                        f"was unsupported ({old.unsupported[key]}), now runs"
-                       + ("" if passes else " but diverges from its scenario"), "golden.unit")]
+                       + ("" if passes else " but diverges from its scenario"), _UNIT)]
     if before is None and after is None:
         return []  # unsupported in both
     only = new if before is None else old
     return [Change(*key, None, COVERAGE, Verdict.CHANGED, f"only {only.name} has this run (not selected or "
-                   "not run in the other)", "golden.unit")]
+                   "not run in the other)", _UNIT)]
 
 
 def _steps(before: GoldenUnit, after: GoldenUnit, old_name: str) -> list[Change]:
@@ -136,17 +139,18 @@ def _steps(before: GoldenUnit, after: GoldenUnit, old_name: str) -> list[Change]
         if step not in before.steps or step not in after.steps:
             which = "now answers" if step in after.steps else "no longer answers"
             changes.append(Change(before.scenario, before.mode, step, COVERAGE, Verdict.CHANGED,
-                                  f"the step {which} (a step before it ended the run differently)", "golden.step"))
+                                  f"the step {which} (a step before it ended the run differently)",
+                                  Rule("golden", ("step",))))
             continue
         old_broke, new_broke = before.diverges.get(step), after.diverges.get(step)
         exchange, fields = after.steps[step], []
         for finding in compare_with(before.steps[step], project_answer(exchange), exchange, f"golden {old_name}"):
-            field = finding.rule.removeprefix("golden.")
-            fields.append(field)
-            changes.append(Change(before.scenario, before.mode, step, _ASPECTS.get(field.split(".")[0], field),
-                                  _verdict(field, old_broke, new_broke), _describe(finding, field), finding.rule))
+            fields.append(finding.rule.path)
+            changes.append(Change(before.scenario, before.mode, step, finding.kind.aspect,
+                                  _verdict(finding.rule.path, old_broke, new_broke),
+                                  _describe(finding, ".".join(finding.rule.path)), finding.rule))
         if old_broke is not None and new_broke is not None:
-            changes += [Change(before.scenario, before.mode, step, _rule_aspect(rule),
+            changes += [Change(before.scenario, before.mode, step, _kind_of(rule).aspect,
                                Verdict.FIXED if rule in old_broke else Verdict.BROKE,
                                f"the scenario's check {rule} {'passes' if rule in old_broke else 'fails'} now", rule)
                         for rule in sorted(old_broke ^ new_broke)
@@ -154,16 +158,16 @@ def _steps(before: GoldenUnit, after: GoldenUnit, old_name: str) -> list[Change]
     return changes
 
 
-def _about(rule: str, field: str) -> bool:
+def _about(rule: Rule, field: tuple[str, ...]) -> bool:
     """Whether a scenario rule speaks of the contract field (`output`, `error.code`): it is
     `expect.<field>`, a rule under it, the whole part the field is in (`expect.error`), or for
     stream events the stream grammar."""
-    top = field.split(".", maxsplit=1)[0]
-    return (rule in (f"expect.{field}", f"expect.{top}") or rule.startswith(f"expect.{field}.")
-            or (top in _STREAM_FIELDS and rule.startswith("grammar.")))
+    if rule.family == "grammar":
+        return field[0] in STREAMS_ONLY
+    return rule.family == "expect" and (rule.path[:len(field)] == field or rule.path == field[:1])
 
 
-def _verdict(field: str, old_broke: frozenset[str] | None, new_broke: frozenset[str] | None) -> Verdict:
+def _verdict(field: tuple[str, ...], old_broke: frozenset[Rule] | None, new_broke: frozenset[Rule] | None) -> Verdict:
     """How the change of `field` stands against the scenario rules about it (`_about`)."""
     if old_broke is None or new_broke is None:
         return Verdict.CHANGED
@@ -171,13 +175,11 @@ def _verdict(field: str, old_broke: frozenset[str] | None, new_broke: frozenset[
     return Verdict.FIXED if was and not now else Verdict.BROKE if now and not was else Verdict.CHANGED
 
 
-def _rule_aspect(rule: str) -> str:
-    """The aspect of a scenario check whose verdict changed with no contract field that explains it."""
-    family, _, rest = rule.partition(".")
-    field = rest.split(".", maxsplit=1)[0]
-    if family == "expect":
-        return _RULE_ASPECTS.get(field) or _ASPECTS.get(field, "scenario checks")
-    return _RULE_ASPECTS.get(family, "scenario checks")
+def _kind_of(rule: Rule) -> Kind:
+    """The kind of finding a scenario check whose verdict changed on its own makes."""
+    if rule.family == "expect":
+        return kind_of(rule.field) or Kind.RESPONSE_FIELD
+    return _FAMILY_KINDS.get(rule.family, Kind.RESPONSE_FIELD)
 
 
 def _describe(finding: Finding, field: str) -> str:

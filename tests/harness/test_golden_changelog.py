@@ -18,8 +18,12 @@ from faulty_gateways import TEXT_SCENARIO, RewritingGateway, message_as_wrong_ty
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.model.findings import Kind
 from responses_parity.reference_impl import build_gateway_app
 
+OUTPUT_ITEMS, SCHEMAS, RESPONSE_FIELDS = Kind.ITEMS.aspect, Kind.SCHEMA.aspect, Kind.RESPONSE_FIELD.aspect
+STREAM_EVENTS, ERROR_ENVELOPES = Kind.EVENT_SEQUENCE.aspect, Kind.ERROR_ENVELOPE.aspect
+"""A changelog names aspects as every report does: by the kind of finding a change is of."""
 TEST_PROFILES = Path(__file__).parent / "profiles"
 
 SCENARIOS = {
@@ -113,23 +117,23 @@ def test_a_set_diffed_with_itself_has_no_change(recorded: dict[str, Path]) -> No
 
 def test_what_a_faulty_version_breaks_and_changes_is_classified(recorded: dict[str, Path]) -> None:
     assert changes(recorded["good"], recorded["faulty"]) == {
-        ("faulty-text", "nonstream", "ask", "output items", "broke"),   # the scenario states the items
-        ("faulty-text", "nonstream", "ask", "schema", "broke"),         # no such item type in the SDK's schema
-        ("faulty-text", "nonstream", "ask", "usage", "changed"),        # ... and not usage
-        ("faulty-text", "stream", "ask", "stream events", "broke"),     # the stream grammar is broken
-        ("cl-error", "nonstream", "ask", "error shape", "changed"),  # the scenario states no code
-        ("cl-error", "stream", "ask", "error shape", "changed"),
+        ("faulty-text", "nonstream", "ask", OUTPUT_ITEMS, "broke"),     # the scenario states the items
+        ("faulty-text", "nonstream", "ask", SCHEMAS, "broke"),          # no such item type in the SDK's schema
+        ("faulty-text", "nonstream", "ask", RESPONSE_FIELDS, "changed"),  # ... and not usage
+        ("faulty-text", "stream", "ask", STREAM_EVENTS, "broke"),       # the stream grammar is broken
+        ("cl-error", "nonstream", "ask", ERROR_ENVELOPES, "changed"),   # the scenario states no code
+        ("cl-error", "stream", "ask", ERROR_ENVELOPES, "changed"),
     }
 
 
 def test_the_upgrade_back_fixes_what_broke(recorded: dict[str, Path]) -> None:
     assert changes(recorded["faulty"], recorded["good"]) == {
-        ("faulty-text", "nonstream", "ask", "output items", "fixed"),
-        ("faulty-text", "nonstream", "ask", "schema", "fixed"),
-        ("faulty-text", "nonstream", "ask", "usage", "changed"),
-        ("faulty-text", "stream", "ask", "stream events", "fixed"),
-        ("cl-error", "nonstream", "ask", "error shape", "changed"),
-        ("cl-error", "stream", "ask", "error shape", "changed"),
+        ("faulty-text", "nonstream", "ask", OUTPUT_ITEMS, "fixed"),
+        ("faulty-text", "nonstream", "ask", SCHEMAS, "fixed"),
+        ("faulty-text", "nonstream", "ask", RESPONSE_FIELDS, "changed"),
+        ("faulty-text", "stream", "ask", STREAM_EVENTS, "fixed"),
+        ("cl-error", "nonstream", "ask", ERROR_ENVELOPES, "changed"),
+        ("cl-error", "stream", "ask", ERROR_ENVELOPES, "changed"),
     }
 
 
@@ -143,11 +147,11 @@ def test_a_unit_that_became_unsupported_broke_and_one_that_runs_again_is_fixed(r
 def test_the_changes_say_what_was_added_and_removed_and_which_check_fails(recorded: dict[str, Path]) -> None:
     _, output = diff(recorded["good"], recorded["faulty"], "--json")
     messages = {(c["scenario"], c["mode"], c["aspect"]): c["message"] for c in json.loads(output)["changes"]}
-    assert messages[("cl-error", "stream", "error shape")] == "error.code: 'missing_required_parameter' → " \
-                                                              "'model_is_missing'"
-    assert re.fullmatch(r"the scenario's check schema\.\w+ fails now", messages[("faulty-text", "nonstream", "schema")])
-    assert messages[("faulty-text", "stream", "stream events")].startswith("removed: response.output_item.done (")
-    assert messages[("faulty-text", "nonstream", "output items")].startswith(
+    assert messages[("cl-error", "stream", ERROR_ENVELOPES)] == "error.code: 'missing_required_parameter' → " \
+                                                                 "'model_is_missing'"
+    assert re.fullmatch(r"the scenario's check schema\.\w+ fails now", messages[("faulty-text", "nonstream", SCHEMAS)])
+    assert messages[("faulty-text", "stream", STREAM_EVENTS)].startswith("removed: response.output_item.done (")
+    assert messages[("faulty-text", "nonstream", OUTPUT_ITEMS)].startswith(
         "added: output_message(completed); removed: message(completed) (")
 
 
@@ -166,12 +170,13 @@ def test_the_markdown_changelog_heads_with_both_sets_and_sums_up_each_verdict(re
     for line in ("- **fixed** (now matches OpenAI's contract): 0",
                  "- **broke** (now diverges from OpenAI's contract): 3",
                  "- **changed** (neither closer to nor further from OpenAI's contract): 3",
-                 "| output items | 0 | 1 | 0 |", "| usage | 0 | 0 | 1 |", "| error shape | 0 | 0 | 2 |"):
+                 f"| {OUTPUT_ITEMS} | 0 | 1 | 0 |", f"| {RESPONSE_FIELDS} | 0 | 0 | 1 |",
+                 f"| {ERROR_ENVELOPES} | 0 | 0 | 2 |"):
         assert line in text
     text_section = text.split("### faulty-text\n")[1].split("###")[0]
-    assert ("- [nonstream] step `ask`\n  - **changed** · usage: usage: present → absent\n"
-            "  - **broke** · output items: added: output_message") in text_section
-    assert "- [stream] step `ask`\n  - **broke** · stream events: removed: response.output_item.done" in text_section
+    assert (f"- [nonstream] step `ask`\n  - **changed** · {RESPONSE_FIELDS}: usage: present → absent\n"
+            f"  - **broke** · {OUTPUT_ITEMS}: added: output_message") in text_section
+    assert f"- [stream] step `ask`\n  - **broke** · {STREAM_EVENTS}: removed: response.output_item.done" in text_section
 
 
 def test_a_profiled_set_names_the_gateway_and_version_and_keeps_no_secret(recorded: dict[str, Path]) -> None:

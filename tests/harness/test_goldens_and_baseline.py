@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from report_pages import ReportPage
 
 from responses_parity.harness.cli import main
+from responses_parity.harness.model.findings import Kind
 
 SCENARIOS = ("-s", "mcp-call", "-s", "mcp-authorization", "-s", "text-basic")
 
@@ -86,8 +87,8 @@ def test_golden_diff_shows_what_changed_between_two_sets(tmp_path: Path) -> None
     drop_event(new, "response.mcp_call_arguments.delta")
     code, output = invoke("golden", "diff", str(old), str(new))
     assert code == 1
-    assert "changed: mcp-call [stream] step ask: stream events: removed: response.mcp_call_arguments.delta " \
-           "(event sequence differs: missing response.mcp_call_arguments.delta" in output.replace("\n", " ")
+    assert f"changed: mcp-call [stream] step ask: {Kind.EVENT_SEQUENCE.aspect}: removed: " \
+           "response.mcp_call_arguments.delta (event sequence differs: missing response.mcp_call_arguments.delta" in output.replace("\n", " ")
 
 
 def test_a_baseline_keeps_known_divergences_from_failing_but_not_new_ones(tmp_path: Path) -> None:

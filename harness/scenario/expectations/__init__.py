@@ -4,11 +4,11 @@ framing (`envelope`), its Response (`response`), its body and headers (`body`), 
 and what the gateway sent meanwhile (`upstream`). `expect` assembles them into the model of a
 step's `expect` and walks them to lint, compare and project."""
 
-from .expect import (STREAMS_ONLY, VARIANT_RULE, Expect, ModelDependent, compare, expectation_of, lint_expect,
-                     stated_sequence)
+from .expect import (STREAMS_ONLY, VARIANT_RULE, Expect, ModelDependent, compare, expectation_of, kind_of,
+                     lint_expect, stated_sequence)
 from .spec import Stated, did_you_mean, list_diff, subset_mismatch
 from .upstream import UpstreamExpect, compare_upstream, lint_upstream
 
 __all__ = ["STREAMS_ONLY", "VARIANT_RULE", "Expect", "ModelDependent", "Stated", "UpstreamExpect", "compare",
-           "compare_upstream", "did_you_mean", "expectation_of", "lint_expect", "lint_upstream", "list_diff",
+           "compare_upstream", "did_you_mean", "expectation_of", "kind_of", "lint_expect", "lint_upstream", "list_diff",
            "stated_sequence", "subset_mismatch"]

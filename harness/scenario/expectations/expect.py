@@ -53,6 +53,13 @@ Expect: type[BaseModel] = create_model(
 Variant.model_rebuild(_types_namespace={"Expect": Expect})
 
 
+def kind_of(field: str | None) -> Kind | None:
+    """The kind of finding the expectation `field` makes (None for no such field)."""
+    kinds = {spec.name: spec.kind for spec in EXPECTATIONS} | {
+        "upstream": Kind.UPSTREAM_REQUEST, "response_object": Kind.RESPONSE_FIELD, "variants": Kind.VARIANT}
+    return kinds.get(field or "")
+
+
 def _stated(expect: BaseModel) -> list[tuple[Expectation, Any]]:
     return [(spec, value) for spec in EXPECTATIONS
             if spec.stated(value := getattr(expect, spec.name), spec.name in expect.model_fields_set)]
