@@ -88,7 +88,8 @@ def test_golden_diff_shows_what_changed_between_two_sets(tmp_path: Path) -> None
     code, output = invoke("golden", "diff", str(old), str(new))
     assert code == 1
     assert f"changed: mcp-call [stream] step ask: {Kind.EVENT_SEQUENCE.aspect}: removed: " \
-           "response.mcp_call_arguments.delta (event sequence differs: missing response.mcp_call_arguments.delta" in output.replace("\n", " ")
+           "response.mcp_call_arguments.delta (event sequence differs: missing " \
+           "response.mcp_call_arguments.delta" in output.replace("\n", " ")
 
 
 def test_a_baseline_keeps_known_divergences_from_failing_but_not_new_ones(tmp_path: Path) -> None:
