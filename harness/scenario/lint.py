@@ -120,16 +120,7 @@ class _Checker:
                 suffix = "call" if turn.call else f"calls[{call_index}]"
                 self.tool(f"{where}.model[{turn_index}].{suffix}.tool", call.tool)
         streams = [mode for mode in modes if self.streams(step, mode)]
-        replaced = {mode: step.per_mode[mode].model_fields_set for mode in step.per_mode}
-        lint_expect(step.expect, f"{where}.expect", Stated(self, [
-            mode for mode in streams if not STREAMS_ONLY & replaced.get(mode, set())]))
-        for mode, override in step.per_mode.items():
-            if mode not in modes:
-                self.add(f"{where}.per_mode.{mode}", f"the step does not run in {mode} mode: never judged")
-            else:
-                lint_expect(override, f"{where}.per_mode.{mode}", Stated(self, [mode] if mode in streams else []))
-        if step.poll is not None:
-            lint_expect(step.poll.until, f"{where}.poll.until", Stated(self, streams, judged_on_answers=True))
+        self.expectations(where, step, modes, streams)
         if step.disconnect is not None:
             if step.disconnect.after_event is not None:
                 self.known(f"{where}.disconnect.after_event", step.disconnect.after_event, vocabulary.event_types(),
@@ -140,6 +131,20 @@ class _Checker:
                 lint_upstream(step.disconnect.when.upstream, f"{where}.disconnect.when.upstream", self)
         if not isinstance(step.wait, (int, float)) and step.wait.until.upstream is not None:
             lint_upstream(step.wait.until.upstream, f"{where}.wait.until.upstream", self)
+
+    def expectations(self, where: str, step: Step, modes: Sequence[Mode], streams: Sequence[Mode]) -> None:
+        """The step's `expect`, `per_mode` and `poll.until`, each where it is judged: a stream-only
+        field of `expect` on the modes that stream and do not replace it in `per_mode`."""
+        replaced = {mode: step.per_mode[mode].model_fields_set for mode in step.per_mode}
+        lint_expect(step.expect, f"{where}.expect", Stated(self, [
+            mode for mode in streams if not STREAMS_ONLY & replaced.get(mode, set())]))
+        for mode, override in step.per_mode.items():
+            if mode not in modes:
+                self.add(f"{where}.per_mode.{mode}", f"the step does not run in {mode} mode: never judged")
+            else:
+                lint_expect(override, f"{where}.per_mode.{mode}", Stated(self, [mode] if mode in streams else []))
+        if step.poll is not None:
+            lint_expect(step.poll.until, f"{where}.poll.until", Stated(self, streams, judged_on_answers=True))
 
     def streams(self, step: Step, mode: Mode) -> bool:
         """Whether the step's answer is a stream in this mode (as the engine decides)."""

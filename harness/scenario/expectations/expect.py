@@ -67,23 +67,28 @@ def _stated(expect: BaseModel) -> list[tuple[Expectation, Any]]:
 
 def lint_expect(expect: BaseModel, where: str, at: Stated) -> None:
     """Report through `at.checks` what an `Expect` states that cannot hold or be judged."""
-    checks = at.checks
     for spec in EXPECTATIONS:
         if spec.streams_only and not at.stream_modes and spec.name in expect.model_fields_set:
-            checks.add(f"{where}.{spec.name}", f"{STREAM_ONLY}, and this step never streams")
+            at.checks.add(f"{where}.{spec.name}", f"{STREAM_ONLY}, and this step never streams")
     for spec, value in _stated(expect):
         spec.lint(value, f"{where}.{spec.name}", at)
     if expect.upstream is not None:
-        if at.in_variant:
-            checks.add(f"{where}.upstream", "a variant names an end state of the answer; what the gateway sent is "
-                                            "judged in the step's own `expect.upstream`")
-        elif at.judged_on_answers:
-            checks.add(f"{where}.upstream", "judges what the gateway sent, not an answer: it has no meaning here")
-        lint_upstream(expect.upstream, f"{where}.upstream", checks)
+        _lint_upstream_part(expect.upstream, f"{where}.upstream", at)
     for index, variant in enumerate(expect.variants or []):
         lint_expect(variant.expect, f"{where}.variants[{index}].expect",
-                    Stated(checks, at.stream_modes, in_variant=True, judged_on_answers=True,
+                    Stated(at.checks, at.stream_modes, in_variant=True, judged_on_answers=True,
                            deviation=variant.severity == "warning"))
+
+
+def _lint_upstream_part(upstream: BaseModel, where: str, at: Stated) -> None:
+    """`expect.upstream` judges what the gateway sent: not an answer's end state (a variant), nor
+    an answer polled for."""
+    if at.in_variant:
+        at.checks.add(where, "a variant names an end state of the answer; what the gateway sent is judged in the "
+                             "step's own `expect.upstream`")
+    elif at.judged_on_answers:
+        at.checks.add(where, "judges what the gateway sent, not an answer: it has no meaning here")
+    lint_upstream(upstream, where, at.checks)
 
 
 def compare(expect: BaseModel, contract: Contract, exchange: Exchange) -> list[Finding]:
@@ -91,14 +96,8 @@ def compare(expect: BaseModel, contract: Contract, exchange: Exchange) -> list[F
     `upstream` is judged on what the fixtures observed, `compare_upstream`). An answer with no
     Response object fails every field read from one in a single finding."""
     answer, stated, findings = Answer(contract, exchange), _stated(expect), []
-    if not answer.has_response and any(getattr(expect, spec.name) is not None for spec, _ in stated
-                                       if spec.of_response):
-        if not exchange.answered_create_without_object:  # the schema check reports that one
-            where = "no terminal event carries one" if answer.streamed else (
-                "the body is an error envelope" if contract.error else "the body is not one")
-            findings.append(Finding(Kind.RESPONSE_FIELD, Severity.ERROR, Rule("expect", ("response_object",)),
-                                    f"the answer (HTTP {contract.http_status}) carries no Response object: {where}",
-                                    expected="a Response object"))
+    if not answer.has_response and any(spec.of_response and value is not None for spec, value in stated):
+        findings += _no_response_object(answer)
         stated = [(spec, value) for spec, value in stated if not spec.of_response]
     for spec, value in stated:
         if answer.streamed or not spec.streams_only:
@@ -106,6 +105,17 @@ def compare(expect: BaseModel, contract: Contract, exchange: Exchange) -> list[F
     if expect.variants:
         findings += compare_variants(expect.variants, contract, exchange)
     return findings
+
+
+def _no_response_object(answer: Answer) -> list[Finding]:
+    if answer.exchange.answered_create_without_object:  # the schema check reports that one
+        return []
+    contract = answer.contract
+    where = "no terminal event carries one" if answer.streamed else (
+        "the body is an error envelope" if contract.error else "the body is not one")
+    return [Finding(Kind.RESPONSE_FIELD, Severity.ERROR, Rule("expect", ("response_object",)),
+                    f"the answer (HTTP {contract.http_status}) carries no Response object: {where}",
+                    expected="a Response object")]
 
 
 VARIANT_RULE = Rule("expect", ("variants",))

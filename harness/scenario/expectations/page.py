@@ -4,6 +4,8 @@ against `data`."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from ...model.findings import Finding, Kind, Rule, Severity
@@ -38,21 +40,22 @@ class Page(Expectation):
         if not isinstance(data, list) or body.get("object") != "list":
             return [self.mismatch("the body is not a list page ({object: list, data, first_id, last_id, has_more})",
                                   "a list", None)]
-        findings = []
         ids = [item.get("id") for item in data]
-        for name, edge, held in (("first_id", "first", ids[0] if ids else None),
-                                 ("last_id", "last", ids[-1] if ids else None)):
-            if body.get(name) != held:
-                # named `page.<name>`, not under `expect`: it holds whatever the step states of the page
-                findings.append(Finding(self.kind, Severity.ERROR, Rule("page", (name,)), f"{name} is "
-                                        f"{body.get(name)!r} but the page's {edge} item is {held!r}", expected=held,
-                                        actual=body.get(name)))
         actual = {"count": len(data), "has_more": body.get("has_more"), "types": [item.get("type") for item in data],
                   "ids": ids}
-        findings += [self.mismatch(f"the page's {name} is {actual[name]!r}, expected {want!r}", want, actual[name],
-                                   name, kind=Kind.ITEMS)
-                     for name in sorted(wanted.model_fields_set) if (want := getattr(wanted, name)) != actual[name]]
-        return findings
+        return [*_edges(body, ids),
+                *(self.mismatch(f"the page's {name} is {actual[name]!r}, expected {want!r}", want, actual[name], name,
+                                kind=Kind.ITEMS)
+                  for name in sorted(wanted.model_fields_set) if (want := getattr(wanted, name)) != actual[name])]
+
+
+def _edges(body: dict[str, Any], ids: list[Any]) -> list[Finding]:
+    """`first_id` and `last_id` against the page's items, whatever the step states: named
+    `page.<field>`, outside `expect`."""
+    return [Finding(Kind.RESPONSE_FIELD, Severity.ERROR, Rule("page", (name,)), f"{name} is {body.get(name)!r} but "
+                    f"the page's {edge} item is {held!r}", expected=held, actual=body.get(name))
+            for name, edge, held in (("first_id", "first", ids[0] if ids else None),
+                                     ("last_id", "last", ids[-1] if ids else None)) if body.get(name) != held]
 
 
 SPECS = (Page(),)
