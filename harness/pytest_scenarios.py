@@ -146,6 +146,8 @@ class ScenarioItem(pytest.Item):
             pytest.skip(self.redactor.redact_text(f"unsupported by the target: {self.result.unsupported}"))
         if self.result.outcome == "fail":
             raise ScenarioFailed(self.result)
+        if self.result.outcome == "known":
+            pytest.xfail(describe(self.result, self.redactor))
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if not isinstance(excinfo.value, ScenarioFailed):

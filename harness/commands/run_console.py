@@ -24,8 +24,9 @@ from ..judge.results import ScenarioResult, UnitFinished
 from .console import err, out
 
 QUIET, DEFAULT, VERBOSE = -1, 0, 1
-_STYLE = {"pass": "green", "fail": "red", "could_not_run": "yellow", "unsupported": "blue"}
-_LABEL = {"pass": "pass", "fail": "fail", "could_not_run": "could not run", "unsupported": "unsupported"}
+_STYLE = {"pass": "green", "known": "magenta", "fail": "red", "could_not_run": "yellow", "unsupported": "blue"}
+_LABEL = {"pass": "pass", "known": "known", "fail": "fail", "could_not_run": "could not run",
+          "unsupported": "unsupported"}
 
 
 @dataclass(frozen=True)

@@ -8,16 +8,17 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..model.contract import Contract, StreamReference
-from ..model.findings import Finding
+from ..model.findings import Finding, Severity
 from ..model.observed import Observed
 from ..scenario.expectations import Expect
 from ..scenario.model import Mode, Scenario
 from ..wire.exchange import Exchange
 
 
-Outcome = Literal["pass", "fail", "could_not_run", "unsupported"]
-"""`could_not_run`: the harness could not run a step as written (a scenario mistake, a fixture
-that failed); never counted as a pass or a failure of the target."""
+Outcome = Literal["pass", "known", "fail", "could_not_run", "unsupported"]
+"""`known`: it failed only in ways the target's baseline knows (a known divergence: no failure,
+never a pass). `could_not_run`: the harness could not run a step as written (a scenario mistake,
+a fixture that failed); never counted as a pass or a failure of the target."""
 
 
 @dataclass
@@ -41,7 +42,9 @@ class StepResult:
     def outcome(self) -> Outcome:
         if self.error is not None:
             return "could_not_run"
-        return "fail" if any(finding.fails for finding in self.findings) else "pass"
+        if any(finding.fails for finding in self.findings):
+            return "fail"
+        return "known" if any(f.known and f.severity >= Severity.ERROR for f in self.findings) else "pass"
 
 
 @dataclass
@@ -60,10 +63,13 @@ class ScenarioResult:
     @property
     def outcome(self) -> Outcome:
         """The first step that did not pass decides: a step that cannot run after a failed one
-        lacks what that answer should have held, so the scenario failed rather than errored."""
+        lacks what that answer should have held, so the scenario failed rather than errored (or,
+        after a known divergence, is part of it), unless a later step fails anew."""
         if self.unsupported is not None:
             return "unsupported"
-        return next((step.outcome for step in self.steps if step.outcome != "pass"), "pass")
+        outcomes = [step.outcome for step in self.steps]
+        first = next((outcome for outcome in outcomes if outcome != "pass"), "pass")
+        return "fail" if first == "known" and "fail" in outcomes else first
 
     @property
     def findings(self) -> list[tuple[str, Finding]]:

@@ -109,7 +109,7 @@ def coverage(results: list[ScenarioResult]) -> dict[str, dict[str, Any]]:
             for name, (seen, universe) in known.items()}
 
 
-OUTCOMES = ("pass", "fail", "could_not_run", "unsupported")
+OUTCOMES = ("pass", "known", "fail", "could_not_run", "unsupported")
 
 
 @dataclass(frozen=True)
@@ -136,27 +136,32 @@ def tally(results: Iterable[ScenarioResult]) -> dict[str, Any]:
 
 def tally_of(units: Iterable[Counted]) -> dict[str, Any]:
     """Scenario runs per outcome; parity with OpenAI and gateway policy as passing runs over
-    runs that passed or failed (a run that could not run, or that the target does not support,
-    says nothing either way); and how many findings the baseline knew."""
+    runs that passed, failed or diverged as the baseline knows (a run that could not run, or
+    that the target does not support, says nothing either way), with how many were known; and
+    how many findings the baseline knew."""
     units = list(units)
     outcomes = Counter(unit.outcome for unit in units)
-    counts = {"parity": {"pass": 0, "runs": 0}, "gateway_policy": {"pass": 0, "runs": 0}}
+    counts = {"parity": {"pass": 0, "known": 0, "runs": 0}, "gateway_policy": {"pass": 0, "known": 0, "runs": 0}}
     for unit in units:
-        if unit.outcome in ("pass", "fail"):
+        if unit.outcome in ("pass", "known", "fail"):
             group = counts["parity" if unit.openai_counterpart else "gateway_policy"]
             group["runs"] += 1
             group["pass"] += unit.outcome == "pass"
-    known = sum(unit.known for unit in units)
-    return {"units": len(units), **{name: outcomes.get(name, 0) for name in OUTCOMES}, **counts, "known": known}
+            group["known"] += unit.outcome == "known"
+    return {"units": len(units), **{name: outcomes.get(name, 0) for name in OUTCOMES}, **counts,
+            "known_findings": sum(unit.known for unit in units)}
 
 
 def tally_line(counts: dict[str, Any]) -> str:
-    """The tally in one line of words."""
-    return (f"{counts['pass']} passed, {counts['fail']} failed, {counts['could_not_run']} could not run, "
-            f"{counts['unsupported']} unsupported; parity with OpenAI {counts['parity']['pass']}/"
-            f"{counts['parity']['runs']}, gateway policy {counts['gateway_policy']['pass']}/"
-            f"{counts['gateway_policy']['runs']}"
-            + (f"; {counts['known']} known divergence(s) from the baseline" if counts["known"] else ""))
+    """The tally in one line of words; runs the baseline knows are counted apart, never as passes."""
+    def share(group: dict[str, int]) -> str:
+        return f"{group['pass']}/{group['runs']}" + (f", {group['known']} known" if group["known"] else "")
+
+    return (f"{counts['pass']} passed, " + (f"{counts['known']} known, " if counts["known"] else "")
+            + f"{counts['fail']} failed, {counts['could_not_run']} could not run, {counts['unsupported']} unsupported; "
+            f"parity with OpenAI {share(counts['parity'])}, gateway policy {share(counts['gateway_policy'])}"
+            + (f"; {counts['known_findings']} known divergence(s) from the baseline"
+               if counts["known_findings"] else ""))
 
 
 def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
@@ -186,7 +191,8 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
     })
 
 
-_MARK = {"pass": "pass", "fail": "**FAIL**", "could_not_run": "**could not run**", "unsupported": "unsupported"}
+_MARK = {"pass": "pass", "known": "known", "fail": "**FAIL**", "could_not_run": "**could not run**",
+         "unsupported": "unsupported"}
 
 
 def markdown(document: dict[str, Any]) -> str:
@@ -199,14 +205,18 @@ def markdown(document: dict[str, Any]) -> str:
         f"responses-parity {document['tool']['version']}, scenario format {document['scenario_format']}, "
         + ", ".join(f"{name} SDK {version}" for name, version in document["sdk"].items()) + ".",
         "",
-        f"{summary['pass']} passed, {summary['fail']} failed, {summary['could_not_run']} could not run, "
+        f"{summary['pass']} passed, " + (f"{summary['known']} known, " if summary["known"] else "")
+        + f"{summary['fail']} failed, {summary['could_not_run']} could not run, "
         f"{summary['unsupported']} unsupported by the target ({summary['units']} scenario runs); "
         f"{summary['file_errors']} scenario file error(s)"
         + (f"; {summary['not_run']} not run (the run stopped at its first failure)" if summary["not_run"] else "")
-        + (f"; {summary['known']} known divergence(s) from the baseline." if summary["known"] else "."),
+        + (f"; {summary['known_findings']} known divergence(s) from the baseline." if summary["known_findings"]
+           else "."),
         "",
         f"**Parity with OpenAI**: {summary['parity']['pass']} of {summary['parity']['runs']} runs of scenarios "
-        f"with an OpenAI counterpart pass (runs that could not run or are unsupported count neither way). "
+        f"with an OpenAI counterpart pass"
+        + (f", {summary['parity']['known']} diverge as the baseline knows" if summary["parity"]["known"] else "")
+        + " (runs that could not run or are unsupported count neither way). "
         f"Gateway policy (no OpenAI counterpart, not counted toward parity): "
         f"{summary['gateway_policy']['pass']} of {summary['gateway_policy']['runs']}.",
         "",
@@ -222,7 +232,7 @@ def markdown(document: dict[str, Any]) -> str:
     for scenario, modes in by_scenario.items():
         name = f"{scenario} *(gateway policy)*" if scenario in policy else scenario
         lines.append(f"| {name} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
-    problems = [r for r in document["results"] if r["outcome"] in ("fail", "could_not_run")]
+    problems = [r for r in document["results"] if r["outcome"] in ("known", "fail", "could_not_run")]
     if problems:
         lines += ["", "## What differs", ""]
     for result in problems:

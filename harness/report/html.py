@@ -31,6 +31,8 @@ def _cell(results: list[dict[str, Any]]) -> tuple[str, str, str | None]:
         worst = max((f for s in result["steps"] for f in s["findings"] if not f["known"]),
                     key=lambda f: ("note", "warning", "error").index(f["severity"]), default=None)
         return "fail", f"divergence ({worst['severity']})" if worst else "divergence", anchor
+    if result["outcome"] == "known":
+        return "known", "known divergence", anchor
     known = any(f["known"] for s in result["steps"] for f in s["findings"])
     return result["outcome"], result["outcome"].replace("_", " ") + (" (known)" if known else ""), anchor
 

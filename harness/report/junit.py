@@ -81,6 +81,10 @@ def _testcase(result: ScenarioResult, redactor: Redactor) -> ET.Element:
     if result.outcome == "unsupported":
         reason = f"unsupported by the target: {result.unsupported}"
         ET.SubElement(case, "skipped", type="unsupported", message=text(reason)).text = text(f"{result.path}: {reason}")
+    elif result.outcome == "known":  # as pytest reports an expected failure
+        described = describe(result, redactor)
+        ET.SubElement(case, "skipped", type="pytest.xfail", message=_xml_text(described.splitlines()[0])).text = \
+            _xml_text(described)
     elif result.outcome != "pass":
         described = describe(result, redactor)
         ET.SubElement(case, "failure" if result.outcome == "fail" else "error",

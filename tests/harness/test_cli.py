@@ -78,9 +78,10 @@ def test_run_passes_and_writes_reports(tmp_path: Path) -> None:
     code, output = invoke("run", str(tmp_path), "--report-dir", str(reports))
     assert code == 0, output
     document = json.loads((reports / "results.json").read_text())
-    assert document["summary"] == {"units": 2, "pass": 2, "fail": 0, "could_not_run": 0, "unsupported": 0,
-                                   "file_errors": 0, "parity": {"pass": 2, "runs": 2},
-                                   "gateway_policy": {"pass": 0, "runs": 0}, "known": 0, "not_run": 0}
+    assert document["summary"] == {"units": 2, "pass": 2, "known": 0, "fail": 0, "could_not_run": 0,
+                                   "unsupported": 0, "file_errors": 0, "parity": {"pass": 2, "known": 0, "runs": 2},
+                                   "gateway_policy": {"pass": 0, "known": 0, "runs": 0}, "known_findings": 0,
+                                   "not_run": 0}
     assert set(document["sdk"]) == {"openai", "mcp"} and document["scenario_format"] == 1
     assert "| passing | pass | pass |" in (reports / "report.md").read_text()
 
@@ -163,7 +164,8 @@ def test_a_scenario_that_could_not_run_is_its_own_outcome_and_never_counts_towar
     assert code == 2
     assert "1 passed, 0 failed, 1 could not run, 0 unsupported; parity with OpenAI 1/1" in " ".join(output.split())
     document = json.loads((reports / "results.json").read_text())
-    assert (document["summary"]["could_not_run"], document["summary"]["parity"]) == (1, {"pass": 1, "runs": 1})
+    assert (document["summary"]["could_not_run"], document["summary"]["parity"]) == (
+        1, {"pass": 1, "known": 0, "runs": 1})
     report = (reports / "report.md").read_text()
     assert "1 passed, 0 failed, 1 could not run" in report and "| unreachable-step | **could not run** |" in report
 

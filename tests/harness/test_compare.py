@@ -7,7 +7,7 @@ import json
 from responses_parity.harness.model.contract import Contract, ErrorShape, Interrupt, ItemShape, project
 from responses_parity.harness.model.observed import Observed
 from responses_parity.harness.scenario.expectations import (Expect, UpstreamExpect, compare, compare_upstream,
-                                                            list_diff, subset_mismatch)
+                                                            list_diff, subset_mismatches)
 from responses_parity.harness.wire.exchange import Exchange
 
 JSON = Exchange("POST", "u", status=200, body={})
@@ -95,9 +95,25 @@ def test_terminal_body_and_response_are_judged_on_the_terminal_event_of_a_stream
 
 
 def test_an_empty_object_in_a_part_means_an_empty_one() -> None:
-    assert subset_mismatch({"metadata": {}}, {"metadata": {}}) is None
-    assert subset_mismatch({"metadata": {}}, {"metadata": {"a": "1"}}) == "$.metadata (expected an empty object, got " \
-                                                                          "keys a)"
+    assert subset_mismatches({"metadata": {}}, {"metadata": {}}) == []
+    assert subset_mismatches({"metadata": {}}, {"metadata": {"a": "1"}}) == [
+        "$.metadata (expected an empty object, got keys a)"]
+
+
+def test_every_difference_of_a_part_is_its_own_finding_not_only_the_first() -> None:
+    """A file search result with three wrong fields: three findings, each naming its field (the
+    wrong `filename` is no longer hidden behind the first difference)."""
+    result = {"file_id": "file-1", "filename": "file-1", "vector_store_id": None, "score": 0.9, "attributes": {}}
+    body = {"object": "response", "status": "completed", "output": [{"type": "file_search_call", "results": [result]}]}
+    wanted = {"output": [{"type": "file_search_call", "results": [
+        {"file_id": "file-1", "filename": "manual.txt", "vector_store_id": "vs_1", "attributes": {"a": 1}}]}]}
+    findings = compare(Expect.model_validate({"response": wanted}), project(Exchange("POST", "u", 200, body=body)),
+                       Exchange("POST", "u", 200, body=body))
+    assert [f.message for f in findings] == [
+        "the Response differs at $.output[0].results[0].filename ('file-1', expected 'manual.txt')",
+        "the Response differs at $.output[0].results[0].vector_store_id (None, expected 'vs_1')",
+        "the Response differs at $.output[0].results[0].attributes.a (missing)",
+    ]
 
 
 def test_tool_runs_none_and_the_request_sent_upstream() -> None:

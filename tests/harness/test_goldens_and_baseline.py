@@ -8,10 +8,13 @@ import json
 from pathlib import Path
 
 from click.testing import CliRunner
+from faulty_gateways import RewritingGateway
 from report_pages import ReportPage
 
 from responses_parity.harness.cli import main
+from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.harness.model.findings import Kind
+from responses_parity.reference_impl import build_gateway_app
 
 SCENARIOS = ("-s", "mcp-call", "-s", "mcp-authorization", "-s", "text-basic")
 
@@ -113,7 +116,7 @@ def test_a_baseline_keeps_known_divergences_from_failing_but_not_new_ones(tmp_pa
     assert code == 1
     outcomes = {(r["scenario"], r["mode"]): r["outcome"] for r in document["results"]}
     assert outcomes[("text-basic", "nonstream")] == "fail"
-    assert outcomes[("mcp-call", "stream")] == "pass"
+    assert outcomes[("mcp-call", "stream")] == "known"  # counted apart: neither a failure nor a pass
 
 
 def test_an_unknown_golden_set_is_a_usage_error(tmp_path: Path) -> None:
@@ -155,3 +158,50 @@ def test_a_field_the_golden_response_has_and_the_target_lacks_is_a_warning(tmp_p
     assert finding["severity"] == "warning"
     assert finding["message"].startswith("the Response lacks output[0].phase, safety_summary, which golden "
                                          "reference (recorded ")
+
+
+CHAINED = """
+id: chained
+title: a follow-up continues the first answer
+evidence: {recordings: [stream-text__openllmetry__1]}
+modes: [nonstream]
+steps:
+  - id: ask
+    request: {model: "{{model}}", input: "Hello"}
+    model: [{text: "Hi."}]
+    expect: {status: completed}
+  - id: follow
+    request: {model: "{{model}}", input: "And?", previous_response_id: "{{ask.response.id}}"}
+    model: [{text: "Nothing more."}]
+    expect: {status: completed}
+"""
+
+
+def test_a_baseline_of_every_known_failure_makes_the_run_green_and_counts_them_apart(
+        stack: Stack, tmp_path: Path) -> None:
+    """A gateway that answers the first step `failed` without an id: the step fails and the
+    follow-up cannot be sent. With a baseline of that failure the run exits 0, the unit is
+    `known` (the follow-up that could not run is part of it), and the tally says so."""
+    (tmp_path / "chained.yaml").write_text(CHAINED)
+    app = build_gateway_app(reference_config(stack.upstream_url or ""))
+    faulty = ServerThread(RewritingGateway(app, body=lambda body: {
+        key: value for key, value in body.items() if key != "id"} | {"status": "failed"})).start()
+    try:
+        def run(*extra: str) -> tuple[int, str, dict]:
+            code, output = invoke("run", str(tmp_path / "chained.yaml"), "--target", faulty.url, "--upstream",
+                                  stack.upstream_url or "", "--report-dir", str(tmp_path / "report"), *extra)
+            return code, output, json.loads((tmp_path / "report" / "results.json").read_text())
+
+        code, output, document = run()
+        assert code == 1 and [step["outcome"] for step in document["results"][0]["steps"]] == [
+            "fail", "could_not_run"], output
+        baseline = tmp_path / "baseline.json"
+        assert invoke("baseline", "update", "--results", str(tmp_path / "report" / "results.json"),
+                      "--output", str(baseline))[0] == 0
+        code, output, document = run("--baseline", str(baseline))
+    finally:
+        faulty.stop()
+    assert code == 0, output
+    assert document["results"][0]["outcome"] == "known"
+    assert "0 passed, 1 known, 0 failed, 0 could not run, 0 unsupported; parity with OpenAI 0/1, 1 known" in \
+        " ".join(output.split())

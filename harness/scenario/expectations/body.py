@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import Field
 
 from ...model.findings import Finding, Kind
-from .spec import Answer, Expectation, subset_mismatch
+from .spec import Answer, Expectation, subset_mismatches
 
 
 class Body(Expectation):
@@ -20,9 +20,8 @@ class Body(Expectation):
 
     def compare(self, wanted: dict[str, Any], answer: Answer) -> list[Finding]:
         body = answer.exchange.response_object() if answer.streamed else answer.exchange.body
-        if (where := subset_mismatch(wanted, body)) is None:
-            return []
-        return [self.mismatch(f"the body differs at {where}", wanted, body)]
+        return [self.mismatch(f"the body differs at {where}", wanted, body)
+                for where in subset_mismatches(wanted, body)]
 
 
 def _media_type(value: str) -> tuple[str, dict[str, str]]:

@@ -12,7 +12,7 @@ from ...model.contract import Contract, ItemShape
 from ...model.findings import Finding, Kind
 from .. import vocabulary
 from ..strict import Strict
-from .spec import NOT_STATED, Answer, Expectation, Stated, WhenWritten, list_diff, of_a_response, subset_mismatch
+from .spec import NOT_STATED, Answer, Expectation, Stated, WhenWritten, list_diff, of_a_response, subset_mismatches
 
 
 class Status(WhenWritten, Expectation):
@@ -209,9 +209,9 @@ class ResponsePart(Expectation):
 
     def compare(self, wanted: dict[str, Any], answer: Answer) -> list[Finding]:
         fields = answer.contract.response_fields or {}
-        if (where := subset_mismatch(wanted, fields)) is None:
-            return []
-        return [self.mismatch(f"the Response differs at {where}", wanted, {key: fields.get(key) for key in wanted})]
+        shown = {key: fields.get(key) for key in wanted}
+        return [self.mismatch(f"the Response differs at {where}", wanted, shown)
+                for where in subset_mismatches(wanted, fields)]
 
 
 SPECS = (Status(), IncompleteReason(), Usage(), Output(), Interrupt(), ResponsePart())

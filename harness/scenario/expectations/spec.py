@@ -173,24 +173,22 @@ def list_diff(expected: Sequence[str], actual: Sequence[str]) -> str:
     return "; ".join(parts)
 
 
-def subset_mismatch(expected: Any, actual: Any, where: str = "$") -> str | None:
-    """Where `actual` fails to hold `expected` (dict keys given must match, recursively; lists
-    match item by item and in length; an empty object means an empty one), or None when it
-    holds it."""
+def subset_mismatches(expected: Any, actual: Any, where: str = "$") -> list[str]:
+    """Every place where `actual` fails to hold `expected` (dict keys given must match,
+    recursively; lists match item by item and in length; an empty object means an empty one),
+    each as its path and what is there; none when it holds it. The walk follows `expected`
+    (a scenario's, bounded as every scenario file is), so a large `actual` costs nothing more."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return f"{where} (expected an object)"
+            return [f"{where} (expected an object)"]
         if not expected and actual:
-            return f"{where} (expected an empty object, got keys {', '.join(sorted(actual))})"
-        for key, value in expected.items():
-            if key not in actual:
-                return f"{where}.{key} (missing)"
-            if (found := subset_mismatch(value, actual[key], f"{where}.{key}")) is not None:
-                return found
-        return None
+            return [f"{where} (expected an empty object, got keys {', '.join(sorted(actual))})"]
+        return [found for key, value in expected.items()
+                for found in ([f"{where}.{key} (missing)"] if key not in actual
+                              else subset_mismatches(value, actual[key], f"{where}.{key}"))]
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
-            return f"{where} (expected {len(expected)} items)"
-        return next((found for index, (e, a) in enumerate(zip(expected, actual, strict=True))
-                     if (found := subset_mismatch(e, a, f"{where}[{index}]")) is not None), None)
-    return None if expected == actual else f"{where} ({actual!r}, expected {expected!r})"
+            return [f"{where} (expected {len(expected)} items)"]
+        return [found for index, (e, a) in enumerate(zip(expected, actual, strict=True))
+                for found in subset_mismatches(e, a, f"{where}[{index}]")]
+    return [] if expected == actual else [f"{where} ({actual!r}, expected {expected!r})"]

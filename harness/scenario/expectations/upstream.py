@@ -15,7 +15,7 @@ from ...model.findings import Finding
 from ...model.observed import Observed
 from .. import vocabulary
 from ..strict import Strict
-from .spec import Checks, Stated, UpstreamExpectation, WhenWritten, did_you_mean, list_diff, subset_mismatch
+from .spec import Checks, Stated, UpstreamExpectation, WhenWritten, did_you_mean, list_diff, subset_mismatches
 
 
 def _last_tool_outputs(observed: Observed) -> list[str]:
@@ -223,7 +223,7 @@ class Request(UpstreamExpectation):
     def compare(self, wanted: dict[str, Any], observed: Observed) -> list[Finding]:
         return [self.mismatch(f"model request {number} differs at {where}", wanted, request.get("body"))
                 for number, request in enumerate(observed.model_requests, 1)
-                if (where := subset_mismatch(wanted, request.get("body")))]
+                for where in subset_mismatches(wanted, request.get("body"))]
 
 
 class ToolRuns(UpstreamExpectation):
