@@ -15,6 +15,7 @@ from ..fixtures.mcp import FIXTURE_SERVERS
 from ..openai_contract.documents import MAX_YAML_BYTES
 from .defaults import Mode
 from .engine.session import Session, open_session
+from .engine.targets import TargetRefuses
 from .errors import HarnessError
 from .judge.against import Against, load_against
 from .judge.results import ScenarioResult
@@ -135,7 +136,10 @@ class ScenarioItem(pytest.Item):
         """Runs the scenario; one the harness could not run is an error, not a failure. The
         test's properties carry what the tally takes of it."""
         run = self.config.stash[_RUN]
-        self.result = run.session().run([(self.loaded, self.mode)], against=run.against)[0]
+        try:
+            self.result = run.session().run([(self.loaded, self.mode)], against=run.against)[0]
+        except TargetRefuses as refused:  # every test would fail alike: one error, and stop
+            pytest.exit(str(refused), returncode=pytest.ExitCode.USAGE_ERROR)
         self.user_properties.extend(properties(Counted.of(self.result)))
         if self.result.outcome == "could_not_run":
             pytest.fail(describe(self.result, self.redactor), pytrace=False)

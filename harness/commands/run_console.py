@@ -20,7 +20,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..defaults import MODES
-from ..judge.results import ScenarioResult, UnitFinished
+from ..judge.results import ScenarioResult, StepResult, UnitFinished
 from .console import err, out
 
 QUIET, DEFAULT, VERBOSE = -1, 0, 1
@@ -63,16 +63,28 @@ class RunConsole:
                            f"{result.scenario.id} [dim]\\[{result.mode}] {result.duration_s:.2f}s[/dim]")
         if result.unsupported:
             self.console.print(f"        [dim]{escape(result.unsupported)}[/dim]", soft_wrap=True)
-        for step, finding in result.findings:
-            if self.verbosity == VERBOSE:
-                self.console.print(f"        [dim]{step}:[/dim] {finding.severity} {finding.kind} ({finding.rule}): "
-                                   f"{escape(finding.message)}", soft_wrap=True)
-            elif finding.fails:
-                self.console.print(f"        [dim]{step}:[/dim] {escape(finding.message)}", soft_wrap=True)
+        for step_result in result.steps:
+            self._findings(step_result)
         for step_result in result.steps:
             if step_result.error:
                 self.console.print(f"        [dim]{step_result.step_id}:[/dim] could not run: "
                                    f"{escape(step_result.error)}", soft_wrap=True)
+
+    def _findings(self, step: StepResult) -> None:
+        """A step's findings: all of them when verbose, else those that fail it, with what an
+        error answer caused folded into one line under the finding that quotes it."""
+        caused = [finding for finding in step.findings if finding.consequence and finding.fails]
+        for finding in step.findings:
+            if self.verbosity == VERBOSE:
+                indent = "          " if finding.consequence else "        "
+                self.console.print(f"{indent}[dim]{step.step_id}:[/dim] {finding.severity} {finding.kind} "
+                                   f"({finding.rule}): {escape(finding.message)}", soft_wrap=True)
+            elif finding.fails and not finding.consequence:
+                self.console.print(f"        [dim]{step.step_id}:[/dim] {escape(finding.message)}", soft_wrap=True)
+        if caused and self.verbosity != VERBOSE:
+            rules = ", ".join(dict.fromkeys(str(finding.rule) for finding in caused))
+            self.console.print(f"          [dim]and {len(caused)} finding(s) it caused ({escape(rules)}; -v shows "
+                               "them)[/dim]", soft_wrap=True)
 
     def finished(self, results: list[ScenarioResult], tally_line: str, not_run: int, report: Path | None) -> None:
         """The end of the run: the table (or, quiet, a line per run that did not pass) and the

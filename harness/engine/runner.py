@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
 from ..errors import HarnessError
 from ..judge.against import Against
+from ..judge.cause import gateway_error
 from ..judge.judgement import Case, judge
 from ..judge.results import ScenarioResult, StepResult, UnitFinished
 from ..judge.step_conditions import over_before_disconnect, polled_in_vain, upstream_not_checked, waited_in_vain
@@ -36,7 +37,7 @@ from ..scenario.expectations import Expect
 from ..scenario.fixtures import McpFixture
 from ..scenario.loader import LoadedScenario
 from ..scenario.model import GatewaySetup, Mode, Scenario, Step, Upload, Wait
-from ..scenario.placeholders import OutputView, render
+from ..scenario.placeholders import OutputView, Unresolvable, render
 from ..wire.exchange import Exchange
 from .conditions import wait_until
 from .fixture_client import FixtureClient
@@ -92,6 +93,17 @@ def mark_first_user_message(body: dict[str, Any], marker: str) -> dict[str, Any]
                 items[index] = item | {"content": [*text, {"type": part_type, "text": marker}]}
             return body | {key: items}
     return body
+
+
+def _why_not_sent(error: HarnessError, run: _Run) -> str:
+    """Why a step could not be prepared: when it needs what an earlier step's answer lacks and
+    that answer was an error, that error first, since it is why (the step's own failure is
+    reported there)."""
+    needed = error.step if isinstance(error, Unresolvable) else None
+    earlier = next((step for step in run.steps if step.step_id == needed), None)
+    if earlier is None or earlier.exchange is None or (answered := gateway_error(earlier.exchange)) is None:
+        return str(error)
+    return f"it needs what step `{needed}` answered, which was {answered[0]} ({error})"
 
 
 def _step_view(exchange: Exchange) -> dict[str, Any]:
@@ -364,7 +376,7 @@ class Engine:
             prepared = self._prepare(target, run, index, step)
         except HarnessError as error:
             run.chains.chain_of.append(index)
-            return StepResult(step.id, error=str(error))
+            return StepResult(step.id, error=_why_not_sent(error, run))
         chain = run.chains.place(index, step, run.scenario.steps, prepared.body)
         expect = prepared.expect
         try:

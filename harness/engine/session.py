@@ -28,7 +28,7 @@ from .gateway_process import RunningGateway, install, start
 from .profile import Profile, ProfileError, find_profile, profile_paths
 from .runner import Engine
 from .stack import Stack, fixture_ports, running_upstream, search_port
-from .targets import Target, unreachable
+from .targets import Target, TargetRefuses, refused_at_once, unreachable
 
 OPENAI = "openai"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -46,6 +46,9 @@ class Session:
     redactor: Redactor = field(default_factory=Redactor)
     """The run's secrets: the target's headers (`open_session` adds them), and the secrets of the
     scenarios run, as written and as sent (their MCP `authorization` and headers)."""
+    refusal: dict[bool, str | None] = field(default_factory=dict)
+    """Whether the target refuses every request of runs without (False) and with (True) chat
+    scenarios, and why (None: it does not): asked once per session, however many runs it makes."""
 
     def run(self, units: Sequence[tuple[LoadedScenario, Mode]], jobs: int = 1,
             on_event: Callable[[UnitFinished], None] | None = None, against: Against | None = None,
@@ -58,7 +61,8 @@ class Session:
         """Run the units, `jobs` at a time; one at a time when the gateway reaches the MCP
         fixtures by its own names, since their calls are then told apart only by order. No
         unit starts once a result satisfies `stop_after` (see `Engine.run_all`).
-        `HarnessError` when the target cannot be reached at all."""
+        `HarnessError` when the target cannot be reached at all; `TargetRefuses` when it would
+        refuse every request alike."""
         if self.target.rewrites.mcp_server_url is not None:
             jobs = 1
         self.redactor.add(*(secret for loaded, _ in units for secret in loaded.scenario.secrets()))
@@ -66,6 +70,11 @@ class Session:
         if (why := await unreachable(self.target)) is not None:
             raise HarnessError(f"the target {self.target.name} at {self.target.base_url} is unreachable: {why}")
         async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
+            chat = any(loaded.scenario.surface == "chat" for loaded, _ in units)
+            if units and self.target.scripted and chat not in self.refusal:  # OpenAI's paths are OpenAI's
+                self.refusal[chat] = await refused_at_once(self.target, http, chat)
+            if (why := self.refusal.get(chat)) is not None:
+                raise TargetRefuses(self.redactor.redact_text(why))
             if self.stack is None:
                 engine = Engine(self.target, http, None, on_event, mcp=self.mcp, against=against)
             else:

@@ -22,6 +22,7 @@ import httpx
 
 from ..defaults import (DEFAULT_CHAT_PATH, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_RESPONSES_PATH,
                         DEFAULT_TIMEOUT_S)
+from ..errors import HarnessError
 from ..scenario.model import Disconnect
 from ..wire.decode import read_body, read_stream
 from ..wire.exchange import Exchange
@@ -123,6 +124,40 @@ async def unreachable(target: Target) -> str | None:
         reason = os.strerror(cause.errno) if (cause.errno or 0) > 0 else cause.strerror or cause
         return f"cannot connect to {url.host}:{port} ({reason})"
     await connection.aclose()
+    return None
+
+
+class TargetRefuses(HarnessError):
+    """The target would refuse every request of the run alike (see `refused_at_once`)."""
+
+
+_NO_ENDPOINT = {404: "has no endpoint there", 405: "takes no POST there"}
+_REFUSED = {401: "refuses the run's credentials", 403: "forbids the run's requests"}
+
+
+async def refused_at_once(target: Target, http: httpx.AsyncClient, chat: bool) -> str | None:
+    """Why every request of the run would be refused alike, or None: asked once, before any
+    scenario, with an empty body POSTed to each endpoint the run creates responses at (OpenAI
+    answers it 400, naming what is missing). An answer 404 or 405 says the endpoint is at
+    another path; 401 or 403, that the target wants other credentials. A gateway that takes
+    the body further says nothing here: its scenarios say it."""
+    paths = [("Responses", target.responses_path, "responses-path")]
+    if chat:
+        paths.append(("Chat Completions", target.chat_path, "chat-path"))
+    for api, path, option in paths:
+        url = target.url(path)
+        try:
+            answer = await http.post(url, json={}, headers=dict(target.headers))
+        except httpx.HTTPError:
+            return None  # a transport failure is each scenario's finding, with what arrived
+        said = f"POST {url} with an empty body answered HTTP {answer.status_code} ({answer.text[:200]!r})"
+        if answer.status_code in _NO_ENDPOINT:
+            return (f"{said}: the target {_NO_ENDPOINT[answer.status_code]}, so every scenario would fail alike; "
+                    f"give the path of its {api} API with --{option} (pytest: --parity-{option}; now {path})")
+        if answer.status_code in _REFUSED:
+            return (f"{said}: the target {_REFUSED[answer.status_code]}, so every scenario would fail alike; give "
+                    "its key with --api-key, or its headers with --header (pytest: --parity-api-key, "
+                    "--parity-header)")
     return None
 
 

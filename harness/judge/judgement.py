@@ -7,9 +7,10 @@ The order of a judgement's findings: how the answer was delivered (its bytes, it
 then, only for an answer that arrived whole and can be read, the checks that need no reference
 and how it differs from the step's expectation; what the engine found while running the step;
 what reached the model and the MCP servers; then how it differs from a reference answer (a
-golden set's, or a captured one). A failed step whose MCP listing failed gets the explanation
-first (`mcp_failure`). A baseline marks the findings it knows last. CPU-bound on long streams,
-so the engine and the proxy call it off the event loop.
+golden set's, or a captured one). A step that failed on an error answer it did not expect gets
+the gateway's own message first, with the findings it caused folded under it (`cause`). A
+baseline marks the findings it knows last. CPU-bound on long streams, so the engine and the
+proxy call it off the event loop.
 
 A case with no expectation, nothing observed and no reference (the proxy, `check-exchange`)
 is judged without loading the comparer, the scenario model or the fixtures it names:
@@ -58,7 +59,7 @@ class Case:
     observed: Observed | None = None
     """What the step's request caused at the fixtures; None: not known (no scripted model)."""
     mcp: Mapping[str, McpFixture] = field(default_factory=dict)
-    """The MCP fixtures of the run, to explain a failed MCP listing."""
+    """The MCP fixtures of the run, to say whether a failed step's requests reached them."""
     reference: Reference | None = None
     """An earlier answer to hold this one against."""
     known: Callable[[Finding], bool] | None = None
@@ -104,8 +105,8 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
     and the sequence a streamed answer is held against."""
     from ..model.contract import streamed_sequence
     from ..scenario.expectations import compare, compare_upstream
+    from .cause import explained
     from .compare import model_dependent_as_notes, stream_reference
-    from .mcp_failure import mcp_failure
     from .reference import compared_with_reference
 
     if readable and case.expect is not None:
@@ -115,16 +116,13 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
         findings += _anomalies(case.observed)
         if case.expect is not None and case.expect.upstream is not None:
             findings += compare_upstream(case.expect.upstream, case.observed)
-        if any(finding.fails for finding in findings) and \
-                (cause := mcp_failure(exchange, case.observed, case.mcp)) is not None:
-            findings.insert(0, cause)
     reference = stream_reference(case.expect, findings, streamed_sequence(contract) or (), chat) \
         if exchange.streamed and case.expect is not None else None
     if case.reference is not None and readable:
         differences, referenced = compared_with_reference(case.reference, contract, exchange)
         findings += differences
         reference = referenced or reference
-    return findings, reference
+    return explained(findings, exchange, case.expect, case.observed, case.mcp), reference
 
 
 def _marked(findings: list[Finding], known: Callable[[Finding], bool] | None) -> list[Finding]:

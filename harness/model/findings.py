@@ -118,6 +118,9 @@ class Finding:
     key: str | None = None
     """What the finding is, without where (event number, output index, ids): the same
     difference found in several places has one key. None: the message says it."""
+    consequence: bool = False
+    """Caused by the error its step's first finding quotes (`judge/cause.py`): reports fold it
+    under that one."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.rule, Rule):

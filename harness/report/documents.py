@@ -249,7 +249,8 @@ def markdown(document: dict[str, Any]) -> str:
             for finding in step["findings"]:
                 if Severity.named(finding["severity"]) >= Severity.WARNING:
                     known = " *(known divergence)*" if finding["known"] else ""
-                    lines.append(f"- step `{step['step']}`: {finding['severity']}{known} ({finding['kind']}, "
+                    caused = "  - caused by it: " if finding.get("consequence") else "- "
+                    lines.append(f"{caused}step `{step['step']}`: {finding['severity']}{known} ({finding['kind']}, "
                                  f"`{finding['rule']}`): {finding['message']}")
             if step["exchange_file"]:
                 lines.append(f"  - raw exchange: [{step['exchange_file']}]({step['exchange_file']})")

@@ -40,7 +40,8 @@ def describe(result: ScenarioResult, redactor: Redactor) -> str:
     for step in result.steps:
         if step.error:
             lines.append(f"  {step.step_id}: could not run: {step.error}")
-        lines += [f"  {step.step_id}: {f.severity}{' (known)' if f.known else ''} {f.kind} ({f.rule}): {f.message}"
+        lines += [f"  {'  caused by it: ' if f.consequence else ''}{step.step_id}: {f.severity}"
+                  f"{' (known)' if f.known else ''} {f.kind} ({f.rule}): {f.message}"
                   for f in step.findings if f.severity >= Severity.WARNING]
     return redactor.redact_text("\n".join(lines))
 

@@ -408,27 +408,40 @@ def _as_text(value: Any) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+class Unresolvable(HarnessError):
+    """A placeholder names what is not there (an earlier answer that lacks it, say)."""
+
+    def __init__(self, message: str, step: str | None) -> None:
+        super().__init__(message)
+        self.step = step
+        """The earlier step whose answer lacked it; None when it reads no step's answer."""
+
+
 def _render_string(text: str, context: Mapping[str, Any], where: str, budget: _Budget) -> Any:
     if not has_placeholders(text):
         return text
+    reading: Reference | None = None
     try:
         template = parse(text)
         if template.whole:
-            (reference,) = template.references
-            value = _resolve(reference, context)
-            budget.spend(value, f"{where}: {reference.path()}")
+            (reading,) = template.references
+            value = _resolve(reading, context)
+            budget.spend(value, f"{where}: {reading.path()}")
             return value
         parts = []
         for segment in template.segments:
             if isinstance(segment, str):
                 parts.append(segment)
                 continue
+            reading = segment
             value = _resolve(segment, context)
             budget.spend(value, f"{where}: {segment.path()}")
             parts.append(_as_text(value))
         return "".join(parts)
     except (PlaceholderError, LookupError) as error:
-        raise HarnessError(f"{where}: cannot resolve {quoted(text)}: {error}") from error
+        step = reading.name if isinstance(error, LookupError) and reading and reading.name in context and \
+            reading.name not in BUILTIN_NAMES else None
+        raise Unresolvable(f"{where}: cannot resolve {quoted(text)}: {error}", step) from error
 
 
 def quoted(text: str, limit: int = 160) -> str:
@@ -452,5 +465,5 @@ def _render(value: Any, context: Mapping[str, Any], where: str, budget: _Budget)
     return value
 
 
-__all__ = ["BUILTIN_NAMES", "MAX_RENDERED_CHARS", "OutputView", "PlaceholderError", "Reference", "Template", "View",
-           "escaped", "has_placeholders", "parse", "quoted", "render"]
+__all__ = ["BUILTIN_NAMES", "MAX_RENDERED_CHARS", "OutputView", "PlaceholderError", "Reference", "Template",
+           "Unresolvable", "View", "escaped", "has_placeholders", "parse", "quoted", "render"]

@@ -306,3 +306,25 @@ def test_replay_waits_for_a_slow_target_as_long_as_its_timeout_says(stack: Stack
     finally:
         target.stop()
     assert result.exit_code == 0, result.output
+
+
+def test_a_target_that_refuses_the_runs_credentials_is_one_early_error_that_shows_no_secret(
+        stack: Stack, tmp_path: Path) -> None:
+    """A gateway that answers every request 401, quoting the key it was sent: one error before
+    any scenario runs, naming the options that carry credentials, with the key removed."""
+    async def refuse(request):  # type: ignore[no-untyped-def]
+        return JSONResponse({"error": {"message": f"key {request.headers.get('authorization')} is not valid",
+                                       "type": "invalid_request_error", "code": "invalid_api_key"}}, status_code=401)
+
+    server = ServerThread(Starlette(routes=[Route("/v1/responses", refuse, methods=["POST"])])).start()
+    try:
+        code, output = invoke("run", "--target", server.url, "--upstream", stack.upstream_url or "", "--api-key",
+                              "sk-refused-0123456789", "-s", "text-basic", "--report-dir", str(tmp_path))
+    finally:
+        server.stop()
+    text = " ".join(output.split())
+    assert code == 2 and "[1/" not in output, output
+    assert f"POST {server.url}/v1/responses with an empty body answered HTTP 401" in text
+    assert "the target refuses the run's credentials, so every scenario would fail alike; give its key with " \
+           "--api-key, or its headers with --header" in text
+    assert "sk-refused-0123456789" not in output and "key <redacted> is not valid" in output

@@ -17,6 +17,7 @@ from test_cli import COULD_NOT_RUN, FAILING, PASSING
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine import child_process
+from responses_parity.harness.engine.stack import Stack
 
 pytest_plugins = ["pytester"]
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
@@ -67,6 +68,17 @@ def _nothing_listening() -> str:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return f"http://127.0.0.1:{probe.getsockname()[1]}"
+
+
+def test_a_wrong_responses_path_stops_pytest_at_once_with_one_error(pytester: pytest.Pytester, stack: Stack) -> None:
+    pytester.makefile(".yaml", passing=PASSING, other=PASSING.replace("id: passing", "id: other"))
+    result = pytester.runpytest("--parity", "--parity-target", stack.reference_url or "", "--parity-upstream",
+                                stack.upstream_url or "", "--parity-responses-path", "/responses",
+                                "-p", "no:cacheprovider", "-p", "no:asyncio")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(["*answered HTTP 404*give the path of its Responses API with --responses-path "
+                                 "(pytest: --parity-responses-path; now /responses)*"])
+    result.assert_outcomes()  # stopped before a test ran
 
 
 def test_target_means_parity_target_only_when_the_plugin_is_asked_for(pytester: pytest.Pytester) -> None:

@@ -92,12 +92,42 @@ def test_a_run_uses_the_served_fixtures_and_says_why_a_gateway_could_not_reach_t
         port = calc.rsplit(":", 1)[1]
         assert cause.endswith(f"if it has an outbound guard, allow 127.0.0.1/32 (port {port}); for the reference "
                               "gateway that is `outbound: {allow: [127.0.0.1/32]}`")
-        assert "`mcp.failure`): the gateway answered HTTP 424" in (tmp_path / "blocked" / "report.md").read_text()
+        assert "`answer.error`): the gateway answered HTTP 424" in (tmp_path / "blocked" / "report.md").read_text()
 
         code, output = invoke("run", "--target", allowing, "--upstream", served["model_base_url"], "-s", "mcp-call",
                               "-s", "mcp-call-sse", "--report-dir", str(tmp_path / "allowed"))
         assert code == 0, output
         assert "4 passed, 0 failed" in output
+
+
+def test_the_own_gateway_path_without_the_web_search_setting_says_the_gateways_reason_and_blames_no_guard(
+        served: dict[str, Any], tmp_path: Path) -> None:
+    """README's "Test your own gateway", with the `web_search` line left out: the failing step
+    leads with what the gateway said, folds what it caused under it, and says nothing of an
+    outbound guard (the guard allowed the fixtures: the gateway refused the tool)."""
+    config = {key: value for key, value in served["reference_config"].items() if key != "web_search"}
+    with running(tmp_path) as start:
+        gateway = start_reference(start, served["upstream"], config, tmp_path)
+        code, output = invoke("run", "--target", gateway, "--upstream", served["upstream"], "-s",
+                              "hosted-tools-max-tool-calls", "--mode", "nonstream", "--report-dir", str(tmp_path / "r"))
+    assert code == 1, output
+    lines = [line.strip() for line in output.splitlines()]
+    failing = lines.index(next(line for line in lines if line.startswith("[1/1] fail")))
+    assert lines[failing + 1] == ('capped: the gateway answered HTTP 400 (invalid_request_error) "This gateway has no '
+                                  'web search provider configured, so it cannot run tools of type \'web_search\'."')
+    assert lines[failing + 2].startswith("and 4 finding(s) it caused (expect.response_object, ")
+    assert "outbound" not in output
+
+
+def test_a_wrong_responses_path_is_one_early_error_naming_the_option(served: dict[str, Any], tmp_path: Path) -> None:
+    with running(tmp_path) as start:
+        gateway = start_reference(start, served["upstream"], served["reference_config"], tmp_path)
+        code, output = invoke("run", "--target", gateway, "--upstream", served["upstream"], "--responses-path",
+                              "/responses", "--report-dir", str(tmp_path / "r"))
+    assert code == 2
+    assert f"POST {gateway}/responses with an empty body answered HTTP 404" in " ".join(output.split())
+    assert "give the path of its Responses API with --responses-path" in " ".join(output.split())
+    assert "[1/" not in output  # no scenario ran
 
 
 def test_serve_options_go_after_the_part_they_belong_to() -> None:

@@ -1,5 +1,6 @@
-"""A step whose MCP listing failed says what the gateway answered and the likely cause, first
-among its findings; a step that passes, or that named no fixture, gets nothing more."""
+"""A step that failed on an error answer says what the gateway answered first among its
+findings, with what it caused folded under it, and names the outbound guard only where the
+evidence points there; a step that passes, or that asked for the error, gets nothing more."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 from conftest import RunScenario
 
 from responses_parity.harness.engine.stack import ServerThread, Stack
-from responses_parity.harness.judge.mcp_failure import RULE, mcp_failure
-from responses_parity.harness.model.findings import Kind, Severity
+from responses_parity.harness.judge.cause import RULE, explained
+from responses_parity.harness.model.findings import Finding, Kind, Severity
 from responses_parity.harness.model.observed import Observed
+from responses_parity.harness.scenario.expectations import Expect
 from responses_parity.harness.scenario.fixtures import McpFixture
 from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.reference_impl import GatewayConfig, build_gateway_app
@@ -22,6 +24,13 @@ REQUEST = {"model": "m", "input": "2+3?", "tools": [{"type": "mcp", "server_labe
 REFUSED = {"error": {"message": "cannot connect to 127.0.0.1", "type": "external_connector_error", "code": None,
                      "param": "tools"}}
 LISTED = {"method": "tools/list", "tool": None, "fixture": "calc"}
+FAILED = Finding(Kind.STATUS, Severity.ERROR, "expect.http_status", "HTTP status 424, expected 200")
+
+
+def mcp_failure(exchange: Exchange, observed: Observed) -> Finding | None:
+    """The finding that leads a failed step's findings, if any."""
+    findings = explained([FAILED], exchange, None, observed, {"calc": CALC})
+    return findings[0] if findings[0].rule == RULE else None
 
 
 def failed_listing_stream(error: str) -> str:
@@ -33,9 +42,9 @@ def failed_listing_stream(error: str) -> str:
 
 def test_an_error_answer_with_no_request_at_the_fixture_says_the_gateway_could_not_reach_it() -> None:
     exchange = Exchange("POST", "http://gw/v1/responses", REQUEST, status=424, body=REFUSED)
-    finding = mcp_failure(exchange, Observed(), {"calc": CALC})
+    finding = mcp_failure(exchange, Observed())
     assert finding is not None
-    assert (finding.kind, finding.severity, finding.rule) == (Kind.UPSTREAM_REQUEST, Severity.ERROR, RULE)
+    assert (finding.kind, finding.severity, finding.rule) == (Kind.STATUS, Severity.ERROR, RULE)
     assert finding.message == (
         'the gateway answered HTTP 424 (external_connector_error) "cannot connect to 127.0.0.1"; no listing or call '
         f"reached the MCP fixture(s) calc at {CALC.url}: the gateway most likely could not reach them; if it has an "
@@ -47,7 +56,7 @@ def test_an_error_answer_with_no_request_at_the_fixture_says_the_gateway_could_n
 def test_a_stream_quotes_the_failed_listing_and_a_long_message_is_cut() -> None:
     exchange = Exchange("POST", "http://gw/v1/responses", REQUEST | {"stream": True}, status=200,
                         sse=failed_listing_stream("x" * 400))
-    finding = mcp_failure(exchange, Observed(), {"calc": CALC})
+    finding = mcp_failure(exchange, Observed())
     assert finding is not None
     assert finding.message.startswith(f'the gateway answered an mcp_list_tools item for \'calc\' with the error '
                                       f'"{"x" * 300}..."; no listing or call reached')
@@ -55,23 +64,45 @@ def test_a_stream_quotes_the_failed_listing_and_a_long_message_is_cut() -> None:
 
 def test_a_fixture_the_gateway_reached_is_named_instead_of_a_cause() -> None:
     exchange = Exchange("POST", "http://gw/v1/responses", REQUEST, status=500, body=REFUSED)
-    finding = mcp_failure(exchange, Observed(mcp_calls=[LISTED]), {"calc": CALC})
+    finding = mcp_failure(exchange, Observed(mcp_calls=[LISTED]))
     assert finding is not None
     assert finding.message == ('the gateway answered HTTP 500 (external_connector_error) "cannot connect to '
                                '127.0.0.1"; its requests reached the MCP fixture(s) calc')
 
 
-@pytest.mark.parametrize("exchange", [
-    Exchange("POST", "http://gw/v1/responses", REQUEST, status=200,
-             body={"object": "response", "status": "completed", "output": []}),
-    Exchange("POST", "http://gw/v1/responses", REQUEST | {"tools": [{"type": "mcp", "server_label": "calc",
-                                                                     "server_url": CALC.failing_url(401)}]},
-             status=424, body=REFUSED),
-    Exchange("POST", "http://gw/v1/responses", {"model": "m", "input": "hi"}, status=424, body=REFUSED),
-], ids=["no failure in the answer", "a failing URL on purpose", "no MCP tool"])
-def test_nothing_is_said_of_an_answer_without_a_failed_listing_or_of_a_request_naming_no_fixture(
-        exchange: Exchange) -> None:
-    assert mcp_failure(exchange, Observed(), {"calc": CALC}) is None
+def test_an_error_that_names_another_cause_is_quoted_without_blaming_the_outbound_guard() -> None:
+    """The gateway says why (it has no web search provider): its MCP fixture was not reached
+    because the request was refused, not because a guard stopped it."""
+    refused = {"error": {"message": "This gateway has no web search provider configured, so it cannot run tools of "
+                                    "type 'web_search'.", "type": "invalid_request_error", "code": None,
+                         "param": "tools"}}
+    exchange = Exchange("POST", "http://gw/v1/responses", REQUEST, status=400, body=refused)
+    finding = mcp_failure(exchange, Observed())
+    assert finding is not None
+    assert finding.message == ('the gateway answered HTTP 400 (invalid_request_error) "This gateway has no web search '
+                               'provider configured, so it cannot run tools of type \'web_search\'."')
+
+
+def test_the_findings_an_error_answer_caused_are_folded_under_it_and_its_own_faults_are_not() -> None:
+    exchange = Exchange("POST", "http://gw/v1/responses", {"model": "m", "input": "hi"}, status=500, body=REFUSED)
+    caused = Finding(Kind.RESPONSE_FIELD, Severity.ERROR, "expect.response_object", "no Response object")
+    own = Finding(Kind.SCHEMA, Severity.ERROR, "schema.error", "the envelope lacks `code`")
+    lead, *rest = explained([caused, own], exchange, None, Observed(), {"calc": CALC})
+    assert lead.rule == RULE and lead.message.startswith("the gateway answered HTTP 500 (external_connector_error)")
+    assert [(f.rule, f.consequence) for f in rest] == [("expect.response_object", True), ("schema.error", False)]
+
+
+@pytest.mark.parametrize(("exchange", "expect"), [
+    (Exchange("POST", "http://gw/v1/responses", REQUEST, status=200,
+              body={"object": "response", "status": "completed", "output": []}), None),
+    (Exchange("POST", "http://gw/v1/responses", REQUEST, status=424, body=REFUSED),
+     Expect.model_validate({"http_status": 424})),
+    (Exchange("POST", "http://gw/v1/responses", REQUEST, status=424, body=REFUSED),
+     Expect.model_validate({"error": {"type": "invalid_request_error"}})),
+], ids=["no error in the answer", "the step asks for the status", "the step asks for an error"])
+def test_nothing_is_said_of_an_answer_without_an_error_or_of_an_error_the_step_asked_for(
+        exchange: Exchange, expect: Expect | None) -> None:
+    assert explained([FAILED], exchange, expect, Observed(), {"calc": CALC}) == [FAILED]
 
 
 SCENARIO = """
