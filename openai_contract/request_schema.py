@@ -65,9 +65,14 @@ _ROLES_AS_OPENAI_LISTS_THEM = ("assistant", "system", "developer", "user")
 _ALSO_REQUIRED = {"function_call_output": {"call_id", "output"}, "function_call": {"call_id", "name", "arguments"}}
 """Keys of the objects of a `type` that OpenAI requires and the SDK lets a body leave out
 (contract notes §4.2)."""
-_NOT_REQUIRED = {"function": {"strict", "parameters"}}
-"""Keys the SDK makes a body send (as nullable) that OpenAI lets it leave out: a function tool
-without `strict` is echoed strict (recorded)."""
+_NOT_REQUIRED = {"function": {"strict", "parameters"}, "message": {"type", "id", "status"},
+                 "output_text": {"annotations"}}
+"""Keys the SDK makes a body send that OpenAI lets it leave out: a function tool without
+`strict` is echoed strict (recorded); an assistant message sent back as input with `output_text`
+content needs neither `id` nor `status` (recorded: `{type: message, role: assistant, content:
+[{type: output_text, text, annotations: []}]}` answered 200), nor its `type` or the text's
+`annotations` (recorded: `{role: assistant, content: [{type: output_text, text}]}` passed the
+request's checks and was refused only for the context window)."""
 _ALSO_ALLOWED = {frozenset({"attributes", "file_id", "filename", "score", "text"}):
                  {"vector_store_id": {"type": ["string", "null"]}}}
 """Keys OpenAI's own output carries, and so accepts back as input, that the SDK's input types
@@ -368,8 +373,8 @@ def _build(typed_dict: Any, body: str, extra: dict[str, Schema] | None = None,
     """The description of one body (a name of `openai_bounds.BODIES`) from the SDK's type of its
     parameters (`path_parameters` are the URL's, not the body's)."""
     raw = TypeAdapter(typed_dict).json_schema()
-    definitions = raw.pop("$defs", {})
-    tightened_definitions = {name: _as_openai_requires(_tighten(d, definitions)) for name, d in definitions.items()}
+    definitions = {name: _as_openai_requires(d) for name, d in raw.pop("$defs", {}).items()}
+    tightened_definitions = {name: _tighten(d, definitions) for name, d in definitions.items()}
     schema = _tighten(raw, definitions)
     schema["properties"] |= extra or {}
     for name in path_parameters:

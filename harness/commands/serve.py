@@ -31,6 +31,11 @@ _script_option = click.option(
     help="A YAML file of model turns answering requests that carry no run marker, in order of arrival "
          "(see the README: drive the scripted upstream by hand).")
 """`--script` of `parity serve` and of `parity serve upstream`."""
+_strict_option = click.option(
+    "--strict", is_flag=True, default=False,
+    help="Answer a model request the model's API would refuse (an unknown parameter, a value out of range) with "
+         "that API's 400, not as scripted (either way, each such parameter is a finding on the step).")
+"""`--strict` of `parity serve` and of `parity serve upstream`."""
 Served = TypeVar("Served")
 
 
@@ -46,9 +51,10 @@ def _script(path: Path | None) -> AdHocScript | None:
               help="The scripted upstream's port; the MCP fixtures, then the search fixture, listen on the ports "
                    "after it (0: any free ports).")
 @_script_option
+@_strict_option
 @json_option("Print the settings as one JSON object on standard output (the rest goes to standard error).")
 @click.pass_context
-def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> None:
+def serve(ctx: click.Context, port: int, script: Path | None, strict: bool, as_json: bool) -> None:
     """Serve the scripted upstream, the MCP fixtures and the search fixture on loopback, and print
     the settings your gateway needs (model base URL, MCP fixture URLs, the web search backend,
     what an outbound guard must allow); or one part alone: `upstream`, `mcp NAME`, `reference`.
@@ -62,7 +68,7 @@ def serve(ctx: click.Context, port: int, script: Path | None, as_json: bool) -> 
     adhoc = _script(script)
     serve_forever(Stack(mcp_names=FIXTURE_SERVERS, with_reference=False, upstream_port=port,
                         mcp_ports=fixture_ports(port) if port else {}, search_port=search_port(port) if port else 0,
-                        adhoc_script=adhoc).__enter__,
+                        adhoc_script=adhoc, strict_upstream=strict).__enter__,
                   lambda stack: _announce(stack, as_json), Stack.close)
 
 
@@ -138,9 +144,10 @@ def _serve_app(app: Any, port: int, what: str) -> None:
 @serve.command("upstream")
 @click.option("--port", type=int, default=DEFAULT_UPSTREAM_PORT, show_default=True)
 @_script_option
-def serve_upstream(port: int, script: Path | None) -> None:
+@_strict_option
+def serve_upstream(port: int, script: Path | None, strict: bool) -> None:
     """The scripted upstream model alone (point your gateway's OpenAI base URL at .../v1)."""
-    _serve_app(build_upstream_app(UpstreamState(adhoc=_script(script))), port, "scripted upstream")
+    _serve_app(build_upstream_app(UpstreamState(adhoc=_script(script), strict=strict)), port, "scripted upstream")
 
 
 @serve.command("mcp")

@@ -196,7 +196,8 @@ class ReferenceGateways:
 class Stack(AbstractContextManager["Stack"]):
     """Servers for one run. With `upstream_url` set, that upstream is used and none started;
     otherwise one starts on `upstream_port` (0: any free port), answering requests without a
-    run marker from `adhoc_script`. An MCP fixture named in `mcp_running` is used where it
+    run marker from `adhoc_script` (and, `strict_upstream`, refusing what the model's API
+    refuses). An MCP fixture named in `mcp_running` is used where it
     runs; the others start on their port in `mcp_ports` (default: any free port). The search
     fixture is the one at `search_running` when given; otherwise a stack that starts the
     upstream starts one on `search_port`, and one on a running upstream has none."""
@@ -210,6 +211,8 @@ class Stack(AbstractContextManager["Stack"]):
     search_running: str | None = None
     search_port: int = 0
     adhoc_script: AdHocScript | None = None
+    strict_upstream: bool = False
+    """The upstream it starts answers what the model's API refuses as that API would."""
     gateway_config: dict[str, Any] = field(default_factory=dict)
     admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
     """The reference gateways' admin key, new for each stack; never in a report."""
@@ -235,7 +238,7 @@ class Stack(AbstractContextManager["Stack"]):
                 self.mcp[name] = McpFixture(name, base_url)
             if self.upstream_url is None:
                 self.search_url = self.search_running or self._start(build_search_app(), self.search_port).url
-                app = build_upstream_app(UpstreamState(adhoc=self.adhoc_script),
+                app = build_upstream_app(UpstreamState(adhoc=self.adhoc_script, strict=self.strict_upstream),
                                          mcp_fixtures={name: fixture.base_url for name, fixture in self.mcp.items()},
                                          search_fixture=self.search_url)
                 self.upstream_url = self._start(app, self.upstream_port).url

@@ -1,6 +1,7 @@
 """What the judge adds around a step's expectation (the expectations compare themselves:
 `scenario/expectations`): differences a live model decides, softened to notes; the sequence a
-streamed answer is shown beside; and what the scripted upstream could not answer as scripted.
+streamed answer is shown beside; and what the scripted upstream could not answer as scripted or
+the model's API would have refused.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from ..model.contract import StreamReference
-from ..model.findings import Finding, Kind, Severity
+from ..model.findings import Finding, Kind, Rule, Severity
 from ..model.observed import Observed
 from ..scenario.expectations import VARIANT_RULE, Expect, stated_sequence
 
@@ -48,8 +49,20 @@ def stream_reference(expect: Expect, findings: list[Finding], actual: tuple[str,
     return StreamReference(None, f"the step states no sequence ({field}{nor}); the stream is judged by {judged}")
 
 
-def upstream_anomalies(observed: Observed) -> list[Finding]:
-    """What the scripted upstream could not answer as scripted, e.g. a call to a tool the
-    gateway did not offer, or more model calls than the script has."""
-    return [Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "upstream.anomaly", anomaly)
-            for anomaly in observed.anomalies]
+REFUSED = Rule("upstream", ("refused",))
+
+
+def upstream_findings(observed: Observed) -> list[Finding]:
+    """What the scripted upstream could not answer as scripted (a call to a tool the gateway
+    did not offer, more model calls than the script has), and every parameter of a model request
+    the model's own API would have refused, with what that API answers to it."""
+    anomalies = [Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, "upstream.anomaly", anomaly)
+                 for anomaly in observed.anomalies]
+    return anomalies + [
+        Finding(Kind.UPSTREAM_REQUEST, Severity.ERROR, REFUSED,
+                f"model request {number} carried `{refusal['param']}`, which {refusal['api']} refuses: HTTP 400 "
+                f"{refusal['code'] or 'with no code'}, \"{refusal['message']}\"",
+                expected="a request the model's API takes", actual=refusal["param"],
+                key=f"{refusal['api']} refuses {refusal['param']} ({refusal['code']})")
+        for number, refusal in observed.refusals]
+

@@ -80,7 +80,7 @@ def judge(case: Case) -> Judgement:
     """The contract of `case.exchange` and every finding of it (see the module's docstring)."""
     exchange = case.exchange
     if exchange is None:
-        found = [*case.found, *(_anomalies(case.observed) if case.observed is not None else [])]
+        found = [*case.found, *(_upstream(case.observed) if case.observed is not None else [])]
         return Judgement(None, _marked(found, case.known))
     chat = is_chat_answer(exchange) if case.chat is None else case.chat
     readable = not (exchange.transport_error or exchange.unreadable)
@@ -94,9 +94,9 @@ def judge(case: Case) -> Judgement:
     return Judgement(contract, _marked(findings, case.known), reference)
 
 
-def _anomalies(observed: Observed) -> list[Finding]:
-    from .compare import upstream_anomalies
-    return upstream_anomalies(observed)
+def _upstream(observed: Observed) -> list[Finding]:
+    from .compare import upstream_findings
+    return upstream_findings(observed)
 
 
 def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, findings: list[Finding], *,
@@ -113,7 +113,7 @@ def _held_to_what_is_known(case: Case, exchange: Exchange, contract: Contract, f
         findings = findings + compare(case.expect, contract, exchange)
     findings = model_dependent_as_notes([*findings, *case.found], case.model_dependent)
     if case.observed is not None:
-        findings += _anomalies(case.observed)
+        findings += _upstream(case.observed)
         if case.expect is not None and case.expect.upstream is not None:
             findings += compare_upstream(case.expect.upstream, case.observed)
     reference = stream_reference(case.expect, findings, streamed_sequence(contract) or (), chat) \

@@ -17,6 +17,13 @@ class Observed:
     searches: list[dict[str, Any]] = field(default_factory=list)
 
     @property
+    def refusals(self) -> list[tuple[int, dict[str, Any]]]:
+        """What the model's API would have refused in each model request (its number from 1, and
+        the refusal: `api`, `param`, `code`, `message`), as the scripted upstream judged it."""
+        return [(number, refusal) for number, request in enumerate(self.model_requests, 1)
+                for refusal in request.get("refusals", [])]
+
+    @property
     def anomalies(self) -> list[str]:
         """What the scripted upstream could not answer as scripted, request by request."""
         return [anomaly for request in self.model_requests for anomaly in request.get("anomalies", [])]

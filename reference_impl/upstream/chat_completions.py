@@ -71,9 +71,9 @@ class ChatCompletionsAdapter:
         if turn.stream:
             body["stream_options"] = {"include_usage": True}
         if turn.tools:
-            body["tools"] = [{"type": "function", "function": {
-                "name": t.name, "description": t.description, "parameters": t.parameters or {"type": "object"}}}
-                for t in turn.tools]
+            body["tools"] = [{"type": "function", "function": {  # Chat's description is a string or absent
+                "name": t.name, **({"description": t.description} if t.description is not None else {}),
+                "parameters": t.parameters or {"type": "object"}}} for t in turn.tools]
             body["tool_choice"] = chat_tool_choice(turn.tool_choice)
             body["parallel_tool_calls"] = turn.parallel_tool_calls
         for key in ("temperature", "top_p", "user"):

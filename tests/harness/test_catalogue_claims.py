@@ -18,7 +18,7 @@ import pytest
 from responses_parity.harness.engine.session import Session
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
-from responses_parity.harness.judge.compare import upstream_anomalies
+from responses_parity.harness.judge.compare import upstream_findings
 from responses_parity.harness.judge.judgement import Case, judge
 from responses_parity.harness.judge.results import ScenarioResult, StepResult
 from responses_parity.harness.model.findings import Finding, Severity
@@ -572,7 +572,7 @@ def passing(stack: Stack) -> dict[tuple[str, Mode], ScenarioResult]:
 
 def judged(step: StepResult, exchange: Exchange, observed: Observed) -> list[Finding]:
     assert step.expect is not None
-    findings = judge(Case(exchange, step.chat, step.expect)).findings + upstream_anomalies(observed)
+    findings = judge(Case(exchange, step.chat, step.expect)).findings + upstream_findings(observed)
     if step.expect.upstream is not None:
         findings += compare_upstream(step.expect.upstream, observed)
     return findings

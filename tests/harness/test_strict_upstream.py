@@ -1,0 +1,46 @@
+"""What a gateway sends the model is held to what the model's API takes: a gateway that adds a
+parameter OpenAI does not know (as smg adds `top_k`) gets a finding on the step that names the
+parameter and what OpenAI answers to it, though the scripted model answered and the rest of the
+scenario was judged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from faulty_gateways import RewritingRequests
+
+from responses_parity.fixtures.upstream import build_upstream_app
+from responses_parity.harness.cli import main
+from responses_parity.harness.engine.stack import ServerThread, reference_config
+from responses_parity.reference_impl import build_gateway_app
+
+
+def with_top_k(body: dict[str, Any]) -> dict[str, Any]:
+    return body | {"top_k": 20}
+
+
+@pytest.fixture
+def gateway_adding_top_k() -> Iterator[tuple[str, str]]:
+    """The reference gateway whose requests to the model gain `top_k` on the way (the upstream
+    sees them with it, as it would see smg's): its URL and the upstream's."""
+    upstream = ServerThread(RewritingRequests(build_upstream_app(), with_top_k)).start()
+    gateway = ServerThread(build_gateway_app(reference_config(upstream.url))).start()
+    yield gateway.url, upstream.url
+    gateway.stop()
+    upstream.stop()
+
+
+def test_a_gateway_that_adds_top_k_gets_a_finding_naming_openais_refusal(
+        gateway_adding_top_k: tuple[str, str], tmp_path: Path) -> None:
+    gateway, upstream = gateway_adding_top_k
+    result = CliRunner().invoke(main, ["run", "--target", gateway, "--upstream", upstream, "-s", "text-basic",
+                                       "--mode", "nonstream", "--report-dir", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 1, result.output
+    text = " ".join(result.output.split())
+    assert "model request 1 carried `top_k`, which OpenAI refuses: HTTP 400 unknown_parameter, \"Unknown " \
+           "parameter: 'top_k'. Did you mean 'top_p'?\"" in text
+    assert "1 failed" in text and text.count("carried `top_k`") == 1  # the rest of the step held
