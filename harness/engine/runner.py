@@ -329,7 +329,9 @@ class Engine:
                     reference=golden.reference(scenario, run.mode, step.step_id) if golden is not None else None,
                     known=self._known(run, step.step_id))
         judgement = await asyncio.to_thread(judge, case)
+        unfit = "; ".join(observed.unfit) if observed is not None else ""
         return StepResult(step.step_id, step.exchange, judgement.contract, judgement.findings, observed,
+                          error=f"the script cannot be said in the gateway's terms: {unfit}" if unfit else None,
                           reference=judgement.reference, expect=step.expect, chat=step.chat)
 
     def _known(self, run: _Run, step_id: str) -> Callable[[Finding], bool] | None:

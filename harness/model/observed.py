@@ -24,6 +24,12 @@ class Observed:
                 for refusal in request.get("refusals", [])]
 
     @property
+    def unfit(self) -> list[str]:
+        """The scripted calls the gateway's offered functions could not take as the script words
+        them (the script's shortcoming: the step could not be run as written)."""
+        return [message for request in self.model_requests for message in request.get("unfit", [])]
+
+    @property
     def anomalies(self) -> list[str]:
         """What the scripted upstream could not answer as scripted, request by request."""
         return [anomaly for request in self.model_requests for anomaly in request.get("anomalies", [])]

@@ -5,7 +5,7 @@ scenario was judged."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,3 +44,32 @@ def test_a_gateway_that_adds_top_k_gets_a_finding_naming_openais_refusal(
     assert "model request 1 carried `top_k`, which OpenAI refuses: HTTP 400 unknown_parameter, \"Unknown " \
            "parameter: 'top_k'. Did you mean 'top_p'?\"" in text
     assert "1 failed" in text and text.count("carried `top_k`") == 1  # the rest of the step held
+
+
+def with_file_search_taking(parameters: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """The gateway's requests to the model with its `file_search` function declared otherwise."""
+    def rewrite(body: dict[str, Any]) -> dict[str, Any]:
+        tools = [tool | {"parameters": parameters} if tool.get("name") == "file_search" else tool
+                 for tool in body.get("tools") or []]
+        return body | ({"tools": tools} if tools else {})
+    return rewrite
+
+
+def test_a_script_the_offered_function_cannot_take_is_a_step_that_could_not_run_not_a_gateway_fault(
+        tmp_path: Path) -> None:
+    parameters = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
+    upstream = ServerThread(RewritingRequests(build_upstream_app(), with_file_search_taking(parameters))).start()
+    gateway = ServerThread(build_gateway_app(reference_config(upstream.url))).start()
+    try:
+        result = CliRunner().invoke(main, ["run", "--target", gateway.url, "--upstream", upstream.url, "-s",
+                                           "file-search", "--mode", "nonstream", "--report-dir", str(tmp_path)],
+                                    catch_exceptions=False)
+    finally:
+        gateway.stop()
+        upstream.stop()
+    assert result.exit_code == 2, result.output
+    text = " ".join(result.output.split())
+    assert "could not run: the script cannot be said in the gateway's terms: turn 0 calls file_search with " \
+           "{queries} (as OpenAI's model would), but the gateway offered file_search(text: string): `queries` fits " \
+           "none of its parameters; it requires `text`, which the script does not give" in text
+    assert "0 failed, 1 could not run" in text
