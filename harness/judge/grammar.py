@@ -11,7 +11,8 @@ added 0, 1, 2 ... and carried by their part; a hosted tool's phase events (`in_p
 one `completed` or `failed` last, partial images 0, 1, 2 ...) on an item of its type; the terminal
 output equal to the items done; the Response's `id`, `created_at` and `model` the same in
 every lifecycle event; an `mcp_call`'s status agreeing with its `.completed` / `.failed`
-event; and no `data: [DONE]` (a warning: clients skip it, OpenAI never sends it).
+event; an item added with each field empty or already as it is done; and no `data: [DONE]` (a
+warning: clients skip it, OpenAI never sends it).
 
 The rules follow what real OpenAI streams do, so real OpenAI traffic passes them:
 - streams recorded before `sequence_number` existed are a legacy note, not an error;
@@ -25,6 +26,7 @@ The rules follow what real OpenAI streams do, so real OpenAI traffic passes them
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -501,6 +503,46 @@ def response_identity_conformance(events: list[SseEvent], resumed_after: int | N
 _MCP_CALL_OUTCOMES = {"response.mcp_call.completed": "completed", "response.mcp_call.failed": "failed"}
 
 
+_FILLED_LATER = frozenset({"status", "encrypted_content", "fingerprint"})
+"""Fields an item changes between `.added` and `.done` on purpose: its status, and the opaque
+values OpenAI mints anew when it is done (a reasoning or compaction item's `encrypted_content`,
+a program's `fingerprint`: recorded)."""
+
+
+def _unfilled_or_final(added: Any, done: Any) -> bool:
+    """Whether a value an item is added with is not yet filled (null, empty, or a list of such,
+    as a shell_call's commands `[""]` before their deltas) or already the one it is done with;
+    an object, field by field."""
+    if added in (None, "", [], {}) or added == done:
+        return True
+    if isinstance(added, list):
+        return all(_unfilled_or_final(value, None) for value in added)
+    return isinstance(added, dict) and isinstance(done, dict) and \
+        all(_unfilled_or_final(value, done.get(key)) for key, value in added.items())
+
+
+def added_value_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
+    """An item is added with each field either not yet filled or already as it is done: a
+    client that shows the item from `output_item.added` never shows a value the item does not
+    end with (OpenAI adds a file_search_call with `queries: []`, filled when it is done)."""
+    payloads = _payloads(events)
+    done_items = _done_items(payloads)
+    findings = []
+    for payload in payloads:
+        added, index = payload.get("item"), payload.get("output_index")
+        done = done_items.get(index) if isinstance(index, int) else None
+        if payload.get("type") != "response.output_item.added" or not isinstance(added, dict) or done is None:
+            continue
+        for name, value in added.items():
+            if name not in _FILLED_LATER and name in done and not _unfilled_or_final(value, done[name]):
+                findings.append(_finding(
+                    Severity.ERROR, "added_value", key=f"a {added.get('type')} is added with a {name} it is not done "
+                    "with", message=f"the {added.get('type')} at output_index {index} is added with {name} "
+                    f"{json.dumps(value)[:80]}, but done with {json.dumps(done[name])[:80]}: a field is added empty "
+                    "or as it ends", expected=done[name], actual=value))
+    return findings
+
+
 def mcp_call_outcome_conformance(events: list[SseEvent], resumed_after: int | None = None) -> list[Finding]:
     """An `mcp_call` that ends with `response.mcp_call.completed` is done with status completed;
     one that ends with `.failed`, with status failed."""
@@ -524,7 +566,7 @@ RULES: tuple[Callable[[list[SseEvent], int | None], list[Finding]], ...] = (
     framing_conformance, sequence_conformance, lifecycle_conformance, item_lifecycle_conformance,
     delta_conformance, done_value_conformance, annotation_conformance, call_phase_conformance,
     terminal_output_conformance, done_sentinel_conformance, response_identity_conformance,
-    mcp_call_outcome_conformance,
+    mcp_call_outcome_conformance, added_value_conformance,
 )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from openai_streams import message_item, numbered_events, response, sse_text, text_events
+from openai_streams import message_item, numbered_events, one_item_events, response, sse_text, text_events
 
 from responses_parity.harness.judge.grammar import check_stream
 from responses_parity.harness.model.findings import Severity
@@ -166,3 +166,22 @@ def test_an_mcp_call_ends_as_its_event_says() -> None:
     assert errors(mcp_call_events("response.mcp_call.failed", "failed")) == []
     assert errors(mcp_call_events("response.mcp_call.completed", "failed")) == [
         "mcp_call 'mcp_1' ends with status 'failed' after response.mcp_call.completed"]
+
+
+def file_search_events(queries_added: list[str]) -> list[dict[str, Any]]:
+    call = {"id": "fs_1", "type": "file_search_call", "results": None}
+    done = call | {"status": "completed", "queries": ["zephyr valve"]}
+    return one_item_events(call | {"status": "in_progress", "queries": queries_added}, [
+        {"type": "response.file_search_call.in_progress", "output_index": 0, "item_id": "fs_1"},
+        {"type": "response.file_search_call.searching", "output_index": 0, "item_id": "fs_1"},
+        {"type": "response.file_search_call.completed", "output_index": 0, "item_id": "fs_1"}], done)
+
+
+def test_an_item_is_added_with_each_field_empty_or_as_it_is_done() -> None:
+    """OpenAI adds a file_search_call with `queries: []` (three recordings); llama-stack adds it
+    with the model's raw arguments as its one query, which the item is not done with."""
+    assert errors(file_search_events([])) == []
+    assert errors(file_search_events(["zephyr valve"])) == []
+    assert errors(file_search_events(['{"query": "zephyr valve"}'])) == [
+        'the file_search_call at output_index 0 is added with queries ["{\\"query\\": \\"zephyr valve\\"}"], but '
+        'done with ["zephyr valve"]: a field is added empty or as it ends']
