@@ -248,23 +248,47 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
     gateway = RunningGateway(profile, base_url, target_model, headers, log, process)
     try:
         _wait_ready(gateway, ready.method, ready.path, ready_body, ready_headers)
+        _wait_serving(gateway)
     except BaseException:
         gateway.stop()
         raise
     return gateway
 
 
-def _wait_ready(gateway: RunningGateway, method: str, path: str, body: Any, headers: dict[str, str]) -> None:
-    ready = gateway.profile.start.ready
-    url = gateway.base_url.rstrip("/") + path
-
-    def still_running() -> None:
+def _still_running(gateway: RunningGateway) -> Callable[[], None]:
+    def check() -> None:
         if (code := gateway.process.poll()) is not None:
             raise HarnessError(f"{gateway.profile.name} exited (code {code}) before it was ready; the end of "
                                f"{gateway.log}:\n{log_tail(gateway.log)}")
+    return check
 
+
+def _wait_ready(gateway: RunningGateway, method: str, path: str, body: Any, headers: dict[str, str]) -> None:
+    ready = gateway.profile.start.ready
+    url = gateway.base_url.rstrip("/") + path
     last = poll_until_ready(method, url, timeout_s=ready.timeout_s, ready=lambda status: status in ready.status,
-                            body=body, headers=headers, check=still_running)
+                            body=body, headers=headers, check=_still_running(gateway))
     if last is not None:
         raise HarnessError(f"{gateway.profile.name} was not ready within {ready.timeout_s:g}s ({method} {url}: "
                            f"{last}); the end of {gateway.log}:\n{log_tail(gateway.log)}")
+
+
+NEVER_MADE = "resp_parity_readiness"
+"""A response id no gateway made: retrieving it touches the stored responses and answers 4xx."""
+
+
+def _wait_serving(gateway: RunningGateway) -> None:
+    """Wait until the gateway serves its Responses API, not only its readiness check: a retrieve
+    of a response it never made answers below 500. A health endpoint can answer before the
+    stores behind the API exist (llama-stack 0.7.3 creates its SQLite tables on the first use of
+    its store, and two first uses at once race, as a background request's are: `_ensure_engine`
+    sets the engine before its `create_all` ends, sqlalchemy_sqlstore.py:93-101, so the second
+    finds no `responses` table); one request, alone, before any scenario, makes them. A gateway that never serves
+    is a start-up failure, reported as such."""
+    timeout_s = gateway.profile.start.ready.timeout_s
+    url = f"{gateway.base_url.rstrip('/')}{gateway.profile.target.responses_path}/{NEVER_MADE}"
+    last = poll_until_ready("GET", url, timeout_s=timeout_s, headers=gateway.headers,
+                            check=_still_running(gateway))
+    if last is not None:
+        raise HarnessError(f"{gateway.profile.name} answered its readiness check but not its Responses API within "
+                           f"{timeout_s:g}s (GET {url}: {last}); the end of {gateway.log}:\n{log_tail(gateway.log)}")

@@ -130,3 +130,23 @@ def test_a_log_tail_reads_only_the_end_of_a_log_of_any_size(tmp_path: Path) -> N
         file.seek(0, 2)
         file.write(b"\n".join(f"line {n}".encode() for n in range(100)) + b"\n")
     assert log_tail(log).splitlines() == [f"    | line {n}" for n in range(75, 100)]
+
+
+def test_a_gateway_is_ready_once_its_responses_api_serves_not_when_its_health_check_answers() -> None:
+    with open_session(TargetOptions(target=str(PROFILES / "serves-late.yaml")), set()) as session:
+        assert session.gateway is not None
+        served = session.gateway.log.read_text().splitlines()
+    assert served == ["GET /health 200", *["GET /v1/responses/resp_parity_readiness 500"] * 3,
+                      "GET /v1/responses/resp_parity_readiness 404"]
+
+
+def test_a_gateway_whose_responses_api_never_serves_is_a_start_up_failure(tmp_path: Path) -> None:
+    profile = yaml.safe_load((PROFILES / "serves-late.yaml").read_text())
+    profile["start"] |= {"env": {"NEVER": "1"}, "ready": {"path": "/health", "timeout_s": 2}}
+    (tmp_path / "never-serves.yaml").write_text(yaml.safe_dump(profile | {"name": "never-serves"}))
+    with pytest.raises(HarnessError) as caught, open_session(
+            TargetOptions(target=str(tmp_path / "never-serves.yaml")), set()):
+        pass
+    message = str(caught.value)
+    assert "never-serves answered its readiness check but not its Responses API within 2s" in message
+    assert "GET /v1/responses/resp_parity_readiness 500" in message  # the end of its log
