@@ -25,6 +25,11 @@ def say(line: str) -> None:
     out.print(escape(line), soft_wrap=True)
 
 
+def warning(message: str) -> None:
+    """`warning <message>` on standard error."""
+    err.print(f"[yellow]warning[/yellow] {escape(message)}", soft_wrap=True)
+
+
 def error(message: str) -> None:
     """`error <message>` on standard error."""
     err.print(f"[red]error[/red] {escape(message)}", soft_wrap=True)

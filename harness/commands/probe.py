@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ..defaults import DEFAULT_MODEL
+from ..defaults import DEFAULT_MODEL, REFERENCE
 from ..errors import HarnessError
 from ..options import PROBE_AGAINST, PROBE_JOBS, PROBE_TIMEOUT, TARGET_OPTIONS, TIMEOUT, OptionError, target_options
 from ..probe.generate import DEFECTS, all_probes, select
@@ -18,7 +18,7 @@ from ..probe.report import console_lines, document, markdown
 from ..probe.run import run_probes
 from ..probe.send import BASE_INPUT
 from .click_options import click_options, json_option
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, redacted_consoles, say
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, redacted_consoles, say, warning
 
 DEFAULT_SEED = 17
 
@@ -62,6 +62,10 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
         for probe in probes:
             say(f"{probe.id}  {probe.field}")
         return
+    if options.target == REFERENCE and against == REFERENCE:
+        warning("--target reference compared with --against reference compares the reference gateway with itself: "
+                "give --against a folder of OpenAI's recorded answers (--record DIR on --target openai), or "
+                "--target your gateway")
     progress = (lambda line: err.print(line, soft_wrap=True, markup=False)) if as_json else say
     with redacted_consoles() as redactor:
         command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written

@@ -15,6 +15,7 @@ import click
 import httpx
 from rich.markup import escape
 
+from ..engine.fixture_client import FixtureClient
 from ..engine.session import open_session
 from ..engine.stack import ServerThread
 from ..errors import HarnessError
@@ -23,7 +24,7 @@ from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError
 from ..traffic.from_capture import scenario_text
 from ..traffic.proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
                              Recorded, RecordingProxy)
-from ..traffic.replay import Replayed, captured_model, replay
+from ..traffic.replay import Replayed, replay
 from ..wire.capture import read_captures
 from ..wire.redaction import Redactor
 from .click_options import click_options, json_option
@@ -141,10 +142,12 @@ def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) 
         sys.exit(EXIT_USAGE)
     with redacted_consoles() as redactor:
         try:
-            with open_session(options, (), redactor=redactor, script=captured_model(recorded)) as session:
+            with open_session(options, (), redactor=redactor) as session:
                 async def go() -> list[Replayed]:
                     async with httpx.AsyncClient(timeout=httpx.Timeout(session.target.timeout_s)) as client:
-                        return await replay(recorded, session.target, client)
+                        upstream = session.stack.upstream_url if session.stack is not None else None
+                        fixtures = FixtureClient(client, upstream, {}) if upstream is not None else None
+                        return await replay(recorded, session.target, client, fixtures)
                 results = asyncio.run(go())
         except HarnessError as problem:
             error(str(problem))

@@ -3,7 +3,9 @@
 A target that crashes, hangs or answers something other than JSON gives an outcome that says
 so (a finding of the comparison), never an error of the harness. Probes a target accepts
 reach its model: the scripted upstream answers every one of them with one short text turn (a
-run registered for the probes, its marker in the base input), so they end at once. The objects
+run registered for the probes, its marker in the base input; the run claims the requests a
+probe's defect left without a marker too, so a script loaded for such requests is left alone),
+so they end at once. The objects
 probes name (a stored response, a vector store, ...) are created on the target first
 (`objects.py`).
 """
@@ -107,8 +109,8 @@ async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str |
     limit = asyncio.Semaphore(jobs)
     async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout_s)) as http:
         fixtures = FixtureClient(http, upstream_url, {}) if upstream_url else None
-        if fixtures is not None:
-            await fixtures.register(run, RunScript(steps=[[PROBE_ANSWER]]))
+        if fixtures is not None:  # a probe whose defect took out the marker is the run's too
+            await fixtures.register(run, RunScript(steps=[[PROBE_ANSWER] * len(probes)], unmarked=True))
         objects = await create_objects(http, target, f"{BASE_INPUT} {run_marker(run, 0)}")
 
         async def one(probe: Probe) -> None:

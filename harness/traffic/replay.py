@@ -1,6 +1,8 @@
 """Replaying captured requests against another target and diffing the contracts of the two
-answers (`parity replay`). A target the replay starts (the reference gateway, a profile) talks
-to a scripted upstream that plays the model turns the captured answers show (`captured_model`).
+answers (`parity replay`). The target's scripted upstream plays the model turns the captured
+answers show (`captured_turns`), for the replay's own run: the replayed requests carry no run
+marker, and the run claims such requests while it lasts, so a script someone loaded into that
+upstream for them is left as it was.
 
 The requests go in the order they were captured. A request that names an earlier answer's id
 (`previous_response_id`, an approval's or a function output's id, a stored response's id in
@@ -15,7 +17,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from ...fixtures.upstream.script import AdHocScript
+from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token
+from ..engine.fixture_client import FixtureClient
 from ..engine.targets import Target, send
 from ..judge.judgement import Case, judge
 from ..judge.reference import Reference
@@ -38,16 +41,27 @@ class Replayed:
         return any(finding.severity >= Severity.WARNING for finding in self.findings)
 
 
-def captured_model(captures: list[Captured]) -> AdHocScript | None:
-    """The model turns the captured answers show (`from_capture.model_turns`), in order: what a
-    scripted upstream plays for a target the replay starts (the reference gateway, a profile),
-    so that it answers as the captured target's model did. None when they show none."""
-    turns = [turn for captured in captures for turn in model_turns(captured.exchange.response_object())]
-    return AdHocScript.model_validate({"turns": turns}) if turns else None
+def captured_turns(captures: list[Captured]) -> list[ModelTurn]:
+    """The model turns the captured answers show (`from_capture.model_turns`), in order: what
+    the scripted upstream plays, so that the target answers as the captured target's model did."""
+    return [turn for captured in captures for turn in model_turns(captured.exchange.response_object())]
 
 
-async def replay(captures: list[Captured], target: Target, client: httpx.AsyncClient) -> list[Replayed]:
-    """Send each captured request to `target`, in order, and judge each answer."""
+async def replay(captures: list[Captured], target: Target, client: httpx.AsyncClient,
+                 fixtures: FixtureClient | None) -> list[Replayed]:
+    """Send each captured request to `target`, in order, and judge each answer; `fixtures`
+    reaches the target's scripted upstream (None: its model is not scripted)."""
+    run = new_run_token()
+    if fixtures is not None:
+        await fixtures.register(run, RunScript(steps=[captured_turns(captures)], unmarked=True))
+    try:
+        return await _sent_again(captures, target, client)
+    finally:
+        if fixtures is not None:
+            await fixtures.forget(run)
+
+
+async def _sent_again(captures: list[Captured], target: Target, client: httpx.AsyncClient) -> list[Replayed]:
     replacements: dict[str, str] = {}
     replayed = []
     for captured in captures:

@@ -17,6 +17,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from responses_parity.fixtures.upstream import UpstreamState, build_upstream_app
+from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.cli import main
 from responses_parity.harness.defaults import DEFAULT_MODEL
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
@@ -244,3 +246,30 @@ def test_a_folder_of_answers_that_is_missing_or_broken_is_a_usage_error_naming_t
     (tmp_path / "probe-answers.json").write_text(json.dumps({"format": 1, "target": "openai", "answers": [1]}))
     broken = CliRunner().invoke(main, ["probe", "--field", "top_p", "--against", str(tmp_path)])
     assert broken.exit_code == 2 and f"{tmp_path / 'probe-answers.json'} is not a probe answers file" in broken.output
+
+
+def test_probes_leave_a_script_loaded_for_unmarked_requests_alone() -> None:
+    """A gateway on a `parity serve --script` upstream, passing on to the model requests a probe's
+    defect left without the run's marker (an empty `messages`): the probes' run answers them, and
+    the loaded script is never used, so no probe gets its `script_exhausted`."""
+    state = UpstreamState(adhoc=AdHocScript.model_validate({"turns": [{"text": "loaded"}]}))
+    upstream = ServerThread(build_upstream_app(state)).start()
+    gateway = ServerThread(build_gateway_app(reference_config(upstream.url))).start()
+    chat = [p for p in GENERATED if p.surface == "chat" and p.field.startswith("messages")][:40]
+    try:
+        outcomes = asyncio.run(send_probes(Target("gw", gateway.url, timeout_s=30), [p.id for p in chat],
+                                           upstream_url=upstream.url, jobs=4))
+    finally:
+        gateway.stop()
+        upstream.stop()
+    unmarked = [p for p in chat if BASE_INPUT not in json.dumps(p.body) and outcomes[p.id].status == 200]
+    assert unmarked, "no probe without the marker reached the model: the test shows nothing"
+    assert state.adhoc_answered == 0 and not state.unmatched
+    assert not [o for o in outcomes.values() if o.code == "script_exhausted"]
+
+
+def test_probing_the_reference_against_itself_warns_that_it_compares_it_with_itself() -> None:
+    result = CliRunner().invoke(main, ["probe", "--count", "2"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "warning --target reference compared with --against reference compares the reference gateway with " \
+           "itself" in " ".join(result.output.split())
