@@ -5,7 +5,8 @@ so (a finding of the comparison), never an error of the harness. Probes a target
 reach its model: the scripted upstream answers every one of them with one short text turn (a
 run registered for the probes, its marker in the base input; the run claims the requests a
 probe's defect left without a marker too, so a script loaded for such requests is left alone),
-so they end at once. The objects
+so they end at once; a field a gateway passes on that OpenAI refuses, the upstream refuses as
+OpenAI would (the run is strict), so the probe tells what the gateway does with it then. The objects
 probes name (a stored response, a vector store, ...) are created on the target first
 (`objects.py`).
 """
@@ -46,18 +47,22 @@ class Outcome:
     code: str | None = None
     param: str | None = None
     detail: str = ""
+    unsaid: frozenset[str] = frozenset()
+    """For an expectation, the parts it does not say (`code`, `param`): any is met."""
 
     @property
     def status_class(self) -> str:
         return "no answer" if self.status is None else f"{self.status // 100}xx"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["unsaid"] = sorted(self.unsaid)
+        return data if self.unsaid else {key: value for key, value in data.items() if key != "unsaid"}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Outcome:
         return cls(**{key: data.get(key) for key in ("status", "body", "type", "code", "param")},
-                   detail=data.get("detail") or "")
+                   detail=data.get("detail") or "", unsaid=frozenset(data.get("unsaid") or ()))
 
 
 def outcome(exchange: Exchange) -> Outcome:
@@ -110,7 +115,7 @@ async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str |
     async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout_s)) as http:
         fixtures = FixtureClient(http, upstream_url, {}) if upstream_url else None
         if fixtures is not None:  # a probe whose defect took out the marker is the run's too
-            await fixtures.register(run, RunScript(steps=[[PROBE_ANSWER] * len(probes)], unmarked=True))
+            await fixtures.register(run, RunScript(steps=[[PROBE_ANSWER] * len(probes)], unmarked=True, strict=True))
         objects = await create_objects(http, target, f"{BASE_INPUT} {run_marker(run, 0)}")
 
         async def one(probe: Probe) -> None:

@@ -46,25 +46,41 @@ def hosted_tool(tool: dict[str, Any]) -> Capability | None:
     return "file_search" if kind == "file_search" else None
 
 
+def body_capabilities(body: Any) -> set[Capability]:
+    """What a request body needs of a gateway: the conversation it names, running in the
+    background, the hosted tools it offers, MCP servers named by URL."""
+    if not isinstance(body, dict):
+        return set()
+    needs: set[Capability] = set()
+    if "conversation" in body:
+        needs.add("conversations")
+    if body.get("background") is True:
+        needs.add("background")
+    for tool in _tools(body):
+        if (hosted := hosted_tool(tool)) is not None:
+            needs.add(hosted)
+        if tool.get("type") == "mcp" and "server_url" in tool:
+            needs.add("request_mcp_tools")
+            if ".sse_url" in str(tool["server_url"]):
+                needs.add("mcp_sse_transport")
+    return needs
+
+
+API_CAPABILITIES: dict[str, Capability] = {"chat": "chat_completions", "conversations": "conversations",
+                                           "files": "files_api", "vector_stores": "vector_stores"}
+"""The capability each API beside the Responses API is."""
+
+
 def required_capabilities(scenario: Scenario) -> set[Capability]:
     needs: set[Capability] = set()
     if scenario.surface == "chat":
         needs.add("chat_completions")
     for step in scenario.steps:
-        body = step.request or {}
         path = step.path or ""
-        if "conversations" in path or "conversation" in body:
+        if "conversations" in path:
             needs.add("conversations")
         needs.update(capability for capability, pattern in _API_PATHS.items() if pattern.match(path))
-        if body.get("background") is True:
-            needs.add("background")
-        for tool in _tools(body):
-            if (hosted := hosted_tool(tool)) is not None:
-                needs.add(hosted)
-            if tool.get("type") == "mcp" and "server_url" in tool:
-                needs.add("request_mcp_tools")
-                if ".sse_url" in str(tool["server_url"]):
-                    needs.add("mcp_sse_transport")
+        needs |= body_capabilities(step.request)
     return needs
 
 

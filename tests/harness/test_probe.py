@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
@@ -25,7 +26,8 @@ from responses_parity.harness.engine.stack import ServerThread, Stack, reference
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.probe.generate import Probe, all_probes, select
-from responses_parity.harness.probe.run import REFERENCE_SOURCE, run_probes
+from responses_parity.harness.probe.compare import Comparison
+from responses_parity.harness.probe.run import DESCRIPTION_SOURCE, REFERENCE_SOURCE, run_probes
 from responses_parity.harness.probe.send import BASE_INPUT, Outcome, send_probes
 from responses_parity.harness.wire.redaction import Redactor
 from responses_parity.reference_impl.app import build_gateway_app
@@ -180,18 +182,21 @@ def test_a_gateway_answering_defects_with_500_200_or_not_openais_envelope_is_rep
     answering = [p for p in FAULTED if p.field != "top_logprobs"]
     comparison = run_probes(TargetOptions(target=faulty_gateway, upstream=stack.upstream_url or "", timeout_s=60),
                             "reference", answering, jobs=8, redactor=Redactor())
-    temperature = [g for g in comparison.groups if g.family == "responses.temperature"]
+    temperature = [g for g in comparison.groups if g.families == ["responses.temperature"]]
     assert sum(len(g.divergences) for g in temperature) == len([p for p in FAULTED if p.field == "temperature"])
-    assert all(g.got == "500 (not JSON)" and g.expected.startswith("400 invalid_request_error") for g in temperature)
-    assert "1 probe on responses.temperature: faulty answers 500 (not JSON) where the reference gateway answers " \
-           "400 invalid_request_error (invalid_type)" in {g.sentence("faulty") for g in temperature}
+    assert all(g.got == "500 (not JSON): “Internal Server Error”" and g.cost == 0 for g in temperature)
+    assert all(g.expected.startswith("400 invalid_request_error") for g in temperature)
+    assert "1 probe on responses.temperature: faulty answers 500 (not JSON): “Internal Server Error” where the " \
+           "reference gateway answers 400 invalid_request_error (invalid_type)" in {g.sentence("faulty")
+                                                                                     for g in temperature}
     refused = [p for p in FAULTED if p.field.startswith("tools[0].name")
                and comparison.expected[p.id].status_class == "4xx"]
-    accepted = [g for g in comparison.groups if g.family == "responses.tools[i].*"]
-    assert refused and all(g.got == "200" for g in accepted)
+    accepted = [g for g in comparison.groups if g.families == ["responses.tools[i].*"]]
+    assert refused and all(g.got == "200" and g.cost == 1 for g in accepted)
     assert sum(len(g.divergences) for g in accepted) == len(refused)
-    metadata = [g for g in comparison.groups if g.family == "responses.metadata"]
-    assert metadata and all(g.got == "400 without an error envelope" for g in metadata)
+    metadata = [g for g in comparison.groups if g.families == ["responses.metadata"]]
+    assert metadata and all(g.got.startswith("400 without an error envelope") for g in metadata)
+    assert [g.cost for g in comparison.groups] == sorted(g.cost for g in comparison.groups)  # costliest first
     assert not [d for d in comparison.divergences if d.probe.field == "model"]  # passed on, so answered alike
     assert all(d.source == REFERENCE_SOURCE for d in comparison.divergences)
 
@@ -273,3 +278,47 @@ def test_probing_the_reference_against_itself_warns_that_it_compares_it_with_its
     assert result.exit_code == 0, result.output
     assert "warning --target reference compared with --against reference compares the reference gateway with " \
            "itself" in " ".join(result.output.split())
+
+
+def test_where_the_reference_refuses_for_a_limit_of_its_own_openais_description_is_the_expectation(
+        stack: Stack, faulty_gateway: str) -> None:
+    """The reference gateway does not accept input items of type `additional_tools`; OpenAI's
+    description does, so the reference's refusal is no expectation: a gateway that accepts the
+    item agrees with OpenAI, and the expectation names the description."""
+    probes = [p for p in GENERATED if p.id.startswith("responses.input[i][additional_tools].")
+              and p.defect == "empty" and not p.refused][:3]
+    assert probes, "no probe the description accepts on this field: the test shows nothing"
+    comparison = run_probes(TargetOptions(target=faulty_gateway, upstream=stack.upstream_url or "", timeout_s=60),
+                            "reference", probes, jobs=3, redactor=Redactor())
+    assert set(comparison.sources.values()) == {DESCRIPTION_SOURCE}
+    assert all(comparison.expected[p.id].status_class == "2xx" for p in probes)
+
+
+def test_probes_of_what_a_profile_says_its_gateway_lacks_are_not_sent(stack: Stack, tmp_path: Path) -> None:
+    profile = yaml.safe_load((Path(__file__).parent / "profiles" / "reference-process.yaml").read_text())
+    profile["lacks"] = {"files_api": "this test profile says so"}
+    (tmp_path / "no-files.yaml").write_text(yaml.safe_dump(profile | {"name": "no-files"}))
+    probes = [p for p in GENERATED if p.endpoint == "files"][:2] + [p for p in GENERATED if p.field == "temperature"]
+    comparison = run_probes(TargetOptions(target=str(tmp_path / "no-files.yaml"), timeout_s=60), "reference", probes,
+                            jobs=4, redactor=Redactor())
+    assert comparison.skipped == {p.id: "the probe uploads or reads files through the Files API (/v1/files); the "
+                                        "target lacks that" for p in probes[:2]}
+    assert [p.id for p in comparison.probes] == [p.id for p in probes[2:]]
+
+
+def test_divergences_are_grouped_by_the_targets_answer_across_fields_and_the_costliest_come_first() -> None:
+    """Two fields answered with the same message but for the column it names are one cause."""
+    probes = {p.field: p for p in GENERATED if p.surface == "responses" and p.defect == "wrong_type"}
+    first, second, third = probes["temperature"], probes["top_p"], probes["metadata"]
+    parse_error = [Outcome(400, "envelope", "invalid_request_error", "invalid_type", "input",
+                           detail=f"Failed to deserialize the JSON body at line 1 column {n}") for n in (12, 97)]
+    expected = Outcome(400, "envelope", "invalid_request_error", "invalid_type", "x", detail="Invalid type")
+    comparison = Comparison("gw", "reference", [first, second, third],
+                            {first.id: parse_error[0], second.id: parse_error[1], third.id: Outcome(500, "not json")},
+                            dict.fromkeys([first.id, second.id, third.id], expected),
+                            dict.fromkeys([first.id, second.id, third.id], "the reference gateway"))
+    worst, cause = comparison.groups
+    assert (worst.cost, [d.probe.id for d in worst.divergences]) == (0, [third.id])
+    assert cause.got == "400 invalid_request_error (invalid_type): “Failed to deserialize the JSON body at line … " \
+                        "column …”" and len(cause.divergences) == 2
+    assert cause.sentence("gw").startswith("2 probes on 2 field families (responses.temperature, responses.top_p)")
