@@ -19,7 +19,7 @@ from responses_parity.harness.scenario.fixtures import McpFixture
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.model import Scenario
 
-SHIPPED = ["smg", "llama-stack", "open-responses-server", "litellm"]
+SHIPPED = ["smg", "llama-stack", "ogx", "open-responses-server", "litellm"]
 TEST_PROFILES = Path(__file__).parent / "profiles"
 
 

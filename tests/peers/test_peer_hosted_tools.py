@@ -3,7 +3,9 @@ peer, started from its profile against the scripted upstream on loopback, is ask
 `web_search` and, after a file is uploaded and a vector store made through its own Files and
 Vector Stores APIs (with the official `openai` SDK), for a `file_search` over that store. A
 hosted tool runs when the answer has a completed call item that did the work: a
-`web_search_call`, or a `file_search_call` whose results come from the uploaded file. Opt in with
+`web_search_call`, or a `file_search_call` whose results come from the uploaded file (its text
+found: whether a result also names the file by its id is the file-search scenarios' to judge;
+OGX 1.5.0 gives each chunked document a new id, file_processor/pypdf/pypdf.py:165). Opt in with
 `pytest --peers tests/peers`."""
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from responses_parity.harness.engine.session import Session, open_session
 from responses_parity.harness.options import TargetOptions
 
 pytestmark = pytest.mark.peers
-PEERS = ["smg", "llama-stack", "open-responses-server", "litellm"]
+PEERS = ["smg", "llama-stack", "ogx", "open-responses-server", "litellm"]
 DOCUMENT = b"The aurora borealis glows green over Tromso in winter. Forecast: strong activity tonight."
 STORE_READY_S = 60.0
 
@@ -96,5 +98,6 @@ def test_file_search_finds_the_uploaded_file_unless_the_profile_says_it_lacks_it
                        {"tool": "file_search", "arguments": {"query": "aurora Tromso"}},
                        "What do my files say about the aurora?", include=["file_search_call.results"])
     found = [item for item in _items(answer, "file_search_call") if item.get("status") == "completed"
-             and any(result.get("file_id") == file_id for result in item.get("results") or [])]
+             and any(result.get("file_id") == file_id or "Tromso" in str(result.get("text"))
+                     for result in item.get("results") or [])]
     assert bool(found) is ("file_search" not in lacks), json.dumps(answer)[:2000]

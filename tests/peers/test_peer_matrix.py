@@ -16,7 +16,7 @@ from responses_parity.harness.scenario.loader import units_of
 from responses_parity.harness.scenario.model import MODES
 
 pytestmark = pytest.mark.peers
-PEERS = ["smg", "llama-stack", "open-responses-server", "litellm"]
+PEERS = ["smg", "llama-stack", "ogx", "open-responses-server", "litellm"]
 
 
 @pytest.fixture(scope="module")
