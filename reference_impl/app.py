@@ -3,7 +3,8 @@
 gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500 (`last_resort.py`), on a connection that
 stays open for the requests after it.
 
-Routes: `POST /v1/responses`; `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
+Routes: `POST /v1/responses`, and `GET /v1/responses` upgraded to a WebSocket (`websocket.py`);
+`GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
 `GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`); the Files
 API (`files.py`); `POST /v1/chat/completions` (`chat/routes.py`); and
@@ -26,7 +27,8 @@ from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 
 from ..openai_contract.request_body import RequestTooLarge
 from .chat.routes import chat_routes
@@ -46,6 +48,7 @@ from .store import StoredResponse
 from .until_done import answer_when_done
 from .vector_store_batches import file_batch_routes
 from .vector_stores import vector_store_routes
+from .websocket import serve_responses_socket
 
 _log = logging.getLogger(__name__)
 _BUG = GatewayError(500, "The server had an error while processing your request. Sorry about that!",
@@ -110,6 +113,9 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         if run.request.background:
             return JSONResponse(run.live_response() if run.log.events else (await stored(run.response_id)).response)
         return await answer_when_done(request, run.task, JSONResponse)
+
+    async def responses_socket(websocket: WebSocket) -> None:
+        await serve_responses_socket(websocket, service, config.websocket_max_s)
 
     async def get_response(request: Request) -> Response:
         response_id, query = request.path_params["response_id"], request.query_params
@@ -178,6 +184,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
     return Starlette(
         routes=[
             Route("/v1/responses", create_response, methods=["POST"]),
+            WebSocketRoute("/v1/responses", responses_socket),
             Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
             Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),

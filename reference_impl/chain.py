@@ -113,6 +113,7 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> H
     pending = dict(chain.pending)
     item_ids = set(chain.item_ids)
     answers: list[tuple[int, dict[str, Any]]] = []
+    called = {entry.call_id for entry in transcript if isinstance(entry, ToolCall)}
     for index, item in enumerate(items):
         item_id = item.get("id")
         if item_id and previous is not None and item_id in previous.item_ids:
@@ -127,7 +128,11 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> H
             transcript.append(Message(item["role"], item["content"]))
         elif kind == "function_call":
             transcript.append(ToolCall(item["call_id"], item["name"], item["arguments"]))
+            called.add(item["call_id"])
         elif kind == "function_call_output":
+            if item["call_id"] not in called:
+                raise InvalidRequest(f"No tool call found for function call output with call_id {item['call_id']}.",
+                                     param="input")  # as OpenAI words it for a shell call output (recorded)
             transcript.append(ToolOutput(item["call_id"], item["output"]))
         elif kind == "reasoning":
             summary = tuple(part.get("text", "") for part in item.get("summary") or [])

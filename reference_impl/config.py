@@ -15,6 +15,7 @@ tool_call_cap: 32                      # the gateway's own cap on tool calls per
 max_concurrent_runs: 16                # loop runs at once per API key; more get a 429
 max_concurrent_uploads: 8              # file uploads read at once; one more waits for a slot up to
 upload_wait_s: 30                      # this many seconds, then gets a 429
+websocket_max_s: 3600                  # how long a WebSocket connection lasts (OpenAI's: 60 minutes)
 tool_listing_ttl_s: 600                # how long listings of the servers below are reused
 mcp_servers:                           # gateway-configured MCP servers
   - {label: calc, url: "http://127.0.0.1:8643/mcp", transport: streamable_http,
@@ -125,6 +126,8 @@ class GatewayConfig:
     max_concurrent_runs: int = 16
     max_concurrent_uploads: int = 8
     upload_wait_s: float = 30.0
+    websocket_max_s: float = 3600.0
+    """How long a WebSocket connection to `/v1/responses` lasts, as OpenAI's does (60 minutes)."""
     store_path: str = ":memory:"
     response_retention_s: float | None = OPENAI_RETENTION_S
     """How long a stored response (its events, input items and audit too) is kept; None: forever."""
@@ -162,6 +165,8 @@ class GatewayConfig:
             raise ConfigError(f"max_concurrent_uploads: must be >= 1, got {self.max_concurrent_uploads}")
         if self.upload_wait_s < 0:
             raise ConfigError(f"upload_wait_s: must be >= 0, got {self.upload_wait_s}")
+        if self.websocket_max_s <= 0:
+            raise ConfigError(f"websocket_max_s: must be > 0, got {self.websocket_max_s}")
         if not 1 <= self.chat_max_rounds <= MAX_CHAT_ROUNDS:
             raise ConfigError(f"chat.max_rounds: must be 1..{MAX_CHAT_ROUNDS}, got {self.chat_max_rounds}")
         if self.chat_deadline_s <= 0:
@@ -208,7 +213,7 @@ class GatewayConfig:
         _known("", raw, {"upstream", "store_path", "response_retention_s", "response_retention_max", "admin_key_env",
                          "tool_call_cap", "mcp_timeout_s", "mcp_servers", "max_concurrent_runs", "tool_listing_ttl_s",
                          "outbound", "tool_cache", "chat", "web_search", "max_concurrent_uploads",
-                         "upload_wait_s"})
+                         "upload_wait_s", "websocket_max_s"})
         upstream = _section(raw, "upstream", {"url", "wire", "chaining", "api_key_env", "timeout_s"})
         if "url" not in upstream:
             raise ConfigError("upstream.url: required")
@@ -234,6 +239,7 @@ class GatewayConfig:
             max_concurrent_runs=int(raw.get("max_concurrent_runs", 16)),
             max_concurrent_uploads=int(raw.get("max_concurrent_uploads", 8)),
             upload_wait_s=float(raw.get("upload_wait_s", 30.0)),
+            websocket_max_s=float(raw.get("websocket_max_s", 3600.0)),
             store_path=str(raw.get("store_path", ":memory:")),
             response_retention_s=_optional(float, raw.get("response_retention_s", OPENAI_RETENTION_S)),
             response_retention_max=_optional(int, raw.get("response_retention_max", DEFAULT_MAX_RESPONSES)),

@@ -89,7 +89,12 @@ class TooManyMembers(InvalidRequest):
 async def read_json(request: Request, max_members: Mapping[str, int] | None = None) -> JsonBody:
     """The body, parsed; a 413 or 400 saying what is wrong. `max_members`: the most members the
     top-level object's arrays and objects of those keys may have (a `TooManyMembers` beyond)."""
-    raw = await read_bytes(request)
+    return await parse_json(await read_bytes(request), max_members)
+
+
+async def parse_json(raw: bytes, max_members: Mapping[str, int] | None = None) -> JsonBody:
+    """`raw` (a body, or a WebSocket frame) parsed as `read_json` parses a body; a 400 saying
+    what is wrong."""
     if len(raw) > PARSE_ON_THE_LOOP_BYTES:
         return JsonBody(await asyncio.to_thread(_readable, raw, max_members or {}), len(raw))
     text, value = _parsed(raw, max_members or {}, stepwise=False)

@@ -51,6 +51,8 @@ class Run:
     sink: ResponsesSink
     log: EventLog
     task: asyncio.Task[LoopResult] | None = None
+    ended: StoredResponse | None = None
+    """How it ended, as a continuation reads it (stored only with `store`): set once it has."""
 
     @property
     def response_id(self) -> str:
@@ -87,25 +89,30 @@ class ResponsesService:
         taken = {b.server.label for b in bindings}
         return tuple(bindings + self.runtime.configured_bindings(taken, approvals=True))
 
-    async def _history_before(self, request: CreateRequest) -> Chain | None:
-        """The chain the request continues: its conversation's items, or its previous response."""
+    async def _history_before(self, request: CreateRequest, recent: StoredResponse | None) -> Chain | None:
+        """The chain the request continues: its conversation's items, or its previous response
+        (`recent`, a WebSocket connection's latest response, when it is that one: even with
+        `store: false`)."""
         if request.conversation_id is not None:
             if await self.store.get_conversation(request.conversation_id) is None:
                 raise NotFound(f"Conversation with id '{request.conversation_id}' not found.")
             return history_from_input(None, await self.store.items(request.conversation_id)).chain
         if request.previous_response_id is None:
             return None
+        if recent is not None and recent.response["id"] == request.previous_response_id:
+            return recent.chain
         stored = await self.store.get(request.previous_response_id)
         if stored is None:
             raise InvalidRequest(f"Previous response with id '{request.previous_response_id}' not found.",
                                  param="previous_response_id", code="previous_response_not_found")
         return stored.chain
 
-    async def prepare(self, body: JsonBody, api_key: str) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
+    async def prepare(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None
+                      ) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
         """The request, the loop's context and the input items with ids; raises what OpenAI
-        would refuse."""
+        would refuse (`recent`: see `_history_before`)."""
         request, input_items = await body.checked(_validated)
-        before = await self._history_before(request)
+        before = await self._history_before(request, recent)
         history = await body.checked(lambda _: history_from_input(before, input_items))  # as long as the input
         bindings = self._bindings(request)
         labels = {b.server.label for b in bindings}
@@ -119,8 +126,8 @@ class ResponsesService:
                                    bindings=bindings, tool_budget=min(request.max_tool_calls or cap, cap))
         return request, ctx, input_items
 
-    async def start(self, body: JsonBody, api_key: str) -> Run:
-        request, ctx, input_items = await self.prepare(body, api_key)
+    async def start(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None) -> Run:
+        request, ctx, input_items = await self.prepare(body, api_key, recent)
         log = EventLog(publish_at_once=not request.background)
         run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)
 
@@ -162,13 +169,13 @@ class ResponsesService:
         output = result.response["output"]
         kept = request.conversation_id is not None and result.response["status"] in _KEPT_IN_CONVERSATIONS
         item_ids = run.ctx.history.chain.item_ids | {item["id"] for item in output}
+        ended = StoredResponse(result.response, run.input_items, state.chain(item_ids), request.stream)
         await self.store.save_end(
-            run.response_id, state.audit,
-            response=StoredResponse(result.response, run.input_items, state.chain(item_ids), request.stream)
-            if request.store else None,
+            run.response_id, state.audit, response=ended if request.store else None,
             events=run.log.appended if request.background else [],
             conversation_items=(request.conversation_id, run.input_items + run.sink.kept_output(output))
             if kept else None)
+        run.ended = ended
         run.log.close()
 
     async def cancel(self, response_id: str) -> dict[str, Any]:
