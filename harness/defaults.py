@@ -7,8 +7,12 @@ import os
 from pathlib import Path
 from typing import Literal
 
-Mode = Literal["nonstream", "stream"]
-MODES: tuple[Mode, ...] = ("nonstream", "stream")
+Mode = Literal["nonstream", "stream", "websocket"]
+MODES: tuple[Mode, ...] = ("nonstream", "stream", "websocket")
+"""How a unit sends its creates: as JSON, as a server-sent event stream, or over a WebSocket
+(OpenAI's WebSocket mode, which streams)."""
+HTTP_MODES: tuple[Mode, ...] = ("nonstream", "stream")
+"""The modes a run takes unless told otherwise (`--mode all` adds the WebSocket)."""
 LOOPBACK = "127.0.0.1"
 REFERENCE = "reference"
 """The target that is the embedded reference gateway."""

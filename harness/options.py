@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from .defaults import (DEFAULT_CHAT_PATH, DEFAULT_GOLDEN_DIR, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL,
-                       DEFAULT_RESPONSES_PATH, DEFAULT_TIMEOUT_S, DEFAULT_UPSTREAM_URL, MODES, REFERENCE, Mode)
+                       DEFAULT_RESPONSES_PATH, DEFAULT_TIMEOUT_S, DEFAULT_UPSTREAM_URL, HTTP_MODES, MODES, REFERENCE,
+                       Mode)
 
 _MB = 2**20
 
@@ -125,7 +126,9 @@ PROFILE_DIR = Option("profile-dir", dest="profile_dirs", type=Path, multiple=Tru
 
 SCENARIO = Option("scenario", dest="ids", short="-s", multiple=True, help="Run only this scenario id (repeatable).")
 TAG = Option("tag", dest="tags", short="-t", multiple=True, help="Run only scenarios with this tag (repeatable).")
-MODE = Option("mode", choices=("both", *MODES), default="both", help="The stream modes to run.")
+MODE = Option("mode", choices=("both", "all", *MODES), default="both",
+              help="The modes to run: both HTTP ones (JSON and a server-sent event stream), all of them (the "
+                   "WebSocket too), or one.")
 JOBS = Option("jobs", short="-j", type=int, default=4, minimum=1, maximum=64, help="Scenario runs in parallel.")
 REPORT_DIR = Option("report-dir", type=Path, default=Path("reports/latest"),
                     help="Where the report files go (replacing the previous run's).")
@@ -236,5 +239,5 @@ def target_options(values: Mapping[str, Any]) -> TargetOptions:
 
 
 def modes(choice: str) -> tuple[Mode, ...]:
-    """The stream modes `--mode` names."""
-    return MODES if choice == "both" else tuple(mode for mode in MODES if mode == choice)
+    """The modes `--mode` names."""
+    return {"both": HTTP_MODES, "all": MODES}.get(choice) or tuple(mode for mode in MODES if mode == choice)

@@ -113,12 +113,13 @@ def _first_problem(result: ScenarioResult) -> str:
 def _summary(results: list[ScenarioResult]) -> Table:
     table = Table(title="responses-parity", show_lines=False)
     table.add_column("scenario")
-    for mode in MODES:
+    ran = [mode for mode in MODES if any(result.mode == mode for result in results)]
+    for mode in ran:
         table.add_column(mode, justify="center")
     rows: dict[str, dict[str, str]] = {}
     for result in results:
         rows.setdefault(result.scenario.id, {})[result.mode] = result.outcome
     for scenario, modes in rows.items():
-        cells = [f"[{_STYLE[modes[m]]}]{_LABEL[modes[m]]}[/{_STYLE[modes[m]]}]" if m in modes else "-" for m in MODES]
+        cells = [f"[{_STYLE[modes[m]]}]{_LABEL[modes[m]]}[/{_STYLE[modes[m]]}]" if m in modes else "-" for m in ran]
         table.add_row(scenario, *cells)
     return table

@@ -40,6 +40,7 @@ from ..scenario.model import GatewaySetup, Mode, Scenario, Step, Upload, Wait
 from ..scenario.placeholders import OutputView, Unresolvable, render
 from ..wire.exchange import Exchange
 from .conditions import wait_until
+from .socket import Socket
 from .fixture_client import FixtureClient
 from .targets import Form, Target, send
 
@@ -201,6 +202,8 @@ class _Run:
     steps: list[StepResult | _Unjudged] = field(default_factory=list)
     turns: list[list[ModelTurn]] = field(init=False)
     """Each step's scripted model turns: as written, placeholders resolved once the step is prepared."""
+    socket: Socket | None = None
+    """In `websocket` mode, the run's connection, which its streamed creates go over."""
 
     def __post_init__(self) -> None:
         self.turns = [list(step.model) for step in self.scenario.steps]
@@ -243,14 +246,14 @@ class Engine:
         """`run.token`, and `run.admin_key` when the engine starts the gateways itself."""
         return {"token": run} | ({"admin_key": self.gateways.admin_key} if self.gateways is not None else {})
 
-    def _unsupported(self, scenario: Scenario) -> str | None:
-        """Why this target cannot run the scenario at all, or None."""
+    def _unsupported(self, scenario: Scenario, mode: Mode) -> str | None:
+        """Why this target cannot run the scenario in `mode` at all, or None."""
         if not self.target.scripted and (why := scenario.why_not_live(self.mcp)) is not None:
             return why
         if scenario.gateway is not None and self.gateways is None:
             return ("the scenario configures the gateway (its `gateway:` section); the harness can do that only "
                     f"for gateways it starts itself, not for {self.target.name}")
-        return missing_capability(scenario, self.target.lacks)
+        return missing_capability(scenario, self.target.lacks, mode)
 
     async def run(self, loaded: LoadedScenario, mode: Mode) -> ScenarioResult:
         """One unit; against a live model a failed run is tried again up to `live.retries` times
@@ -280,7 +283,7 @@ class Engine:
         scenario = loaded.scenario
         started = time.monotonic()
         result = ScenarioResult(scenario, str(loaded.path), mode, self.target.name)
-        result.unsupported = self._unsupported(scenario)
+        result.unsupported = self._unsupported(scenario, mode)
         if result.unsupported is not None:
             return result
         token = new_run_token()
@@ -292,11 +295,16 @@ class Engine:
                 assert self.fixtures is not None
                 await self.fixtures.register_searches(token, scenario.search_catalogue())
             async with self._target_for(scenario, token) as target:
-                for index, step in enumerate(scenario.steps):
-                    if step.modes is not None and mode not in step.modes:
-                        run.chains.chain_of.append(index)
-                        continue
-                    run.steps.append(await self._step(target, run, index, step))
+                run.socket = Socket(target) if mode == "websocket" else None
+                try:
+                    for index, step in enumerate(scenario.steps):
+                        if step.modes is not None and mode not in step.modes:
+                            run.chains.chain_of.append(index)
+                            continue
+                        run.steps.append(await self._step(target, run, index, step))
+                finally:
+                    if run.socket is not None:
+                        await run.socket.close()
                 if self.scripted:
                     assert self.fixtures is not None
                     caused = attribute(await self.fixtures.observed(token, scenario.fixtures), run.sent)
@@ -363,7 +371,7 @@ class Engine:
         body = target.rewrites.apply(body, run.context["mcp"])
         creates = step.method == "POST" and path == (target.chat_path if chat else target.responses_path) \
             and isinstance(body, dict)
-        if creates and (step.stream if step.stream is not None else run.mode == "stream"):
+        if creates and (step.stream if step.stream is not None else run.mode != "nonstream"):
             body = body | {"stream": True}
         return _Prepared(str(path), body, render(step.headers, run.context, f"{where}.headers"),
                          _rendered(step.expectation(run.mode), run.context, f"{where}.expect"),
@@ -432,11 +440,17 @@ class Engine:
                 return await wait_until(fixtures, run.token, run.scenario.fixtures, until, target.timeout_s) is None
 
         path, body = prepared.path, prepared.body
+        if step.new_connection and run.socket is not None:
+            await run.socket.close()
         deadline = time.monotonic() + (step.poll.timeout if step.poll else 0)
         while True:
             sent_at = time.time()
-            exchange = await send(self.http, target, step.method, path, body, disconnect=step.disconnect,
-                                  disconnect_when=trigger, headers=prepared.headers)
+            if run.socket is not None and step.method == "POST" and path == target.responses_path and \
+                    isinstance(body, dict) and body.get("stream") is True:
+                exchange = await run.socket.create(body, disconnect=step.disconnect, disconnect_when=trigger)
+            else:
+                exchange = await send(self.http, target, step.method, path, body, disconnect=step.disconnect,
+                                      disconnect_when=trigger, headers=prepared.headers)
             if step.method == "POST" and path in (target.responses_path, target.chat_path):
                 settled = not (exchange.disconnected or exchange.transport_error or
                                (isinstance(body, dict) and body.get("background") is True))

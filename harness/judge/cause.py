@@ -71,7 +71,8 @@ def gateway_error(exchange: Exchange) -> tuple[str, str] | None:
         return f"a failed Response ({error.get('code')}) {_quoted(error.get('message'))}", str(error.get("message"))
     event = next((e.payload for e in exchange.events if (e.payload or {}).get("type") == "error"), None)
     if event is not None:
-        return f"an error event ({event.get('code')}) {_quoted(event.get('message'))}", str(event.get("message"))
+        fields = event["error"] if isinstance(event.get("error"), dict) else event  # nested, as OpenAI's are
+        return f"an error event ({fields.get('code')}) {_quoted(fields.get('message'))}", str(fields.get("message"))
     return None
 
 

@@ -19,10 +19,10 @@ from ..judge.results import Outcome, ScenarioResult, StepResult
 from ..model.contract import sequence_marks, streamed_sequence
 from ..model.findings import Severity
 from ..model.versions import versions
-from ..scenario.model import FORMAT_VERSION, MODES
+from ..scenario.model import FORMAT_VERSION
 from ..scenario.vocabulary import output_item_types, sdk_event_types
 from ..wire.redaction import Redactor
-from .html import render_html, unit_anchor
+from .html import modes_run, render_html, unit_anchor
 
 
 @dataclass(frozen=True)
@@ -220,8 +220,8 @@ def markdown(document: dict[str, Any]) -> str:
         f"Gateway policy (no OpenAI counterpart, not counted toward parity): "
         f"{summary['gateway_policy']['pass']} of {summary['gateway_policy']['runs']}.",
         "",
-        "| scenario | " + " | ".join(MODES) + " |",
-        "|---|" + "---|" * len(MODES),
+        "| scenario | " + " | ".join(ran := modes_run(document["results"])) + " |",
+        "|---|" + "---|" * len(ran),
     ]
     by_scenario: dict[str, dict[str, str]] = {}
     policy: set[str] = set()
@@ -231,7 +231,7 @@ def markdown(document: dict[str, Any]) -> str:
             policy.add(result["scenario"])
     for scenario, modes in by_scenario.items():
         name = f"{scenario} *(gateway policy)*" if scenario in policy else scenario
-        lines.append(f"| {name} | " + " | ".join(modes.get(mode, "-") for mode in MODES) + " |")
+        lines.append(f"| {name} | " + " | ".join(modes.get(mode, "-") for mode in ran) + " |")
     problems = [r for r in document["results"] if r["outcome"] in ("known", "fail", "could_not_run")]
     if problems:
         lines += ["", "## What differs", ""]

@@ -10,8 +10,8 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 
+from ..defaults import MODES
 from ..model.findings import Severity
-from ..scenario.model import MODES
 from .charts import stream_picture
 
 
@@ -57,13 +57,19 @@ def _environment() -> Environment:
                        autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
 
 
+def modes_run(results: list[dict[str, Any]]) -> list[str]:
+    """The modes some result of a run is in, in `MODES` order: the columns a report shows."""
+    return [mode for mode in MODES if any(result["mode"] == mode for result in results)]
+
+
 def render_html(document: dict[str, Any]) -> str:
     target = document["target"]["name"]
+    ran = modes_run(document["results"])
     scenarios: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for result in document["results"]:
         scenarios.setdefault(result["scenario"], {}).setdefault(result["mode"], []).append(result)
     matrix = [{"scenario": name, "policy": not modes[next(iter(modes))][0]["openai_counterpart"],
-               "cells": [_cell(modes.get(mode, [])) for mode in MODES]} for name, modes in scenarios.items()]
-    units = [_unit(result) for modes in scenarios.values() for mode in MODES for result in modes.get(mode, [])]
+               "cells": [_cell(modes.get(mode, [])) for mode in ran]} for name, modes in scenarios.items()]
+    units = [_unit(result) for modes in scenarios.values() for mode in ran for result in modes.get(mode, [])]
     return _environment().get_template("report.html.j2").render(
-        document=document, target=target, modes=MODES, matrix=matrix, units=units)
+        document=document, target=target, modes=ran, matrix=matrix, units=units)

@@ -11,7 +11,7 @@ from typing import Any, Literal
 from .model import Scenario
 
 Capability = Literal["chat_completions", "request_mcp_tools", "mcp_sse_transport", "conversations", "background",
-                     "web_search", "file_search", "files_api", "vector_stores"]
+                     "web_search", "file_search", "files_api", "vector_stores", "websocket"]
 MEANING: dict[str, str] = {
     "chat_completions": "talks to /v1/chat/completions",
     "request_mcp_tools": "names MCP servers by URL in its requests (`type: mcp` tools)",
@@ -22,6 +22,7 @@ MEANING: dict[str, str] = {
     "file_search": "offers the hosted `file_search` tool, which the gateway must run over its vector stores",
     "files_api": "uploads or reads files through the Files API (/v1/files)",
     "vector_stores": "uses the Vector Stores API (/v1/vector_stores)",
+    "websocket": "creates its responses over a WebSocket (WebSocket mode)",
 }
 HOSTED_TOOLS: tuple[Capability, ...] = ("web_search", "file_search")
 """The capabilities that are hosted tools a gateway runs server-side (the matrix shows them)."""
@@ -84,9 +85,11 @@ def required_capabilities(scenario: Scenario) -> set[Capability]:
     return needs
 
 
-def missing_capability(scenario: Scenario, lacks: Mapping[str, str]) -> str | None:
-    """Why a gateway lacking `lacks` (capability -> reason) cannot run the scenario, or None."""
-    for capability in sorted(required_capabilities(scenario)):
+def missing_capability(scenario: Scenario, lacks: Mapping[str, str], mode: str = "nonstream") -> str | None:
+    """Why a gateway lacking `lacks` (capability -> reason) cannot run the scenario in `mode`,
+    or None."""
+    needs = required_capabilities(scenario) | ({"websocket"} if mode == "websocket" else set())
+    for capability in sorted(needs):
         if capability in lacks:
             return f"the scenario {MEANING[capability]}; the gateway lacks that: {lacks[capability]}"
     return None

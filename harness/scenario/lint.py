@@ -129,6 +129,8 @@ class _Checker:
                     self.add(f"{where}.disconnect.after_event", "the step never streams, so no event comes")
             if step.disconnect.when is not None and step.disconnect.when.upstream is not None:
                 lint_upstream(step.disconnect.when.upstream, f"{where}.disconnect.when.upstream", self)
+        if step.new_connection and "websocket" not in streams:
+            self.add(f"{where}.new_connection", "the step never creates over a WebSocket, so it opens no connection")
         if not isinstance(step.wait, (int, float)) and step.wait.until.upstream is not None:
             lint_upstream(step.wait.until.upstream, f"{where}.wait.until.upstream", self)
 
@@ -152,7 +154,7 @@ class _Checker:
             return step.stream
         surface_path = "{{chat_path}}" if self.outline.surface == "chat" else "{{responses_path}}"
         creates = step.method == "POST" and step.path in (None, surface_path) and isinstance(step.request, dict)
-        return creates and mode == "stream"
+        return creates and mode != "nonstream"
 
 
 # -- placeholders ----------------------------------------------------------------------------

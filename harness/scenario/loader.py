@@ -23,7 +23,7 @@ from ...fixtures.mcp import FIXTURE_SERVERS
 from ...openai_contract import documents
 from . import lint
 from .lint import Outline
-from .model import MODES, Mode, Scenario, Step
+from .model import MODES, Mode, Scenario, Step, default_modes
 
 SCENARIO_SUFFIXES = (".yaml", ".yml")
 _BOOL = "tag:yaml.org,2002:bool"
@@ -154,7 +154,8 @@ def _partial_outline(raw: dict[str, Any]) -> Outline:
     servers = gateway.get("mcp_servers") if isinstance(gateway.get("mcp_servers"), list) else []
     named = [*(raw.get("mcp") if isinstance(raw.get("mcp"), list) else []),
              *(server.get("fixture") for server in servers if isinstance(server, dict))]
-    modes = raw.get("modes") if isinstance(raw.get("modes"), list) and set(raw["modes"]) <= set(MODES) else MODES
+    modes = raw.get("modes") if isinstance(raw.get("modes"), list) and set(raw["modes"]) <= set(MODES) else \
+        default_modes(raw)
     surface = raw.get("surface") if raw.get("surface") in ("responses", "chat") else "responses"
     return Outline(steps, ids, sorted({n for n in named if n in FIXTURE_SERVERS}), modes, surface)
 

@@ -17,7 +17,7 @@ from pydantic import Field, model_validator
 from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.search import FoundPage
 from ...fixtures.upstream.script import ModelTurn
-from ..defaults import MODES, Mode
+from ..defaults import HTTP_MODES, MODES, Mode
 from ..wire.redaction import SECRET_KEYS, tool_secrets
 from .expectations import Expect, ModelDependent, UpstreamExpect
 from .strict import Strict
@@ -140,6 +140,9 @@ class Step(Strict):
     send: bool = Field(default=True, description="False: send nothing, only wait (`wait`), e.g. until what an "
                                                  "earlier step started has reached the model.")
     disconnect: Disconnect | None = None
+    new_connection: bool = Field(default=False, description="In `websocket` mode, send this step's create over a "
+                                                             "new connection (the last one closed, and what it kept "
+                                                             "with it); no effect over HTTP.")
     model: list[ModelTurn] = Field(default_factory=list, description="The scripted model's turns in this step, "
                                                                       "with placeholders (e.g. an uploaded file's id "
                                                                       "for a file citation).")
@@ -242,13 +245,22 @@ class Scenario(Strict):
                                                                "no such behaviour to compare with.")
     gateway: GatewaySetup | None = None
     live: LiveSetup | None = None
-    modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1)
+    modes: list[Mode] = Field(default_factory=lambda: list(MODES), min_length=1, description=(
+        "The modes it runs in (left out: every one it can; not `websocket` on the chat surface or with a "
+        "background response, which WebSocket mode has not)."))
     mcp: list[str] = Field(default_factory=list, description="MCP fixture servers the scenario uses.")
     search: list[SearchFinds] = Field(
         default_factory=list, description="What the search fixture finds for each query during the scenario's runs "
                                           "(any other query finds nothing). Another scenario may state the same "
                                           "query only with the same results.")
     steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _modes_it_can_run_in(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "modes" not in data:
+            return data | {"modes": default_modes(data)}
+        return data
 
     @model_validator(mode="after")
     def _consistent(self) -> Scenario:
@@ -323,6 +335,20 @@ class Scenario(Strict):
             return (f"MCP fixture {', '.join(missing)} has no public URL a live model can reach "
                     f"(--public-mcp {missing[0]}=URL)")
         return None
+
+
+def default_modes(raw: dict[str, Any]) -> list[Mode]:
+    """The modes a scenario (its file's mapping) runs in when it names none: every one some step
+    runs in, but a WebSocket for a scenario on the chat surface or one creating a background
+    response."""
+    steps = [step for step in raw.get("steps") or [] if isinstance(step, dict)] if isinstance(raw.get("steps"), list) \
+        else []
+    background = any(isinstance(step.get("request"), dict) and step["request"].get("background") is True
+                     for step in steps)
+    candidates = HTTP_MODES if raw.get("surface") == "chat" or background else MODES
+    stepped = [mode for mode in candidates
+               if any(not isinstance(step.get("modes"), list) or mode in step["modes"] for step in steps)]
+    return stepped or list(candidates)
 
 
 def scenario_json_schema() -> dict[str, Any]:

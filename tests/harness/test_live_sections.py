@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from responses_parity.harness.defaults import HTTP_MODES
 from responses_parity.harness.engine.fixture_client import FixtureClient
 from responses_parity.harness.engine.runner import Engine
 from responses_parity.harness.engine.stack import Stack
@@ -44,7 +45,8 @@ def unmarked(value: Any) -> Any:
 
 
 def units(scenarios: list[LoadedScenario]) -> int:
-    return sum(len(loaded.scenario.modes) for loaded in scenarios)
+    """The units `parity run` runs of them (the HTTP modes: a run takes the WebSocket when asked)."""
+    return sum(mode in HTTP_MODES for loaded in scenarios for mode in loaded.scenario.modes)
 
 
 @pytest.fixture(scope="module")

@@ -119,6 +119,8 @@ steps:
      "steps[1].expect.response.backgroud: 'backgroud' is not a Response field (did you mean 'background'?)"),
     ("expect: {http_status: 200}", "per_mode: {stream: {http_status: 200}}\n    modes: [nonstream]",
      "steps[1].per_mode.stream: the step does not run in stream mode: never judged"),
+    ("expect: {http_status: 200}", "new_connection: true",
+     "steps[1].new_connection: the step never creates over a WebSocket, so it opens no connection"),
 ])
 def test_validation_rejects_what_would_check_nothing(tmp_path: Path, old: str, new: str, message: str) -> None:
     assert old in MCP

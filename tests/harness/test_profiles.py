@@ -163,6 +163,14 @@ def test_a_gateway_lacking_file_search_has_the_scenario_unsupported_saying_why()
     assert missing_capability(scenario, {"web_search": "no search provider"}) is None
 
 
+def test_a_gateway_lacking_websocket_mode_is_spared_only_the_socket_runs() -> None:
+    scenario = _hosted_scenario({"request": {"input": "q"}})
+    lacks = {"websocket": "GET /v1/responses answers 405"}
+    assert missing_capability(scenario, lacks, "stream") is None
+    why = missing_capability(scenario, lacks, "websocket")
+    assert why is not None and "WebSocket" in why and "405" in why
+
+
 def test_rewrites_touch_only_what_they_name() -> None:
     fixtures = {"calc": McpFixture("calc", "http://127.0.0.1:7", "run1")}
     body = {"input": "hi", "tools": [

@@ -1,0 +1,150 @@
+"""Creating responses over a WebSocket, as OpenAI's WebSocket mode does: one connection per
+scenario run in `websocket` mode, opened at its first create and kept for the next ones; each
+create a `response.create` frame (the request's fields, `stream` implicit); its answer the
+frames up to the response's terminal event, or an `error` frame that refuses it (`ended`).
+
+An answer becomes an `Exchange` the judge reads as it reads an HTTP one: a response's frames as
+its events (`sse` written from them, each frame one event), status 200; a create refused with an
+error frame as an error answer (the frame's `status`, its `error` as the body; a refusing frame
+without a `status` is a `wire.framing` defect). The exchange's
+`meta.transport` says `websocket`. Bounds as for HTTP: at most `max_answer_bytes` a frame, every
+answer within the target's timeout from its create; a frame that is not a JSON object is a
+`wire.framing` defect; a target that closes the connection, or answers nothing in time, gives an
+exchange with `transport_error` set, and the next create opens a new connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection, connect
+
+from ..scenario.model import Disconnect
+from ..wire.decode import Defect
+from ..wire.exchange import TERMINAL_EVENTS, Exchange
+from .targets import CONNECT_DEADLINE_S, Target, Trigger
+
+def ended(frames: list[dict[str, Any]]) -> bool:
+    """Whether a create's answer is over: its response's terminal event came, or an error frame
+    that refuses the request (the first frame, or one with a `status`); an error in the course of
+    a response is followed by its terminal event, as on a stream."""
+    last = frames[-1] if frames else {}
+    return last.get("type") in TERMINAL_EVENTS or (last.get("type") == "error" and (len(frames) == 1 or
+                                                                                    "status" in last))
+
+
+def socket_url(target: Target) -> str:
+    """Where the target's WebSocket mode is: its Responses path, on `ws` (`wss` for `https`)."""
+    url = target.url(target.responses_path)
+    return "ws" + url.removeprefix("http") if url.startswith("http") else url
+
+
+class Socket:
+    """A scenario run's WebSocket to the target, opened when a create needs it."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self._connection: ClientConnection | None = None
+
+    async def create(self, body: dict[str, Any], *, disconnect: Disconnect | None = None,
+                     disconnect_when: Trigger | None = None) -> Exchange:
+        """Send one create and read its answer (see the module's docstring); with `disconnect`,
+        the connection is closed early, on purpose."""
+        url = socket_url(self.target)
+        frame = {"type": "response.create"} | {key: value for key, value in body.items() if key != "stream"}
+        exchange = Exchange("POST", url, request_body=body, meta={"transport": "websocket"})
+        started = time.monotonic()
+        frames: list[dict[str, Any]] = []
+        trigger = asyncio.create_task(disconnect_when()) if disconnect_when is not None else None
+        try:
+            connection = await self._open()
+            await connection.send(json.dumps(frame))
+            limit = disconnect.after_seconds if disconnect and disconnect.after_seconds else self.target.timeout_s
+            async with asyncio.timeout(limit):
+                while not ended(frames):
+                    received = await self._next(connection, trigger)
+                    if received is None:
+                        exchange.disconnected = True
+                        break
+                    exchange.event_times_s.append(time.monotonic() - started)
+                    if not _frame(received, frames, exchange):
+                        break
+                    if disconnect is not None and frames[-1].get("type") == disconnect.after_event:
+                        exchange.disconnected = True
+                        break
+        except TimeoutError:
+            if disconnect is not None and disconnect.after_seconds:
+                exchange.disconnected = True
+            else:
+                exchange.transport_error = f"no complete answer within {self.target.timeout_s:g}s"
+        except (OSError, websockets.WebSocketException) as error:
+            exchange.transport_error = f"{type(error).__name__}: {error}"
+        finally:
+            if trigger is not None:
+                trigger.cancel()
+        if exchange.disconnected or exchange.transport_error:
+            await self.close()
+        _answer(exchange, frames)
+        exchange.elapsed_s = time.monotonic() - started
+        return exchange
+
+    async def _open(self) -> ClientConnection:
+        if self._connection is None:
+            self._connection = await connect(
+                socket_url(self.target), additional_headers=dict(self.target.headers), proxy=None,
+                open_timeout=min(self.target.timeout_s, CONNECT_DEADLINE_S), compression=None,
+                max_size=self.target.max_answer_bytes, ping_interval=None)
+        return self._connection
+
+    async def _next(self, connection: ClientConnection, trigger: asyncio.Task[bool] | None) -> str | bytes | None:
+        """The next frame, or None once `trigger` says to go away first."""
+        receiving = asyncio.ensure_future(connection.recv())
+        if trigger is None:
+            return await receiving
+        done, _ = await asyncio.wait({receiving, trigger}, return_when=asyncio.FIRST_COMPLETED)
+        if receiving in done:
+            return receiving.result()
+        if trigger.result():
+            receiving.cancel()
+            return None
+        return await receiving  # it gave up waiting: the client stays
+
+    async def close(self) -> None:
+        if self._connection is not None:
+            connection, self._connection = self._connection, None
+            await connection.close()
+
+
+def _frame(received: str | bytes, frames: list[dict[str, Any]], exchange: Exchange) -> bool:
+    """Keep a frame that is a JSON object; False (a defect noted) for one that is not."""
+    try:
+        value = json.loads(received)
+    except ValueError:
+        value = None
+    if isinstance(received, bytes) or not isinstance(value, dict):
+        what = "a binary frame" if isinstance(received, bytes) else "a text frame that is not a JSON object"
+        exchange.defects.append(Defect("framing", f"frame {len(frames)} is {what} (every frame of WebSocket mode "
+                                                  "is one JSON object)"))
+        return False
+    frames.append(value)
+    return True
+
+
+def _answer(exchange: Exchange, frames: list[dict[str, Any]]) -> None:
+    """The frames as the exchange's answer: a create refused by an error frame as an error
+    answer, a response's frames as its events."""
+    if len(frames) == 1 and frames[0].get("type") == "error" and not exchange.disconnected:
+        error = frames[0]
+        exchange.status = error.get("status") if isinstance(error.get("status"), int) else None
+        if exchange.status is None:
+            exchange.defects.append(Defect("framing", "the error frame refusing the create has no integer `status` "
+                                                      "(OpenAI's carries the HTTP status the request would get)"))
+        exchange.body = {"error": error.get("error")}
+        exchange.meta["error_frame"] = error
+        return
+    exchange.status = 200 if frames else None
+    exchange.sse = "".join(f"event: {frame.get('type')}\ndata: {json.dumps(frame)}\n\n" for frame in frames)
