@@ -16,6 +16,7 @@ from ..judge.judgement import Case, judge
 from ..model.findings import Finding, Severity
 from ..wire.capture import exchange_files
 from ..wire.exchange import Exchange
+from ..wire.websocket import connection_exchanges, is_connection
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
 
 
@@ -32,12 +33,17 @@ def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
 
 
 def _exchanges_in(path: Path) -> list[Exchange]:
-    """The exchanges a file holds (one object, a list of them, or a golden unit's steps);
-    raises `HarnessError` naming the file and the problem."""
+    """The exchanges a file holds (one object, a list of them, a golden unit's steps, or a
+    WebSocket connection's creates); raises `HarnessError` naming the file and the problem."""
     try:
         data = read_json(path)
     except (OSError, ValueError) as problem:
         raise HarnessError(f"{path}: cannot read it as JSON ({problem})") from problem
+    if is_connection(data):
+        try:
+            return connection_exchanges(data)
+        except ValueError as problem:
+            raise HarnessError(f"{path}: {problem}") from problem
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
         data = [step.get("exchange") if isinstance(step, dict) else None for step in data["steps"]]
     entries = data if isinstance(data, list) else [data]
@@ -59,9 +65,11 @@ def check_exchange(paths: tuple[Path, ...], surface: str, current: bool) -> None
     """Run every no-reference check (SDK schema, stream grammar) on exchange files.
 
     A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}}, a
-    list of such objects, or a golden unit (`parity record`'s `<scenario>/<mode>.json`); a folder
-    stands for its `*.json` files (a `parity proxy` capture folder). Exit 1 if any error-level
-    finding, 2 if a file could not be read or a folder holds none."""
+    list of such objects, a golden unit (`parity record`'s `<scenario>/<mode>.json`) or a
+    WebSocket connection ({"transport": "websocket", "messages": [...]}); a folder stands for its
+    `*.json` files (a `parity proxy` capture folder). A file that cannot be read as one is an
+    error in the tally. Exit 1 if any error-level finding, 2 if a file could not be read or
+    there are none."""
     chat = None if surface == "auto" else surface == "chat"
     files = tuple(exchange_files(list(paths)))
     if not files:
@@ -88,6 +96,7 @@ def check_exchange(paths: tuple[Path, ...], surface: str, current: bool) -> None
                           soft_wrap=True)
             for finding in findings:
                 counts[finding.severity] += 1
-    out.print(f"{len(files) - unreadable} file(s) checked: {counts[Severity.ERROR]} error(s), "
+    unread = f" ({unreadable} unreadable)" if unreadable else ""
+    out.print(f"{len(files)} file(s) checked{unread}: {counts[Severity.ERROR] + unreadable} error(s), "
               f"{counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
     sys.exit(EXIT_USAGE if unreadable else EXIT_FAILED if counts[Severity.ERROR] else EXIT_OK)

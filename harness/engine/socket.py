@@ -1,16 +1,11 @@
 """Creating responses over a WebSocket, as OpenAI's WebSocket mode does: one connection per
 scenario run in `websocket` mode, opened at its first create and kept for the next ones; each
-create a `response.create` frame (the request's fields, `stream` implicit); its answer the
-frames up to the response's terminal event, or an `error` frame that refuses it (`ended`).
+create a `response.create` frame, its answer an `Exchange` as `wire/websocket.py` makes it.
 
-An answer becomes an `Exchange` the judge reads as it reads an HTTP one: a response's frames as
-its events (`sse` written from them, each frame one event), status 200; a create refused with an
-error frame as an error answer (the frame's `status`, its `error` as the body; a refusing frame
-without a `status` is a `wire.framing` defect). The exchange's
-`meta.transport` says `websocket`. Bounds as for HTTP: at most `max_answer_bytes` a frame, every
-answer within the target's timeout from its create; a frame that is not a JSON object is a
-`wire.framing` defect; a target that closes the connection, or answers nothing in time, gives an
-exchange with `transport_error` set, and the next create opens a new connection.
+Bounds as for HTTP: at most `max_answer_bytes` a frame, every answer within the target's
+timeout from its create; a frame that is not a JSON object ends the answer (a `wire.framing`
+defect); a target that closes the connection, or answers nothing in time, gives an exchange
+with `transport_error` set, and the next create opens a new connection.
 """
 
 from __future__ import annotations
@@ -24,17 +19,9 @@ import websockets
 from websockets.asyncio.client import ClientConnection, connect
 
 from ..scenario.model import Disconnect
-from ..wire.decode import Defect
-from ..wire.exchange import TERMINAL_EVENTS, Exchange
+from ..wire.exchange import Exchange
+from ..wire.websocket import answered, create_frame, ended, frame_value, socket_exchange
 from .targets import CONNECT_DEADLINE_S, Target, Trigger
-
-def ended(frames: list[dict[str, Any]]) -> bool:
-    """Whether a create's answer is over: its response's terminal event came, or an error frame
-    that refuses the request (the first frame, or one with a `status`); an error in the course of
-    a response is followed by its terminal event, as on a stream."""
-    last = frames[-1] if frames else {}
-    return last.get("type") in TERMINAL_EVENTS or (last.get("type") == "error" and (len(frames) == 1 or
-                                                                                    "status" in last))
 
 
 def socket_url(target: Target) -> str:
@@ -54,9 +41,8 @@ class Socket:
                      disconnect_when: Trigger | None = None) -> Exchange:
         """Send one create and read its answer (see the module's docstring); with `disconnect`,
         the connection is closed early, on purpose."""
-        url = socket_url(self.target)
-        frame = {"type": "response.create"} | {key: value for key, value in body.items() if key != "stream"}
-        exchange = Exchange("POST", url, request_body=body, meta={"transport": "websocket"})
+        frame = create_frame(body)
+        exchange = socket_exchange(socket_url(self.target), frame)
         started = time.monotonic()
         frames: list[dict[str, Any]] = []
         trigger = asyncio.create_task(disconnect_when()) if disconnect_when is not None else None
@@ -71,8 +57,10 @@ class Socket:
                         exchange.disconnected = True
                         break
                     exchange.event_times_s.append(time.monotonic() - started)
-                    if not _frame(received, frames, exchange):
+                    value = frame_value(received, len(frames), exchange)
+                    if value is None:
                         break
+                    frames.append(value)
                     if disconnect is not None and frames[-1].get("type") == disconnect.after_event:
                         exchange.disconnected = True
                         break
@@ -88,7 +76,7 @@ class Socket:
                 trigger.cancel()
         if exchange.disconnected or exchange.transport_error:
             await self.close()
-        _answer(exchange, frames)
+        answered(exchange, frames)
         exchange.elapsed_s = time.monotonic() - started
         return exchange
 
@@ -118,33 +106,3 @@ class Socket:
             connection, self._connection = self._connection, None
             await connection.close()
 
-
-def _frame(received: str | bytes, frames: list[dict[str, Any]], exchange: Exchange) -> bool:
-    """Keep a frame that is a JSON object; False (a defect noted) for one that is not."""
-    try:
-        value = json.loads(received)
-    except ValueError:
-        value = None
-    if isinstance(received, bytes) or not isinstance(value, dict):
-        what = "a binary frame" if isinstance(received, bytes) else "a text frame that is not a JSON object"
-        exchange.defects.append(Defect("framing", f"frame {len(frames)} is {what} (every frame of WebSocket mode "
-                                                  "is one JSON object)"))
-        return False
-    frames.append(value)
-    return True
-
-
-def _answer(exchange: Exchange, frames: list[dict[str, Any]]) -> None:
-    """The frames as the exchange's answer: a create refused by an error frame as an error
-    answer, a response's frames as its events."""
-    if len(frames) == 1 and frames[0].get("type") == "error" and not exchange.disconnected:
-        error = frames[0]
-        exchange.status = error.get("status") if isinstance(error.get("status"), int) else None
-        if exchange.status is None:
-            exchange.defects.append(Defect("framing", "the error frame refusing the create has no integer `status` "
-                                                      "(OpenAI's carries the HTTP status the request would get)"))
-        exchange.body = {"error": error.get("error")}
-        exchange.meta["error_frame"] = error
-        return
-    exchange.status = 200 if frames else None
-    exchange.sse = "".join(f"event: {frame.get('type')}\ndata: {json.dumps(frame)}\n\n" for frame in frames)

@@ -14,6 +14,7 @@ from responses_parity.harness.cli import main
 from responses_parity.harness.judge.checks import no_reference_findings
 from responses_parity.harness.model.findings import Severity
 from responses_parity.harness.wire.exchange import Exchange
+from responses_parity.harness.wire.websocket import connection_exchanges
 
 EXCHANGES = sorted((Path(__file__).parent / "exchanges").glob("*.json"))
 
@@ -59,6 +60,7 @@ def test_a_broken_answer_fails_and_an_unreadable_file_is_named(tmp_path: Path) -
     code, output = invoke("check-exchange", str(tmp_path / "garbage.json"), str(broken))
     assert code == 2
     assert f"{tmp_path / 'garbage.json'}: cannot read it as JSON" in output
+    assert "2 file(s) checked (1 unreadable): 3 error(s)" in output  # one per broken exchange, and the garbage
     assert f"{broken}[0]: error" in output
     code, output = invoke("check-exchange", str(tmp_path))  # a folder: its *.json files, in name order
     assert code == 2 and output.index(f"{broken}[0]: error") < output.index(f"{tmp_path / 'garbage.json'}: cannot")
@@ -84,3 +86,40 @@ def test_the_reference_gateways_own_recorded_exchanges_have_no_warning(tmp_path:
     units = sorted(map(str, (tmp_path / "goldens" / "reference").glob("*/*.json")))
     code, output = invoke("check-exchange", "--current", *units)
     assert code == 0 and f"{len(units)} file(s) checked: 0 error(s), 0 warning(s)" in output, output
+
+
+def _connection(*messages: tuple[str, dict]) -> dict:
+    return {"transport": "websocket", "request": {"url": "wss://gw/v1/responses", "headers": None},
+            "messages": [{"direction": direction, "data": data} for direction, data in messages], "close": None}
+
+
+def _response_frames(response_id: str, first: int) -> list[tuple[str, dict]]:
+    response = {"id": response_id, "object": "response", "status": "in_progress", "output": []}
+    return [("received", {"type": "response.created", "sequence_number": first, "response": response}),
+            ("received", {"type": "response.completed", "sequence_number": first + 1,
+                          "response": response | {"status": "completed"}})]
+
+
+def test_a_websocket_connection_file_is_one_exchange_per_create_each_numbered_from_zero(tmp_path: Path) -> None:
+    create = ("sent", {"type": "response.create", "model": "m", "input": "hi"})
+    path = tmp_path / "connection.json"
+    path.write_text(json.dumps(_connection(create, *_response_frames("resp_1", 0), create,
+                                           *_response_frames("resp_2", 2))))
+    code, output = invoke("check-exchange", str(path))
+    assert code == 1 and f"{path}[0]" in output and f"{path}[1]: error" in output
+    assert "event 0 (response.created) has sequence_number 2, expected 0" in output
+
+
+def test_what_a_connection_file_holds_out_of_place_is_named() -> None:
+    create = ("sent", {"type": "response.create", "model": "m", "input": "hi"})
+    late = ("received", {"type": "response.output_text.delta", "delta": "x"})
+    [exchange] = connection_exchanges(_connection(create, *_response_frames("resp_1", 0), late,
+                                                  ("received", "[DONE]")))
+    assert exchange.request_body == {"model": "m", "input": "hi"} and exchange.meta["transport"] == "websocket"
+    assert [defect.message for defect in exchange.defects] == [
+        "frame 2 (response.output_text.delta) comes after the create's answer ended",
+        "frame 3 is a text frame that is not a JSON object (every frame of WebSocket mode is one JSON object)"]
+    with pytest.raises(ValueError, match=r"messages\[0\]: the server sent a frame before any create"):
+        connection_exchanges(_connection(late))
+    [cut] = connection_exchanges(_connection(create, _response_frames("resp_1", 0)[0]))
+    assert cut.transport_error == "the connection ended before the answer did"
