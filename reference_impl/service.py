@@ -107,10 +107,10 @@ class ResponsesService:
                                  param="previous_response_id", code="previous_response_not_found")
         return stored.chain
 
-    async def prepare(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None
-                      ) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
+    async def prepare(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None,
+                      generate: bool = True) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
         """The request, the loop's context and the input items with ids; raises what OpenAI
-        would refuse (`recent`: see `_history_before`)."""
+        would refuse (`recent`: see `_history_before`; `generate`: see `LoopRequest`)."""
         request, input_items = await body.checked(_validated)
         before = await self._history_before(request, recent)
         history = await body.checked(lambda _: history_from_input(before, input_items))  # as long as the input
@@ -122,12 +122,14 @@ class ResponsesService:
                                      "which is not in this request's tools.", param="tools")
         await self.runtime.check_hosted_tools(request.tools)
         cap = self.runtime.config.tool_call_cap
-        ctx = self.runtime.context(loop_request(request), api_key, request.hosted_tools, history=history,
-                                   bindings=bindings, tool_budget=min(request.max_tool_calls or cap, cap))
+        ctx = self.runtime.context(replace(loop_request(request), generate=generate), api_key, request.hosted_tools,
+                                   history=history, bindings=bindings,
+                                   tool_budget=min(request.max_tool_calls or cap, cap))
         return request, ctx, input_items
 
-    async def start(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None) -> Run:
-        request, ctx, input_items = await self.prepare(body, api_key, recent)
+    async def start(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None,
+                    generate: bool = True) -> Run:
+        request, ctx, input_items = await self.prepare(body, api_key, recent, generate)
         log = EventLog(publish_at_once=not request.background)
         run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)
 

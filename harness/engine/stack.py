@@ -35,6 +35,7 @@ from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.search import build_search_app
 from ...fixtures.upstream import SERVICE_NAME, UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript
+from ...openai_contract.request_body import MAX_BODY_BYTES
 from ..defaults import LOOPBACK
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
@@ -55,8 +56,13 @@ def reference_config(upstream_url: str, search_url: str | None = None, **setting
     if search_url is not None:
         defaults["web_search"] = WebSearchConfig("http", url=search_url)
     return GatewayConfig(upstream_url=f"{upstream_url}/v1", **(defaults | settings))
+
+
 START_TIMEOUT_S = 15.0
 KEEP_ALIVE_S = 30
+WS_FRAME_ROOM = 2**20
+"""How much larger than a body a WebSocket frame may be, so an app can refuse a frame too
+large itself rather than have the connection closed under it."""
 
 
 class ServerThread:
@@ -84,7 +90,8 @@ class ServerThread:
         # wheels), asyncio and h11 elsewhere. uvicorn installs no signal handler outside the main
         # thread, so the loop may run in this one.
         config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", lifespan="on",
-                                timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S)
+                                timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S,
+                                ws_max_size=MAX_BODY_BYTES + WS_FRAME_ROOM)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"parity-server-{self.port}", daemon=True)

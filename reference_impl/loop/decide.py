@@ -2,6 +2,7 @@
 
 Rules they keep:
 - a server whose tools cannot be listed fails the request before the model is asked;
+- a warm-up (`generate: false`) lists the tools and ends there: no model turn, no call run;
 - a request with approval answers runs the approved calls first (the model is not asked
   again before the approved call has run); a denial only adds to the transcript;
 - a model turn's gateway calls run within the `max_tool_calls` budget; calls past it, or made
@@ -60,9 +61,12 @@ def refusal(call: ToolCall) -> ToolOutput:
     return ToolOutput(call.call_id, f"Tool '{call.name}' is not available in this request.")
 
 
-def decide_start(history: History, budget: int, listing_failures: Sequence[GatewayError] = ()) -> NextAction:
+def decide_start(history: History, budget: int, listing_failures: Sequence[GatewayError] = (),
+                 generate: bool = True) -> NextAction:
     if listing_failures:
         return Finish(Failed(listing_failures[0]))
+    if not generate:
+        return Finish(Completed())
     approved = [GatewayCall(d.pending.call, d.pending.server_label, d.pending.approval_request_id)
                 for d in history.decisions if d.approve]
     if not approved:

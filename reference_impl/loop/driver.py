@@ -63,7 +63,8 @@ async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> Ending:
     sink.emit(RunStarted())
     listing_failures = await _list_tools(ctx, state, sink)
     state.transcript += denials(ctx.history)
-    state.set_next_action(decide_start(ctx.history, remaining_budget(ctx, state), listing_failures))
+    state.set_next_action(decide_start(ctx.history, remaining_budget(ctx, state), listing_failures,
+                                       ctx.request.generate))
     while True:
         action = state.take_next_action()
         match action:

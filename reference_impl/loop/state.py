@@ -58,6 +58,9 @@ class LoopRequest:
     stream: bool = False
     """Whether to stream the upstream call."""
     sampling: dict[str, Any] = field(default_factory=dict)
+    generate: bool = True
+    """False: a warm-up (WebSocket mode's `generate: false`): the tools are listed, the model is
+    not asked, the response ends with no answer and can be continued."""
 
 
 @dataclass(frozen=True)

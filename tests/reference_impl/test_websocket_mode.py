@@ -19,7 +19,9 @@ from websockets.sync.client import ClientConnection, connect
 
 from responses_parity.fixtures.upstream.script import run_marker
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.openai_contract.request_body import MAX_BODY_BYTES
 from responses_parity.reference_impl import build_gateway_app
+from responses_parity.reference_impl.websocket import MAX_ACTIVE, MAX_LANES
 
 DEADLINE_S = 30.0
 
@@ -124,3 +126,87 @@ def test_a_client_that_closes_the_socket_cancels_its_response(stack: Stack) -> N
             "cancelled":  # stored once the run has ended
         assert time.monotonic() < deadline, f"the response is still {stored}"
         time.sleep(0.05)
+
+
+def _text(terminal: dict[str, Any]) -> str:
+    """The answer's text, from its terminal frame."""
+    return terminal["response"]["output"][0]["content"][0]["text"]
+
+
+def _create(socket: ClientConnection, **fields: Any) -> None:
+    socket.send(json.dumps({"type": "response.create", "model": "m"} | fields))
+
+
+def test_lanes_run_side_by_side_and_their_events_echo_the_lane(stack: Stack, socket: ClientConnection) -> None:
+    """A slow response on one lane does not hold up another lane's; a lane's events say which."""
+    slow, fast = scripted(stack, [{"text": "slow", "delay": 30}]), scripted(stack, [{"text": "fast"}])
+    _create(socket, input=f"a {run_marker(slow, 0)}", stream_id="agent_1")
+    assert json.loads(socket.recv(timeout=DEADLINE_S))["stream_id"] == "agent_1"  # it has begun
+    _create(socket, input=f"b {run_marker(fast, 0)}", stream_id="agent_2")
+    frames = until_terminal(socket)
+    on_lane_2 = [frame for frame in frames if frame.get("stream_id") == "agent_2"]
+    assert on_lane_2[-1]["type"] == "response.completed" and _text(on_lane_2[-1]) == "fast"
+    assert [frame["sequence_number"] for frame in on_lane_2] == list(range(len(on_lane_2)))
+
+
+def test_creates_on_one_lane_are_answered_in_order(stack: Stack, socket: ClientConnection) -> None:
+    one, two = scripted(stack, [{"text": "one"}]), scripted(stack, [{"text": "two"}])
+    _create(socket, input=f"1 {run_marker(one, 0)}")
+    _create(socket, input=f"2 {run_marker(two, 0)}")
+    first, second = until_terminal(socket), until_terminal(socket)
+    assert (_text(first[-1]), _text(second[-1])) == ("one", "two")
+    assert first[0]["response"]["id"] != second[0]["response"]["id"] and second[0]["sequence_number"] == 0
+
+
+def test_a_flood_of_creates_is_refused_past_the_limit_and_the_connection_stays_usable(
+        stack: Stack, socket: ClientConnection) -> None:
+    """One create runs (slowly), fifteen wait; the seventeenth gets an error frame; the
+    connection still answers."""
+    run = scripted(stack, [{"text": "slow", "delay": 30}])
+    _create(socket, input=f"hold {run_marker(run, 0)}")
+    assert json.loads(socket.recv(timeout=DEADLINE_S))["type"] == "response.created"
+    for _ in range(MAX_ACTIVE - 1):
+        _create(socket, input="waits")
+    _create(socket, input="one too many")
+    refused = next(frame for frame in iter(lambda: json.loads(socket.recv(timeout=DEADLINE_S)), None)
+                   if frame["type"] == "error")  # after the running response's own frames
+    assert (refused["type"], refused["status"], refused["error"]["code"]) == ("error", 400,
+                                                                             "too_many_active_responses")
+    socket.send('{"type": "response.cancel"}')
+    assert json.loads(socket.recv(timeout=DEADLINE_S))["error"]["param"] == "type"
+
+
+def test_a_lane_name_is_checked_and_lanes_are_limited(stack: Stack, socket: ClientConnection) -> None:
+    _create(socket, input="x", stream_id="not a name!")
+    [bad] = until_terminal(socket)
+    assert (bad["error"]["code"], bad["error"]["param"], bad["stream_id"]) == (
+        "invalid_stream_id", "stream_id", "not a name!")
+    for lane in range(MAX_LANES):  # warm-ups: no model turn
+        _create(socket, input="x", stream_id=f"lane_{lane}", generate=False, store=False)
+        assert until_terminal(socket)[-1]["type"] == "response.completed"
+    _create(socket, input="x", stream_id="one_lane_too_many", generate=False, store=False)
+    [limit] = until_terminal(socket)
+    assert (limit["error"]["code"], limit["error"]["param"], limit["stream_id"]) == (
+        "websocket_stream_limit_reached", "stream_id", "one_lane_too_many")
+
+
+def test_a_warm_up_asks_no_model_and_its_id_is_continued(stack: Stack, socket: ClientConnection) -> None:
+    run = scripted(stack, [{"text": "Seven."}])
+    _create(socket, input="Remember the number 7.", generate=False, store=False)
+    warm_up = until_terminal(socket)
+    assert [frame["type"] for frame in warm_up] == ["response.created", "response.in_progress",
+                                                    "response.completed"]
+    assert warm_up[-1]["response"]["output"] == []
+    _create(socket, input=f"Which number? {run_marker(run, 0)}", previous_response_id=warm_up[0]["response"]["id"],
+            store=False)
+    assert until_terminal(socket)[-1]["type"] == "response.completed"
+    [asked] = upstream_requests(stack, run)  # the warm-up asked nothing; this turn sees its input
+    assert asked["item_types"] == ["message", "message"]
+
+
+def test_a_frame_larger_than_a_body_may_be_gets_an_error_frame(stack: Stack, socket: ClientConnection) -> None:
+    socket.send(json.dumps({"type": "response.create", "model": "m", "input": "x" * MAX_BODY_BYTES}))
+    [error] = until_terminal(socket)
+    assert (error["status"], error["error"]["code"]) == (413, "request_too_large")
+    socket.send('{"type": "response.cancel"}')
+    assert json.loads(socket.recv(timeout=DEADLINE_S))["error"]["param"] == "type"
