@@ -4,7 +4,6 @@ targets; `parity replay` and `parity scenario from-capture` on what it captured.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import subprocess
@@ -17,42 +16,14 @@ import httpx
 import pytest
 import yaml
 from hostile_target import HostileTarget
-from openai import AsyncOpenAI, OpenAI
+from openai import OpenAI
 from parity_process import DEADLINE_S, PARITY, ParityProcess, running
 from proxy_process import captured_files, start_proxy
+from sdk_flows import AGENT_TURNS, API_KEY, FLOW_TURNS, MCP_TOKEN, Transport, agent_run, sdk_flow, stable, stack_with
 
-from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.traffic.from_capture import model_turns
-
-API_KEY = "sk-proxy-test-secret-4f7a9c2e1b"
-MCP_TOKEN = "mcp-token-9d8c7b6a5f4e"
-VOLATILE = {"id", "created_at", "completed_at", "call_id", "approval_request_id", "previous_response_id", "item_id",
-            "response_id", "obfuscation"}
-FLOW_TURNS: list[dict[str, Any]] = [
-    {"call": {"tool": "add", "arguments": {"a": 2, "b": 3}}}, {"text": "2 + 3 = 5."},          # MCP call
-    {"call": {"tool": "add", "arguments": {"a": 4, "b": 5}}}, {"text": "4 + 5 = 9."},          # approval
-    {"call": {"tool": "get_weather", "arguments": {"city": "Paris"}}}, {"text": "Sunny, 18 °C."},  # function
-]
-WEATHER = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
-           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
-
-
-def stable(value: Any) -> Any:
-    """An SDK object as plain data, without what differs between two runs (ids, times)."""
-    if hasattr(value, "model_dump"):
-        value = value.model_dump(mode="json")
-    if isinstance(value, dict):
-        return {key: stable(item) for key, item in value.items() if key not in VOLATILE}
-    if isinstance(value, list | tuple):
-        return [stable(item) for item in value]
-    return value
-
-
-def stack_with(turns: list[dict[str, Any]]) -> Stack:
-    return Stack(mcp_names=["calc"], with_reference=True, adhoc_script=AdHocScript.model_validate({"turns": turns}))
-
 
 @pytest.fixture
 def start(tmp_path: Path) -> Iterator[Callable[..., ParityProcess]]:
@@ -60,45 +31,20 @@ def start(tmp_path: Path) -> Iterator[Callable[..., ParityProcess]]:
         yield starting
 
 
-def sdk_flow(client: OpenAI, mcp_url: str, stream: bool) -> list[Any]:
-    """An MCP call, an approval, a function call round trip: every answer the SDK parsed (with
-    `stream`, every event too)."""
-    seen: list[Any] = []
-
-    def create(**request: Any) -> Any:
-        if not stream:
-            seen.append(client.responses.create(model="parity-model", **request))
-            return seen[-1]
-        events = list(client.responses.create(model="parity-model", stream=True, **request))
-        seen.extend(events)
-        return events[-1].response
-
-    calc = {"type": "mcp", "server_label": "calc", "server_url": mcp_url, "authorization": MCP_TOKEN}
-    create(input="What is 2 + 3?", tools=[calc | {"require_approval": "never"}])
-    asked = create(input="What is 4 + 5?", tools=[calc | {"require_approval": "always"}])
-    approval = next(item for item in asked.output if item.type == "mcp_approval_request")
-    create(previous_response_id=asked.id, tools=[calc | {"require_approval": "always"}],
-           input=[{"type": "mcp_approval_response", "approval_request_id": approval.id, "approve": True}])
-    first = create(input="Weather in Paris?", tools=[WEATHER])
-    call = next(item for item in first.output if item.type == "function_call")
-    create(previous_response_id=first.id, tools=[WEATHER],
-           input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"celsius": 18}'}])
-    return seen
-
-
 def check_exchange(files: list[Path]) -> subprocess.CompletedProcess[str]:
     return child_process.run([str(PARITY), "check-exchange", "--current", *map(str, files)], capture_output=True,
                              text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(stream: bool, start: Callable[..., ParityProcess],
+@pytest.mark.parametrize("transport", ["json", "stream"])
+def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(transport: Transport,
+                                                                start: Callable[..., ParityProcess],
                                                                 tmp_path: Path) -> None:
     with stack_with(FLOW_TURNS * 2) as stack:
         gateway, mcp_url = f"{stack.reference_url}", stack.mcp["calc"].base_url + "/mcp"
-        direct = sdk_flow(OpenAI(base_url=f"{gateway}/v1", api_key=API_KEY), mcp_url, stream)
+        direct = sdk_flow(OpenAI(base_url=f"{gateway}/v1", api_key=API_KEY), mcp_url, transport)
         proxy, url = start_proxy(start, gateway, tmp_path / "captures")
-        proxied = sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), mcp_url, stream)
+        proxied = sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), mcp_url, transport)
     assert [type(answer) for answer in proxied] == [type(answer) for answer in direct]
     assert stable(proxied) == stable(direct)
     files = captured_files(tmp_path / "captures", 5)
@@ -108,51 +54,21 @@ def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(stream: bool, st
     for file in files:
         text = file.read_text()
         assert API_KEY not in text and MCP_TOKEN not in text, file
-        assert json.loads(text)["response"]["sse" if stream else "body"], file
+        assert json.loads(text)["response"]["sse" if transport == "stream" else "body"], file
     assert "<redacted>" in files[0].read_text()  # the MCP tool's authorization, removed by value
     assert API_KEY not in proxy.output()
     proxy.wait_for(r"^0005-post-v1-responses\.json: POST /v1/responses -> 200")
     assert not re.search(r"^\S+\.json: (error|warning) ", proxy.output(), re.MULTILINE), proxy.output()
 
 
-def agent_run(base_url: str, mcp_url: str, stream: bool) -> tuple[Any, list[Any]]:
-    """The openai-agents Runner with a hosted MCP tool and a function tool: its final output
-    and the raw items it produced."""
-    from agents import Agent, HostedMCPTool, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
-
-    @function_tool
-    def get_weather(city: str) -> str:
-        """The weather in a city."""
-        return f"18 °C in {city}"
-
-    async def go() -> tuple[Any, list[Any]]:
-        set_tracing_disabled(True)
-        client = AsyncOpenAI(base_url=base_url, api_key=API_KEY)
-        calc = HostedMCPTool(tool_config={"type": "mcp", "server_label": "calc", "require_approval": "never",
-                                          "server_url": mcp_url})
-        agent = Agent(name="assistant", tools=[calc, get_weather],
-                      model=OpenAIResponsesModel(model="parity-model", openai_client=client))
-        if stream:
-            result = Runner.run_streamed(agent, "19 + 23, and the weather in Paris?")
-            async for _ in result.stream_events():
-                pass
-        else:
-            result = await Runner.run(agent, "19 + 23, and the weather in Paris?")
-        return result.final_output, [item.raw_item for item in result.new_items]
-
-    return asyncio.run(go())
-
-
-@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-def test_the_agents_sdk_gets_the_same_run_through_the_proxy(stream: bool, start: Callable[..., ParityProcess],
+@pytest.mark.parametrize("transport", ["json", "stream"])
+def test_the_agents_sdk_gets_the_same_run_through_the_proxy(transport: Transport, start: Callable[..., ParityProcess],
                                                             tmp_path: Path) -> None:
     pytest.importorskip("agents", reason="the openai-agents SDK comes with the test extra: .[test]")
-    turns = [{"call": {"tool": "add", "arguments": {"a": 19, "b": 23}}},
-             {"call": {"tool": "get_weather", "arguments": {"city": "Paris"}}}, {"text": "42, and 18 °C."}]
-    with stack_with(turns * 2) as stack:
-        direct = agent_run(f"{stack.reference_url}/v1", stack.mcp["calc"].base_url + "/mcp", stream)
+    with stack_with(AGENT_TURNS * 2) as stack:
+        direct = agent_run(f"{stack.reference_url}/v1", stack.mcp["calc"].base_url + "/mcp", transport)
         _, url = start_proxy(start, f"{stack.reference_url}", tmp_path / "captures")
-        proxied = agent_run(f"{url}/v1", stack.mcp["calc"].base_url + "/mcp", stream)
+        proxied = agent_run(f"{url}/v1", stack.mcp["calc"].base_url + "/mcp", transport)
         assert direct[0] == "42, and 18 °C."
         assert stable(proxied) == stable(direct)
         files = captured_files(tmp_path / "captures", 2)
@@ -236,9 +152,10 @@ def test_an_answer_the_upstream_breaks_off_is_cut_for_the_client_too_and_a_findi
     assert "broke off" in capture["transport_error"]
 
 
-def capture_flow(start: Callable[..., ParityProcess], stack: Stack, captures: Path, stream: bool = False) -> list[Path]:
+def capture_flow(start: Callable[..., ParityProcess], stack: Stack, captures: Path,
+                 transport: Transport = "json") -> list[Path]:
     _, url = start_proxy(start, f"{stack.reference_url}", captures)
-    sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), stack.mcp["calc"].base_url + "/mcp", stream)
+    sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), stack.mcp["calc"].base_url + "/mcp", transport)
     return captured_files(captures, 5)
 
 
@@ -257,7 +174,7 @@ def test_replay_maps_ids_and_finds_no_difference_against_the_same_behaviour(
 def test_replay_against_the_reference_gateway_plays_the_captured_model_turns(
         start: Callable[..., ParityProcess], tmp_path: Path) -> None:
     with stack_with(FLOW_TURNS) as stack:
-        capture_flow(start, stack, tmp_path / "captures", stream=True)
+        capture_flow(start, stack, tmp_path / "captures", "stream")
         same = child_process.run([str(PARITY), "replay", str(tmp_path / "captures"), "--target", "reference"],
                                  capture_output=True, text=True, timeout=120, check=False)
     assert same.returncode == 0, same.stdout + same.stderr
@@ -309,7 +226,7 @@ def test_a_capture_becomes_a_scenario_that_loads_and_passes(start: Callable[...,
 def test_a_streamed_conversation_becomes_a_scenario_that_passes(start: Callable[..., ParityProcess],
                                                                 tmp_path: Path) -> None:
     with stack_with(FLOW_TURNS) as stack:
-        capture_flow(start, stack, tmp_path / "captures", stream=True)
+        capture_flow(start, stack, tmp_path / "captures", "stream")
         out = tmp_path / "captured.yaml"
         drafted = child_process.run([str(PARITY), "scenario", "from-capture", str(tmp_path / "captures"), "-o",
                                      str(out), "--id", "streamed-flow"], capture_output=True, text=True, timeout=120)
