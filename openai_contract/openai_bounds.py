@@ -34,6 +34,8 @@ KEYWORDS = ("minLength", "maxLength", "pattern", "minItems", "maxItems", "unique
 """The JSON Schema keywords that bound a value (its type and its enum the SDK carries already)."""
 BODIES: dict[str, tuple[str, str]] = {
     "responses": ("post", "/responses"),
+    "responses.compact": ("post", "/responses/compact"),
+    "responses.input_tokens": ("post", "/responses/input_tokens"),
     "chat": ("post", "/chat/completions"),
     "conversations.create": ("post", "/conversations"),
     "conversations.update": ("post", "/conversations/{conversation_id}"),

@@ -25,7 +25,7 @@ from jsonschema.exceptions import ValidationError
 from openai.types.chat import completion_create_params
 from openai.types.conversations import conversation_create_params, conversation_update_params, item_create_params
 from openai.types import vector_store_create_params, vector_store_search_params, vector_store_update_params
-from openai.types.responses import response_create_params
+from openai.types.responses import input_token_count_params, response_compact_params, response_create_params
 from openai.types.vector_stores import file_batch_create_params, file_create_params, file_update_params
 from pydantic import TypeAdapter
 
@@ -392,6 +392,18 @@ _STREAM = {"stream": {"type": ["boolean", "null"]}}
 def responses_schema() -> RequestSchema:
     """`POST /v1/responses`."""
     return _build(response_create_params.ResponseCreateParamsBase, "responses", _STREAM)
+
+
+@cache
+def compact_schema() -> RequestSchema:
+    """`POST /v1/responses/compact`."""
+    return _build(response_compact_params.ResponseCompactParams, "responses.compact")
+
+
+@cache
+def input_tokens_schema() -> RequestSchema:
+    """`POST /v1/responses/input_tokens`."""
+    return _build(input_token_count_params.InputTokenCountParams, "responses.input_tokens")
 
 
 @cache

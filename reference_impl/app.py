@@ -4,6 +4,7 @@ gets OpenAI's `Invalid URL` 404, and a bug OpenAI's 500 (`last_resort.py`), on a
 stays open for the requests after it.
 
 Routes: `POST /v1/responses`, and `GET /v1/responses` upgraded to a WebSocket (`websocket.py`);
+`POST /v1/responses/compact` (`compaction.py`) and `/v1/responses/input_tokens` (`tokens.py`);
 `GET`, `DELETE /v1/responses/{id}` (`GET ?stream=true
 &starting_after=N` streams a background response again); `POST /v1/responses/{id}/cancel`;
 `GET /v1/responses/{id}/input_items`; the Conversations API (`conversations.py`); the Files
@@ -114,6 +115,13 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             return JSONResponse(run.live_response() if run.log.events else (await stored(run.response_id)).response)
         return await answer_when_done(request, run.task, JSONResponse)
 
+    async def compact_response(request: Request) -> Response:
+        key = key_fingerprint(request.headers.get("authorization"))
+        return JSONResponse(await service.compact(await read_json(request), key))
+
+    async def count_input_tokens(request: Request) -> Response:
+        return JSONResponse(await service.count_input_tokens(await read_json(request)))
+
     async def responses_socket(websocket: WebSocket) -> None:
         await serve_responses_socket(websocket, service, config.websocket_max_s)
 
@@ -185,6 +193,8 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         routes=[
             Route("/v1/responses", create_response, methods=["POST"]),
             WebSocketRoute("/v1/responses", responses_socket),
+            Route("/v1/responses/compact", compact_response, methods=["POST"]),
+            Route("/v1/responses/input_tokens", count_input_tokens, methods=["POST"]),
             Route("/v1/responses/{response_id}", get_response, methods=["GET"]),
             Route("/v1/responses/{response_id}", delete_response, methods=["DELETE"]),
             Route("/v1/responses/{response_id}/cancel", cancel_response, methods=["POST"]),

@@ -5,7 +5,8 @@ far, the tools each MCP server listed (so a continuation does not list again), t
 requests still waiting for an answer, and the ids of the items the client has seen.
 `history_from_input` converts client items into that representation; it is the only place
 where `mcp_*` items are interpreted, and none of them becomes a transcript item except an
-executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`). A `web_search_call` or
+executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`). A `compaction` item becomes the
+summary it seals (`compaction.summary_message`). A `web_search_call` or
 `file_search_call` becomes the function call and output the model reads of it
 (`hosted_items.replayed`): never searched again.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any
 
+from .compaction import Sealer, summary_message
 from .errors import InvalidRequest
 from .hosted_items import ITEM_TYPES as HOSTED_ITEM_TYPES, replayed as replayed_hosted_item
 from .mcp_servers import ListedTool
@@ -105,8 +107,9 @@ def _output_text(item: dict[str, Any]) -> str:
     return str(error or "")
 
 
-def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> History:
-    """Append the client's input items to the chain they continue (empty when stateless)."""
+def history_from_input(previous: Chain | None, items: list[dict[str, Any]], sealer: Sealer) -> History:
+    """Append the client's input items (each with its id: `client.with_ids`) to the chain they
+    continue (empty when stateless); a compaction item is opened with `sealer`."""
     chain = previous or Chain()
     transcript = list(chain.transcript)
     listed = dict(chain.listed)
@@ -125,7 +128,9 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]]) -> H
         if item_id:
             item_ids.add(item_id)
         if kind == "message":
-            transcript.append(Message(item["role"], item["content"]))
+            transcript.append(Message(item["role"], item["content"], id=item_id))
+        elif kind == "compaction":
+            transcript.append(summary_message(item["id"], sealer.open(item["encrypted_content"])))
         elif kind == "function_call":
             transcript.append(ToolCall(item["call_id"], item["name"], item["arguments"]))
             called.add(item["call_id"])

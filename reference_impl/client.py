@@ -200,10 +200,14 @@ def item_resource(item: dict[str, Any]) -> dict[str, Any]:
             "role": item["role"], "content": content}
 
 
+_ID_PREFIXES = {"message": "msg", "compaction": "cmp"}
+
+
 def with_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Input items as stored and listed: each with an id (messages get a `msg_` one)."""
-    return [item_resource(item if item.get("id") else {"id": new_id("msg" if item["type"] == "message" else "item"),
-                                                       **item}) for item in items]
+    """Input items as stored and listed: each with an id (a message's `msg_`, a compaction's
+    `cmp_`, `item_` for the rest)."""
+    return [item_resource(item if item.get("id") else {"id": new_id(_ID_PREFIXES.get(item["type"], "item")), **item})
+            for item in items]
 
 
 def _hosted_tool_use(web_searches: int) -> dict[str, Any]:

@@ -57,6 +57,16 @@ def responses_schema() -> BodyCheck:
 
 
 @cache
+def compact_schema() -> BodyCheck:
+    return BodyCheck(request_schema.compact_schema())
+
+
+@cache
+def input_tokens_schema() -> BodyCheck:
+    return BodyCheck(request_schema.input_tokens_schema())
+
+
+@cache
 def chat_schema() -> BodyCheck:
     return BodyCheck(request_schema.chat_schema())
 

@@ -16,8 +16,9 @@ from .hosted_tools import HostedOutcome
 from .ids import new_id
 from .loop.actions import Completed, Ending, Exhausted, Failed
 from .loop.events import (
-    ApprovalRequested, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone, ListingStarted,
-    LoopEvent, McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted, RunStarted,
+    ApprovalRequested, Compacted, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone,
+    ListingStarted, LoopEvent, McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone,
+    ReasoningStarted, RunStarted,
 )
 from .upstream.items import SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
 from .loop.sink import LoopResult
@@ -132,6 +133,8 @@ class ResponsesSink:
             case ApprovalRequested(request_id=request_id, server_label=label, name=name, arguments=arguments):
                 item = {"id": request_id, "type": "mcp_approval_request", "arguments": arguments, "name": name,
                         "server_label": label}
+                self.done(self.added(item), item)
+            case Compacted(item=item):
                 self.done(self.added(item), item)
             case _:
                 assert_never(event)

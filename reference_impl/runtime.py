@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .client import FileSearchTool, HostedTool, Tool, WebSearchTool
+from .compaction import KEY_NAME, Sealer, new_key
 from .config import GatewayConfig
 from .errors import GatewayError, InvalidRequest, RateLimited
 from .hosted_tools import hosted_runners
@@ -69,6 +70,8 @@ class Runtime:
     connector: McpConnector
     catalog: ToolCatalog
     limiter: RunLimiter
+    sealer: Sealer
+    """Seals and opens compaction items, with the key the store keeps."""
     web_search: WebSearchProvider | None = None
     """The `web_search` tool's backend (None: the gateway offers no web search)."""
 
@@ -82,7 +85,7 @@ class Runtime:
         web_search = None if config.web_search is None else search_provider(config.web_search, clients)
         return cls(config, store, http, make_adapter(config, http), connector,
                    ToolCatalog(connector, config.tool_listing_ttl_s), RunLimiter(config.max_concurrent_runs),
-                   web_search)
+                   Sealer(store.gateway_key(KEY_NAME, new_key)), web_search)
 
     def configured_bindings(self, taken: set[str], approvals: bool) -> list[ServerBinding]:
         """Bindings for the enabled servers of the configuration whose label is not taken;

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .chain import Chain, history_from_input
+from .chain import Chain, History, history_from_input
 from .client import CreateRequest, with_ids
+from .compaction import compacted, compaction_item, context_management, summarise
 from .errors import InvalidRequest, NotFound
 from .event_log import EventLog
 from .ids import new_id
@@ -35,7 +37,10 @@ from .mcp_servers import McpServer
 from .responses_sink import ResponsesSink
 from .runtime import Runtime
 from .store import StoredResponse
-from .validation import validate_create
+from .tokens import count
+from .upstream.adapter import responses_usage
+from .upstream.items import ToolSpec
+from .validation import validate_compact, validate_count, validate_create
 
 _KEPT_IN_CONVERSATIONS = ("completed", "incomplete")
 
@@ -96,7 +101,7 @@ class ResponsesService:
         if request.conversation_id is not None:
             if await self.store.get_conversation(request.conversation_id) is None:
                 raise NotFound(f"Conversation with id '{request.conversation_id}' not found.")
-            return history_from_input(None, await self.store.items(request.conversation_id)).chain
+            return history_from_input(None, await self.store.items(request.conversation_id), self.runtime.sealer).chain
         if request.previous_response_id is None:
             return None
         if recent is not None and recent.response["id"] == request.previous_response_id:
@@ -111,9 +116,8 @@ class ResponsesService:
                       generate: bool = True) -> tuple[CreateRequest, LoopContext, list[dict[str, Any]]]:
         """The request, the loop's context and the input items with ids; raises what OpenAI
         would refuse (`recent`: see `_history_before`; `generate`: see `LoopRequest`)."""
-        request, input_items = await body.checked(_validated)
-        before = await self._history_before(request, recent)
-        history = await body.checked(lambda _: history_from_input(before, input_items))  # as long as the input
+        request, input_items = await body.checked(_validated(validate_create))
+        history = await self._history(body, request, input_items, recent)
         bindings = self._bindings(request)
         labels = {b.server.label for b in bindings}
         for decision in history.decisions:
@@ -124,7 +128,9 @@ class ResponsesService:
         cap = self.runtime.config.tool_call_cap
         ctx = self.runtime.context(replace(loop_request(request), generate=generate), api_key, request.hosted_tools,
                                    history=history, bindings=bindings,
-                                   tool_budget=min(request.max_tool_calls or cap, cap))
+                                   tool_budget=min(request.max_tool_calls or cap, cap),
+                                   context_management=context_management(request.raw.get("context_management"),
+                                                                          self.runtime.sealer))
         return request, ctx, input_items
 
     async def start(self, body: JsonBody, api_key: str, recent: StoredResponse | None = None,
@@ -180,6 +186,34 @@ class ResponsesService:
         run.ended = ended
         run.log.close()
 
+    async def _history(self, body: JsonBody, request: CreateRequest, input_items: list[dict[str, Any]],
+                       recent: StoredResponse | None = None) -> History:
+        """The request's history: what it continues (`recent`: see `_history_before`), with its
+        input items added."""
+        before = await self._history_before(request, recent)
+        return await body.checked(lambda _: history_from_input(before, input_items, self.runtime.sealer))
+
+    async def compact(self, body: JsonBody, api_key: str) -> dict[str, Any]:
+        """`POST /v1/responses/compact`: the compacted window of the request's history (see
+        `compaction.py`), as OpenAI answers it; nothing is stored."""
+        request, input_items = await body.checked(_validated(validate_compact))
+        history = await self._history(body, request, input_items)
+        task = await self.runtime.launch(api_key, lambda: summarise(
+            self.runtime.adapter, request.model, history.chain.transcript, request.instructions))
+        summary, usage = await task
+        output, _ = compacted(history.chain.transcript, compaction_item(self.runtime.sealer, summary), summary)
+        return {"id": new_id("resp"), "object": "response.compaction", "created_at": int(time.time()),
+                "output": output, "usage": usage or responses_usage(0, 0)}
+
+    async def count_input_tokens(self, body: JsonBody) -> dict[str, Any]:
+        """`POST /v1/responses/input_tokens`: the tokens the model would read of the request
+        (`tokens.py`): its instructions, its history with its input, its function tools."""
+        request, input_items = await body.checked(_validated(validate_count))
+        history = await self._history(body, request, input_items)
+        tools = [ToolSpec(t.name, t.description, t.parameters, t.strict) for t in request.function_tools]
+        counted = await asyncio.to_thread(count, request.instructions, history.chain.transcript, tools)
+        return {"object": "response.input_tokens", "input_tokens": counted}
+
     async def cancel(self, response_id: str) -> dict[str, Any]:
         """Cancel a background response (again: the same final response). A run cancelled
         before its task began never stored its end, so it is stored as cancelled here."""
@@ -206,7 +240,10 @@ class ResponsesService:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _validated(body: Any) -> tuple[CreateRequest, list[dict[str, Any]]]:
-    """The validated request and its input items with ids (work that grows with the body)."""
-    request = validate_create(body)
-    return request, with_ids(request.input_items)
+def _validated(validate: Callable[[Any], CreateRequest]) -> Callable[[Any], tuple[CreateRequest, list[dict[str, Any]]]]:
+    """A body's check: the request `validate` makes of it, and its input items with ids (work
+    that grows with the body)."""
+    def check(body: Any) -> tuple[CreateRequest, list[dict[str, Any]]]:
+        request = validate(body)
+        return request, with_ids(request.input_items)
+    return check

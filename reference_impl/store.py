@@ -10,6 +10,7 @@
   and those files' text chunks (cut as the file's bytes are read, `chunking.py`), indexed by
   SQLite FTS5 (ranked by BM25).
 - the audit trail of each loop run, and the signed tool-result cache (`tool_cache.py`).
+- the gateway's own keys (the one sealing compaction items, `compaction.py`).
 
 Every list is read a page at a time (`sql_page.py`): a page reads its own rows, whatever the
 list's length.
@@ -276,6 +277,10 @@ CREATE TABLE IF NOT EXISTS tool_cache (
     value TEXT NOT NULL,
     signature TEXT NOT NULL,
     expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS gateway_keys (
+    name TEXT PRIMARY KEY,
+    value TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS conversation_items (
     conversation_id TEXT NOT NULL,
@@ -742,6 +747,18 @@ class SqliteStore:
     async def cache_put(self, key: str, value: str, signature: str, expires_at: float) -> None:
         await self._run("INSERT OR REPLACE INTO tool_cache (key, value, signature, expires_at) VALUES (?, ?, ?, ?)",
                         (key, value, signature, expires_at))
+
+    def gateway_key(self, name: str, make: Callable[[], str]) -> str:
+        """The gateway's own key `name`, made by `make` the first time and kept from then on (so
+        what it sealed can be opened after a restart); read once, at start-up."""
+        def get_or_make(db: sqlite3.Connection) -> str:
+            row = db.execute("SELECT value FROM gateway_keys WHERE name = ?", (name,)).fetchone()
+            if row is not None:
+                return str(row[0])
+            value = make()
+            db.execute("INSERT INTO gateway_keys (name, value) VALUES (?, ?)", (name, value))
+            return value
+        return self._transaction(get_or_make)
 
     def close(self) -> None:
         with self._lock:

@@ -17,7 +17,7 @@ from .client import (
 )
 from .errors import InvalidRequest
 from .hosted_items import HOSTED_CHOICE_TYPES, WEB_SEARCH_TYPES
-from .refusals import invalid_type, missing, responses_schema, unknown
+from .refusals import BodyCheck, compact_schema, input_tokens_schema, invalid_type, missing, responses_schema, unknown
 from .vector_stores import checked_filter, score_threshold
 
 _SUPPORTED_TOOL_TYPES = {"function", "mcp", "file_search"} | WEB_SEARCH_TYPES
@@ -136,18 +136,18 @@ def _check_hosted_choice(choice: Any, tools: tuple[Tool, ...]) -> None:
         raise InvalidRequest(f"Tool choice '{kind}' not found in 'tools' parameter.", param="tool_choice")
 
 
-def validate_create(body: Any) -> CreateRequest:
-    """The validated request, or the `InvalidRequest` OpenAI would answer with."""
+def _valid_body(body: Any, schema: BodyCheck, required: tuple[str, ...]) -> dict[str, Any]:
+    """`body` if it is an object with the `required` keys, no key OpenAI does not know and
+    every value as OpenAI describes it; else the 400 OpenAI answers, in its order: a missing
+    key (or a `model` that is no string), an unknown one, then the values in body order."""
     if not isinstance(body, dict):
         raise InvalidRequest("We could not parse the JSON body of your request. The OpenAI API expects a "
                              "JSON payload (an object).")
-    if "model" not in body:
-        raise missing("model")
-    if not isinstance(body["model"], str):
-        raise invalid_type("model", "a string", body["model"])
-    if "input" not in body:
-        raise missing("input")
-    schema = responses_schema()
+    for key in required:
+        if key not in body:
+            raise missing(key)
+        if key == "model" and not isinstance(body["model"], str):
+            raise invalid_type("model", "a string", body["model"])
     for key in body:
         if key == "messages":
             raise InvalidRequest("Unsupported parameter: 'messages'. In the Responses API, this parameter has "
@@ -157,15 +157,50 @@ def validate_create(body: Any) -> CreateRequest:
             raise unknown(key, key, schema.parameters)
     if (violation := schema.first_violation(body)) is not None:
         raise violation
-    items = input_items(body["input"])
+    return body
+
+
+def _conversation_id(body: dict[str, Any]) -> str | None:
+    """The conversation a valid body names, if it names one."""
     conversation = body.get("conversation")
-    conversation_id = conversation.get("id") if isinstance(conversation, dict) else conversation
-    if not items and body.get("previous_response_id") is None and conversation_id is None:
-        raise InvalidRequest("One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' "
-                             "must be provided.", code="missing_required_parameter")
+    return conversation.get("id") if isinstance(conversation, dict) else conversation
+
+
+def _continued(body: dict[str, Any], conversation_id: str | None) -> None:
+    """A body continues a previous response or a conversation, not both (OpenAI's 400)."""
     if body.get("previous_response_id") is not None and conversation_id is not None:
         raise InvalidRequest("Mutually exclusive parameters: Ensure you are only providing one of: "
                              "'previous_response_id' or 'conversation'.", code="mutually_exclusive_parameters")
+
+
+def validate_compact(body: Any) -> CreateRequest:
+    """A `POST /v1/responses/compact` body, as the request whose history is compacted."""
+    body = _valid_body(body, compact_schema(), ("model",))
+    return CreateRequest(model=body["model"], input_items=input_items(body.get("input") or []), raw=body,
+                         instructions=body.get("instructions"),
+                         previous_response_id=body.get("previous_response_id"))
+
+
+def validate_count(body: Any) -> CreateRequest:
+    """A `POST /v1/responses/input_tokens` body (nothing is required), as the request whose
+    input is counted."""
+    body = _valid_body(body, input_tokens_schema(), ())
+    conversation_id = _conversation_id(body)
+    _continued(body, conversation_id)
+    return CreateRequest(model=body.get("model") or "", input_items=input_items(body.get("input") or []), raw=body,
+                         tools=_tools(body.get("tools") or []), instructions=body.get("instructions"),
+                         previous_response_id=body.get("previous_response_id"), conversation_id=conversation_id)
+
+
+def validate_create(body: Any) -> CreateRequest:
+    """The validated request, or the `InvalidRequest` OpenAI would answer with."""
+    body = _valid_body(body, responses_schema(), ("model", "input"))
+    items = input_items(body["input"])
+    conversation_id = _conversation_id(body)
+    if not items and body.get("previous_response_id") is None and conversation_id is None:
+        raise InvalidRequest("One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' "
+                             "must be provided.", code="missing_required_parameter")
+    _continued(body, conversation_id)
     store = body.get("store", True) is not False
     if body.get("background") and not store:
         raise InvalidRequest("Background mode requires 'store' to be true.", param="background")

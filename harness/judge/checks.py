@@ -82,6 +82,27 @@ def approval_link_findings(exchange: Exchange) -> list[Finding]:
             and item["approval_request_id"] not in approved]
 
 
+OWN_OBJECTS = ("response.compaction", "response.input_tokens")
+"""The answers of `POST /v1/responses/compact` and `/input_tokens`, checked as the SDK types them."""
+
+
+def compaction_window_findings(body: dict[str, Any]) -> list[Finding]:
+    """A compacted window is OpenAI's: every user message, then one compaction item (the SDK's
+    description of `output`, and every compaction OpenAI answered in the recordings)."""
+    output = body.get("output") if body.get("object") == "response.compaction" else None
+    if not isinstance(output, list):
+        return []
+    shapes = [(item.get("type"), item.get("role")) if isinstance(item, dict) else (None, None) for item in output]
+    wrong = [f"output[{index}] is {kind}" + (f" ({role})" if role else "") for index, (kind, role) in
+             enumerate(shapes[:-1]) if (kind, role) != ("message", "user")]
+    if not shapes or shapes[-1][0] != "compaction":
+        wrong.append("its last item is no compaction item")
+    if not wrong:
+        return []
+    return [Finding(Kind.SCHEMA, Severity.ERROR, "schema.compaction_window",
+                    f"the compacted window is not every user message then one compaction item: {'; '.join(wrong)}")]
+
+
 def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, current: bool = False) -> list[Finding]:
     """Grammar and schema findings for a complete answer (`chat`: the Chat Completions surface;
     None: tell from the answer itself). `current`: the answer came just now from a target,
@@ -105,6 +126,8 @@ def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, curre
         return findings + check_payload("response", body, "body", current)
     if chat and isinstance(body, dict) and body.get("object") == "chat.completion":
         return findings + check_payload("chat.completion", body, "body", current)
+    if isinstance(body, dict) and body.get("object") in OWN_OBJECTS:
+        return findings + check_payload(body["object"], body, "body", current) + compaction_window_findings(body)
     if exchange.answered_create_without_object:
         wanted = "chat.completion" if chat else "Response"
         findings.append(Finding(Kind.SCHEMA, Severity.ERROR, "schema.response_object",

@@ -109,14 +109,27 @@ def _derived(model: Any) -> dict[str, Any]:
     return _rewrite(schema, copy.deepcopy(schema))
 
 
+def _compacted_window() -> Any:
+    """`CompactedResponse` with the `output` OpenAI sends and the SDK describes in words ("all
+    user messages, followed by a single compaction item"): its type says output items, whose
+    messages are the assistant's, and every recorded compaction holds user messages there."""
+    from openai.types.responses import CompactedResponse, ResponseCompactionItem, ResponseInputMessageItem
+
+    class CompactedWindow(CompactedResponse):
+        output: list[ResponseInputMessageItem | ResponseCompactionItem]  # type: ignore[assignment]
+
+    return CompactedWindow
+
+
 def derive_sdk_schemas() -> dict[str, dict[str, Any]]:
     """The JSON Schema of each kind of payload, derived from the installed SDK's types."""
     from openai.types import ErrorObject
     from openai.types.chat import ChatCompletion, ChatCompletionChunk
-    from openai.types.responses import Response, ResponseStreamEvent
+    from openai.types.responses import InputTokenCountResponse, Response, ResponseStreamEvent
 
     models = {"response": Response, "event": ResponseStreamEvent, "error": ErrorObject,
-              "chat.completion": ChatCompletion, "chat.completion.chunk": ChatCompletionChunk}
+              "chat.completion": ChatCompletion, "chat.completion.chunk": ChatCompletionChunk,
+              "response.compaction": _compacted_window(), "response.input_tokens": InputTokenCountResponse}
     return {kind: _derived(model) for kind, model in models.items()}
 
 
@@ -128,7 +141,8 @@ def sdk_schema_cache_file() -> Path:
 
 
 def _complete(value: Any) -> bool:
-    kinds = ("response", "event", "error", "chat.completion", "chat.completion.chunk")
+    kinds = ("response", "event", "error", "chat.completion", "chat.completion.chunk", "response.compaction",
+             "response.input_tokens")
     return isinstance(value, dict) and all(isinstance(value.get(kind), dict) for kind in kinds)
 
 

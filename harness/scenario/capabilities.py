@@ -11,7 +11,8 @@ from typing import Any, Literal
 from .model import Scenario
 
 Capability = Literal["chat_completions", "request_mcp_tools", "mcp_sse_transport", "conversations", "background",
-                     "web_search", "file_search", "files_api", "vector_stores", "websocket"]
+                     "web_search", "file_search", "files_api", "vector_stores", "websocket", "compaction",
+                     "input_tokens"]
 MEANING: dict[str, str] = {
     "chat_completions": "talks to /v1/chat/completions",
     "request_mcp_tools": "names MCP servers by URL in its requests (`type: mcp` tools)",
@@ -23,6 +24,8 @@ MEANING: dict[str, str] = {
     "files_api": "uploads or reads files through the Files API (/v1/files)",
     "vector_stores": "uses the Vector Stores API (/v1/vector_stores)",
     "websocket": "creates its responses over a WebSocket (WebSocket mode)",
+    "compaction": "compacts a conversation (/v1/responses/compact, `context_management`, compaction items as input)",
+    "input_tokens": "counts a request's input tokens (/v1/responses/input_tokens)",
 }
 HOSTED_TOOLS: tuple[Capability, ...] = ("web_search", "file_search")
 """The capabilities that are hosted tools a gateway runs server-side (the matrix shows them)."""
@@ -31,6 +34,8 @@ _API_PATHS: dict[Capability, re.Pattern[str]] = {
     for api, name in (("files_api", "files"), ("vector_stores", "vector_stores"))
 }
 """A step's path under an API: literal (`/v1/files/...`) or its placeholder (`{{files_path}}/...`)."""
+_RESPONSES_ENDPOINTS: dict[Capability, str] = {"compaction": "/compact", "input_tokens": "/input_tokens"}
+"""The endpoints beside `/v1/responses` (`{{responses_path}}/compact`) that are capabilities."""
 
 
 def _tools(body: dict[str, Any]) -> list[dict[str, Any]]:
@@ -49,7 +54,8 @@ def hosted_tool(tool: dict[str, Any]) -> Capability | None:
 
 def body_capabilities(body: Any) -> set[Capability]:
     """What a request body needs of a gateway: the conversation it names, running in the
-    background, the hosted tools it offers, MCP servers named by URL."""
+    background, compaction (`context_management`, a compaction item as input), the hosted tools
+    it offers, MCP servers named by URL."""
     if not isinstance(body, dict):
         return set()
     needs: set[Capability] = set()
@@ -57,6 +63,10 @@ def body_capabilities(body: Any) -> set[Capability]:
         needs.add("conversations")
     if body.get("background") is True:
         needs.add("background")
+    items = body.get("input") if isinstance(body.get("input"), list) else []
+    if "context_management" in body or any(isinstance(item, dict) and item.get("type") == "compaction"
+                                           for item in items):
+        needs.add("compaction")
     for tool in _tools(body):
         if (hosted := hosted_tool(tool)) is not None:
             needs.add(hosted)
@@ -81,6 +91,7 @@ def required_capabilities(scenario: Scenario) -> set[Capability]:
         if "conversations" in path:
             needs.add("conversations")
         needs.update(capability for capability, pattern in _API_PATHS.items() if pattern.match(path))
+        needs.update(capability for capability, ending in _RESPONSES_ENDPOINTS.items() if path.endswith(ending))
         needs |= body_capabilities(step.request)
     return needs
 

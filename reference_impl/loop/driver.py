@@ -18,22 +18,25 @@ from collections.abc import Coroutine
 from typing import Any, assert_never
 
 from ..chain import PendingApproval
+from ..compaction import ContextManagement, compacted, compaction_item, summarise
 from ..errors import BlockedDestination, GatewayError, UpstreamError
 from ..hosted_tools import HostedOutcome, HostedRunner
 from ..ids import new_id
 from ..mcp_servers import CallResult, McpUnavailable, validate_arguments
+from ..tokens import count
 from ..upstream.items import (
     ItemDone, ItemStarted, Message, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta,
     ToolCall, ToolOutput, TurnDone,
 )
-from .actions import CallLlm, CallPlan, Completed, Ending, ExecuteTools, Finish, InterruptForApproval
+from .actions import CallLlm, CallPlan, Completed, Ending, ExecuteTools, Failed, Finish, InterruptForApproval
 from .decide import (
     decide_after_call_llm, decide_after_execute_tools, decide_start, denials, listing_failure, refusal,
     remaining_budget,
 )
 from .events import (
-    ApprovalRequested, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone, ListingStarted,
-    McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted, RunStarted,
+    ApprovalRequested, Compacted, FunctionCallHandedBack, HostedCallDone, HostedCallStarted, ListingDone,
+    ListingStarted, McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone, ReasoningStarted,
+    RunStarted,
 )
 from .sink import LoopSink
 from .state import LoopContext, LoopState, TurnResult
@@ -83,6 +86,9 @@ async def drive(ctx: LoopContext, state: LoopState, sink: LoopSink) -> Ending:
                 return Completed()
             case Finish(ending=ending, hand_back=hand_back):
                 _hand_back(state, sink, hand_back)
+                if ending == Completed() and ctx.context_management is not None:
+                    failure = await _compact_when_due(ctx, state, sink, ctx.context_management)
+                    return Failed(failure) if failure is not None else ending
                 return ending
             case _:
                 assert_never(action)
@@ -257,6 +263,33 @@ async def _report_hosted(state: LoopState, sink: LoopSink, runner: HostedRunner,
 async def _timed(work: Any) -> tuple[Any, int]:
     started = time.monotonic()
     return await work, _milliseconds(started)
+
+
+async def _compact_when_due(ctx: LoopContext, state: LoopState, sink: LoopSink,
+                            managed: ContextManagement) -> UpstreamError | None:
+    """Once the context has reached the request's threshold: the summary turn, the compaction
+    item, and the compacted window as the chain a continuation starts from; the summary turn's
+    failure, if it fails."""
+    tokens = await asyncio.to_thread(count, ctx.request.instructions, tuple(state.transcript))
+    if tokens < managed.threshold:
+        return None
+    started = time.monotonic()
+    state.model_calls += 1
+    try:
+        summary, usage = await summarise(ctx.adapter, ctx.request.model, tuple(state.transcript),
+                                         ctx.request.instructions)
+    except UpstreamError as error:
+        state.audit.append({"kind": "summary_round", "round": state.model_calls, "status": "error",
+                            "latency_ms": _milliseconds(started)})
+        return error
+    state.audit.append({"kind": "summary_round", "round": state.model_calls, "status": "ok",
+                        "latency_ms": _milliseconds(started)})
+    state.add_usage(usage)
+    item = compaction_item(managed.sealer, summary)
+    sink.emit(Compacted(item))
+    _, state.transcript = compacted(state.transcript, item, summary)
+    state.upstream_response_id, state.sent_upto = None, 0
+    return None
 
 
 def _hand_back(state: LoopState, sink: LoopSink, calls: tuple[ToolCall, ...]) -> None:

@@ -116,6 +116,14 @@ class ApprovalRequested:
     arguments: str
 
 
+@dataclass(frozen=True)
+class Compacted:
+    """The context reached the request's threshold and was compacted: the response ends with
+    this compaction item."""
+
+    item: dict[str, Any]
+
+
 LoopEvent = (
     RunStarted
     | ListingStarted
@@ -134,4 +142,5 @@ LoopEvent = (
     | HostedCallDone
     | FunctionCallHandedBack
     | ApprovalRequested
+    | Compacted
 )

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..chain import Chain, History, PendingApproval
 from ..client import FunctionTool, McpTool
+from ..compaction import ContextManagement
 from ..errors import BlockedDestination, GatewayError
 from ..hosted_tools import HostedRunner
 from ..mcp_servers import ListedTool, McpConnector, McpServer
@@ -79,6 +80,8 @@ class LoopContext:
     """Model calls the loop may make (None: no limit of its own)."""
     deadline: float | None = None
     """`time.monotonic()` value by which the loop must end (None: no limit of its own)."""
+    context_management: ContextManagement | None = None
+    """Compact the context once it is this long, at the end of a completed response."""
 
 
 @dataclass

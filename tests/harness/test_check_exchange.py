@@ -123,3 +123,24 @@ def test_what_a_connection_file_holds_out_of_place_is_named() -> None:
         connection_exchanges(_connection(late))
     [cut] = connection_exchanges(_connection(create, _response_frames("resp_1", 0)[0]))
     assert cut.transport_error == "the connection ended before the answer did"
+
+
+def _compaction_answer(output: list[dict]) -> dict:
+    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 15}
+    body = {"id": "resp_1", "object": "response.compaction", "created_at": 1, "output": output, "usage": usage}
+    return {"request": {"method": "POST", "url": "http://gw/v1/responses/compact", "body": {"model": "m"}},
+            "response": {"status": 200, "headers": None, "body": body, "sse": None}}
+
+
+def test_a_compacted_window_is_user_messages_then_one_compaction_item(tmp_path: Path) -> None:
+    user = {"id": "msg_1", "type": "message", "status": "completed", "role": "user",
+            "content": [{"type": "input_text", "text": "Hi"}]}
+    item = {"id": "cmp_1", "type": "compaction", "encrypted_content": "gAAAAA"}
+    assistant = {"id": "msg_2", "type": "message", "status": "completed", "role": "assistant",
+                 "content": [{"type": "output_text", "text": "Hello", "annotations": []}]}
+    findings = no_reference_findings(Exchange.from_file(_compaction_answer([user, item])))
+    assert [f.message for f in findings if f.severity >= Severity.WARNING] == []
+    rules = {f.rule: f.message for f in no_reference_findings(Exchange.from_file(_compaction_answer(
+        [user, assistant, item, item])))}
+    assert "output[1] is message (assistant); output[2] is compaction" in rules["schema.compaction_window"]

@@ -146,6 +146,10 @@ def _hosted_scenario(*steps: dict) -> Scenario:
     ([{"method": "GET", "path": "{{files_path}}/file_1/content"}], {"files_api"}),
     ([{"method": "GET", "path": "/v1/vector_stores/vs_1/files"}], {"vector_stores"}),
     ([{"method": "GET", "path": "/v1/filesystem"}], set()),
+    ([{"path": "{{responses_path}}/compact", "request": {"model": "m", "input": "q"}}], {"compaction"}),
+    ([{"request": {"input": "q", "context_management": [{"type": "compaction"}]}}], {"compaction"}),
+    ([{"request": {"input": [{"type": "compaction", "encrypted_content": "gAAAAA"}]}}], {"compaction"}),
+    ([{"path": "/v1/responses/input_tokens", "request": {"input": "q"}}], {"input_tokens"}),
 ])
 def test_hosted_tools_and_their_apis_are_told_from_tools_and_paths(steps: list[dict], needs: set[str]) -> None:
     assert required_capabilities(_hosted_scenario(*steps)) == needs

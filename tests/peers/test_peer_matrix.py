@@ -1,8 +1,8 @@
-"""The peer tier: every built-in scenario against smg, Llama Stack, open-responses-server and
-LiteLLM, each installed from PyPI into its own cached environment on first use, started against
-the scripted upstream on loopback, run and stopped; then the matrix across them and the
-reference gateway. Opt in with `pytest --peers tests/peers` (`parity matrix` is the same run
-from the command line)."""
+"""The peer tier: every built-in scenario, in every mode (WebSocket mode too), against smg,
+Llama Stack, OGX, open-responses-server and LiteLLM, each installed from PyPI into its own
+cached environment on first use, started against the scripted upstream on loopback, run and
+stopped; then the matrix across them and the reference gateway. Opt in with
+`pytest --peers tests/peers` (`parity matrix` is the same run from the command line)."""
 
 from __future__ import annotations
 
@@ -62,5 +62,6 @@ def test_every_peer_reaches_the_scripted_model_and_its_latency_is_measured(matri
 
 
 def test_what_a_profile_says_its_gateway_lacks_is_unsupported_not_failed(matrix: Matrix) -> None:
-    assert _cells(matrix, "open-responses-server", "mcp-call") == ["unsupported", "unsupported"]
+    assert _cells(matrix, "open-responses-server", "mcp-call") == ["unsupported"] * len(matrix.modes)
+    assert "websocket" in matrix.modes and _cells(matrix, "smg", "text-basic")[-1] == "unsupported"
     assert "unsupported" not in _cells(matrix, "litellm", "mcp-call")  # run through its own MCP server names

@@ -13,7 +13,8 @@ import pytest
 
 from responses_parity.openai_contract import openai_bounds
 from responses_parity.openai_contract.openai_bounds import BODIES, body_bounds, document, segments, shipped
-from responses_parity.openai_contract.request_schema import (chat_schema, conversation_schemas, responses_schema,
+from responses_parity.openai_contract.request_schema import (chat_schema, compact_schema, conversation_schemas,
+                                                             input_tokens_schema, responses_schema,
                                                              vector_store_schemas)
 
 OPENAPI = Path(os.environ.get("PARITY_OPENAI_OPENAPI",
@@ -43,7 +44,8 @@ def test_the_shipped_file_says_where_and_when_it_came_from_and_covers_every_body
 
 
 def test_every_bound_reaches_the_request_schema_of_its_body() -> None:
-    schemas = {"responses": responses_schema(), "chat": chat_schema(),
+    schemas = {"responses": responses_schema(), "responses.compact": compact_schema(),
+               "responses.input_tokens": input_tokens_schema(), "chat": chat_schema(),
                **{f"conversations.{name}": schema for name, schema in conversation_schemas().items()},
                **vector_store_schemas()}
     assert set(schemas) == set(BODIES) - {"files.create"}  # a multipart form: files.py checks it by hand
