@@ -74,10 +74,13 @@ content needs neither `id` nor `status` (recorded: `{type: message, role: assist
 `annotations` (recorded: `{role: assistant, content: [{type: output_text, text}]}` passed the
 request's checks and was refused only for the context window)."""
 _ALSO_ALLOWED = {frozenset({"attributes", "file_id", "filename", "score", "text"}):
-                 {"vector_store_id": {"type": ["string", "null"]}}}
+                 {"vector_store_id": {"type": ["string", "null"]}},
+                 frozenset({"content", "role", "status", "type"}): {"id": {"type": "string"}}}
 """Keys OpenAI's own output carries, and so accepts back as input, that the SDK's input types
 lack, by the keys of the object that has them: a `file_search_call` result's `vector_store_id`
-(recorded with `include: ["file_search_call.results"]`)."""
+(recorded with `include: ["file_search_call.results"]`); a user message's `id`, which every
+user message of a compacted window carries (recorded: `/responses/compact` answers them with
+new `msg_` ids) and which OpenAI's guides say to send back as it is ("as-is; do not prune")."""
 _NAMED_ARRAYS = {"input": "array of input items"}
 """How OpenAI names an array parameter in `expected one of ...` (contract notes §4.2)."""
 

@@ -6,7 +6,11 @@ requests still waiting for an answer, and the ids of the items the client has se
 `history_from_input` converts client items into that representation; it is the only place
 where `mcp_*` items are interpreted, and none of them becomes a transcript item except an
 executed `mcp_call` (as a `ToolCall` plus its `ToolOutput`). A `compaction` item becomes the
-summary it seals (`compaction.summary_message`). A `web_search_call` or
+summary it seals (`compaction.summary_message`), which stands for every item before it but the
+user messages, as in the window `/responses/compact` answers (recorded: a replayed history of
+three questions and three long answers, then a compaction item, was counted as a few hundred
+tokens; OpenAI's guide lets a client drop what precedes the latest compaction item). A
+`web_search_call` or
 `file_search_call` becomes the function call and output the model reads of it
 (`hosted_items.replayed`): never searched again.
 """
@@ -116,6 +120,7 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]], seal
     pending = dict(chain.pending)
     item_ids = set(chain.item_ids)
     answers: list[tuple[int, dict[str, Any]]] = []
+    replaced_by_summary = False
     called = {entry.call_id for entry in transcript if isinstance(entry, ToolCall)}
     for index, item in enumerate(items):
         item_id = item.get("id")
@@ -130,7 +135,9 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]], seal
         if kind == "message":
             transcript.append(Message(item["role"], item["content"], id=item_id))
         elif kind == "compaction":
-            transcript.append(summary_message(item["id"], sealer.open(item["encrypted_content"])))
+            transcript = [*(kept for kept in transcript if isinstance(kept, Message) and kept.role == "user"),
+                          summary_message(item["id"], sealer.open(item["encrypted_content"]))]
+            replaced_by_summary = True
         elif kind == "function_call":
             transcript.append(ToolCall(item["call_id"], item["name"], item["arguments"]))
             called.add(item["call_id"])
@@ -168,4 +175,6 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]], seal
         decisions.append(ApprovalDecision(pending.pop(request_id), bool(answer["approve"]), answer.get("reason")))
     resolved = replace(chain, transcript=tuple(transcript), listed=listed, pending=pending,
                        item_ids=frozenset(item_ids))
+    if replaced_by_summary:  # a model-side chain holds what the summary replaced: the model is sent it all
+        return History(replace(resolved, upstream_response_id=None), tuple(decisions), new_from=0)
     return History(resolved, tuple(decisions), new_from=len(chain.transcript))

@@ -64,7 +64,9 @@ def _units(paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
             raise click.UsageError("no scenario could be loaded (see the errors above)" if catalogue.errors
                                    else "no scenario file found")
         asked = [*(f"tag {t}" for t in tags), *(f"id {i}" for i in ids), *([f"mode {mode}"] if mode != "both" else [])]
-        raise click.UsageError(f"no scenario run matches {' and '.join(asked) or 'the selection'}")
+        runs_in = sorted({m for s in catalogue.select(ids, tags) for m in s.scenario.modes})
+        hint = f" (the selected scenarios run in {', '.join(runs_in)}: choose it with --mode)" if runs_in else ""
+        raise click.UsageError(f"no scenario run matches {' and '.join(asked) or 'the selection'}{hint}")
     return catalogue, units
 
 

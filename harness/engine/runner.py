@@ -45,7 +45,7 @@ from .fixture_client import FixtureClient
 from .targets import Form, Target, send
 
 _CONTINUATION_ITEM_TYPES = {"function_call", "reasoning", "mcp_call", "mcp_list_tools", "mcp_approval_request",
-                            "mcp_approval_response", "function_call_output"}
+                            "mcp_approval_response", "function_call_output", "compaction"}
 
 
 _Part = TypeVar("_Part", Expect, ModelTurn)
