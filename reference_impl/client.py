@@ -234,21 +234,29 @@ def text_echo(text: Any) -> dict[str, Any]:
     return {"verbosity": "medium"} | text | {"format": text_format}
 
 
+FINISHED = ("completed", "incomplete")
+"""The statuses of a response that ran to its end."""
+
+
 def response_object(request: CreateRequest, *, response_id: str, created_at: int, status: str,
                     output: list[dict[str, Any]], usage: dict[str, Any] | None = None,
                     error: dict[str, Any] | None = None, incomplete_reason: str | None = None,
                     web_searches: int = 0) -> dict[str, Any]:
-    """The Response object as the client sees it, every key present as OpenAI returns it."""
+    """The Response object as the client sees it, every key present as OpenAI returns it:
+    `service_tier` is the tier asked for (`auto`) until the response has finished and the tier
+    it ran on (`default`) after; `billing` only in a finished response's JSON body, never in a
+    stream; `conversation` only in a conversation (recorded, 2025 and 2026)."""
     raw = request.raw
+    finished = status in FINISHED
     return {
         "id": response_id,
         "object": "response",
         "created_at": created_at,
         "status": status,
         "background": request.background,
-        "billing": {"payer": "developer"},
+        **({"billing": {"payer": "developer"}} if finished and not request.stream else {}),
         "completed_at": int(time.time()) if status == "completed" else None,
-        "conversation": {"id": request.conversation_id} if request.conversation_id else None,
+        **({"conversation": {"id": request.conversation_id}} if request.conversation_id else {}),
         "error": error,
         "frequency_penalty": raw.get("frequency_penalty", 0.0),
         "incomplete_details": {"reason": incomplete_reason} if incomplete_reason else None,
@@ -266,7 +274,7 @@ def response_object(request: CreateRequest, *, response_id: str, created_at: int
         "prompt_cache_retention": raw.get("prompt_cache_retention"),
         "reasoning": _reasoning_echo(raw.get("reasoning")),
         "safety_identifier": raw.get("safety_identifier"),
-        "service_tier": "default",
+        "service_tier": "default" if finished else "auto",
         "store": request.store,
         "temperature": raw.get("temperature", 1.0),
         "text": text_echo(raw.get("text")),

@@ -262,7 +262,7 @@ class ResponsesSink:
         self._send("response.function_call_arguments.delta", item_id=item["id"], output_index=index,
                    delta=arguments)
         self._send("response.function_call_arguments.done", item_id=item["id"], output_index=index,
-                   name=name, arguments=arguments)
+                   arguments=arguments)  # without `name`, as every recorded one
         self.done(index, item | {"status": "completed", "arguments": arguments})
 
     def _hosted_call_started(self, kind: HostedKind) -> Open:

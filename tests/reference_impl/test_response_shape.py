@@ -1,7 +1,8 @@
 """The reference gateway's Response carries what OpenAI's newest recorded Responses carry (Aug
 2026): every top-level field, with OpenAI's values where the request leaves them open; text,
 reasoning and function tools echoed as OpenAI echoes them. The official SDK, validating
-strictly, accepts it."""
+strictly, accepts it. Streamed, it carries what OpenAI's streams carry: the tier asked for until
+the end, no billing, and function call events without the name."""
 
 from __future__ import annotations
 
@@ -76,3 +77,27 @@ def test_reasoning_and_text_are_echoed_as_openai_echoes_them(stack: Stack) -> No
     assert response["reasoning"] == {"effort": None, "summary": "detailed"}
     assert response["text"] == {"format": {"type": "json_schema", "description": None, "name": "N",
                                            "schema": {"type": "object"}}, "verbosity": "medium"}
+
+
+def streamed(stack: Stack, turn: dict[str, Any], **fields: Any) -> list[dict[str, Any]]:
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [[turn]]})
+    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    client = OpenAI(base_url=f"{stack.reference_url}/v1", api_key="not-checked", max_retries=0)
+    with client.responses.create(model="m", input=f"Hello {run_marker(run, 0)}", stream=True, **fields) as events:
+        return [event.model_dump(exclude_unset=True) for event in events]
+
+
+def test_a_stream_carries_the_tier_asked_for_until_it_ends_and_no_billing(stack: Stack) -> None:
+    responses = {event["type"]: event["response"] for event in streamed(stack, {"text": "Hi."}) if "response" in event}
+    assert {kind: response["service_tier"] for kind, response in responses.items()} == {
+        "response.created": "auto", "response.in_progress": "auto", "response.completed": "default"}
+    assert not any("billing" in response or "conversation" in response for response in responses.values())
+    assert "conversation" not in create(stack)
+
+
+def test_a_function_calls_arguments_done_event_has_no_name(stack: Stack) -> None:
+    tools = [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]
+    [done] = [event for event in streamed(stack, {"call": {"tool": "f", "arguments": {}}}, tools=tools)
+              if event["type"] == "response.function_call_arguments.done"]
+    assert "name" not in done and done["arguments"] == "{}"
