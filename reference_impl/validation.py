@@ -173,6 +173,17 @@ def _continued(body: dict[str, Any], conversation_id: str | None) -> None:
                              "'previous_response_id' or 'conversation'.", code="mutually_exclusive_parameters")
 
 
+def _reasoning_followed(items: list[dict[str, Any]]) -> None:
+    """A reasoning item sent back must come with the item the model produced after it, which
+    carries its id: OpenAI refuses one followed by nothing or by an item without an id (recorded:
+    an assistant message written as `{role, content}`)."""
+    for index, item in enumerate(items):
+        following = items[index + 1] if index + 1 < len(items) else {}
+        if item["type"] == "reasoning" and not following.get("id"):
+            raise InvalidRequest(f"Item '{item.get('id')}' of type 'reasoning' was provided without its required "
+                                 "following item.", param="input")
+
+
 def validate_compact(body: Any) -> CreateRequest:
     """A `POST /v1/responses/compact` body, as the request whose history is compacted."""
     body = _valid_body(body, compact_schema(), ("model",))
@@ -201,6 +212,7 @@ def validate_create(body: Any) -> CreateRequest:
         raise InvalidRequest("One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' "
                              "must be provided.", code="missing_required_parameter")
     _continued(body, conversation_id)
+    _reasoning_followed(items)
     store = body.get("store", True) is not False
     if body.get("background") and not store:
         raise InvalidRequest("Background mode requires 'store' to be true.", param="background")

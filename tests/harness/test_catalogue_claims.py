@@ -208,6 +208,8 @@ CLAIMS = [
     Claim("reasoning-summary", "ask", N, "reasoning items", on_answer(items(i0=None)), "expect.output"),
     Claim("reasoning-summary", "ask", S, "their summary events", drop_events("response.reasoning_summary_text.delta"),
           "expect.events"),
+    Claim("reasoning-summary", "reasoning_without_its_answer", N, "sent back without the item that followed it",
+          with_status(200), "expect.http_status"),
     Claim("structured-output", "ask", N, "reaches the model",
           on_upstream(first_request(set_("body.text.format.strict", False))), "expect.upstream.request"),
     Claim("structured-output", "ask", N, "echoed with description null",
