@@ -14,9 +14,8 @@ from ...openai_contract.documents import read_json
 from ..errors import HarnessError
 from ..judge.judgement import Case, judge
 from ..model.findings import Finding, Severity
-from ..wire.capture import exchange_files
+from ..wire.capture import connection_in, exchange_files
 from ..wire.exchange import Exchange
-from ..wire.websocket import connection_exchanges, is_connection
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
 
 
@@ -39,11 +38,8 @@ def _exchanges_in(path: Path) -> list[Exchange]:
         data = read_json(path)
     except (OSError, ValueError) as problem:
         raise HarnessError(f"{path}: cannot read it as JSON ({problem})") from problem
-    if is_connection(data):
-        try:
-            return connection_exchanges(data)
-        except ValueError as problem:
-            raise HarnessError(f"{path}: {problem}") from problem
+    if (creates := connection_in(path, data)) is not None:
+        return creates
     if isinstance(data, dict) and isinstance(data.get("steps"), list):
         data = [step.get("exchange") if isinstance(step, dict) else None for step in data["steps"]]
     entries = data if isinstance(data, list) else [data]

@@ -22,8 +22,9 @@ from ..errors import HarnessError
 from ..model.findings import Finding
 from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError, target_options
 from ..traffic.from_capture import scenario_text
-from ..traffic.proxy import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
-                             Recorded, RecordingProxy)
+from ..traffic.forwarding import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent,
+                                  ProxyLimits, Recorded)
+from ..traffic.proxy import RecordingProxy
 from ..traffic.replay import Replayed, replay
 from ..wire.capture import read_captures
 from ..wire.redaction import Redactor
@@ -89,8 +90,9 @@ def proxy_command(*, upstream: str, port: int, captures: Path, as_json: bool, ma
                   max_request_mb: float, max_recorded_request_mb: float, read_timeout: float,
                   secret_headers: tuple[str, ...], secret_params: tuple[str, ...]) -> None:
     """Forward a client's traffic to UPSTREAM unchanged, record every Responses, Chat Completions
-    and Conversations exchange (secrets removed) and print the findings of the checks that need
-    no reference as they occur: one line each, the capture file, the rule and what is wrong.
+    and Conversations exchange and every WebSocket-mode connection (secrets removed), and print
+    the findings of the checks that need no reference as they occur: one line each, the capture
+    file, the rule and what is wrong.
     Point the client's base URL at http://127.0.0.1:PORT/v1. Stops on Ctrl-C or SIGTERM,
     closing what is open and writing what it recorded."""
     if not upstream.startswith(("http://", "https://")):

@@ -10,7 +10,8 @@ each exchange of the API surfaces the harness knows, and checks them without a r
   checked as they complete (`live_checks`), and the whole exchange once it ended.
 - `/v1/responses` (and `/{id}`, `/input_items`, `/cancel`), `/v1/chat/completions` and
   `/v1/conversations/**` (under any prefix) are recorded and checked; other paths are
-  forwarded, neither recorded nor checked.
+  forwarded, neither recorded nor checked. A WebSocket upgrade (OpenAI's WebSocket mode, on
+  any path) is relayed frame by frame and recorded as one connection (`socket_proxy.py`).
 - Each exchange is written to the capture folder (`wire/capture.py`) once it ended (a file appears
   under its name only whole), secrets removed (below).
 - An upstream that cannot be reached or does not speak HTTP gives the client a 502 in
@@ -39,8 +40,8 @@ body's values are never secrets of the run: its MCP tools' `authorization` and h
 (where OpenAI's API puts secrets) are removed by value from that exchange's capture and
 findings only, and values under secret-looking keys are blanked where they sit.
 
-The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForwarded`); it
-prints nothing.
+The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForwarded`,
+`forwarding.py`); it prints nothing.
 """
 
 from __future__ import annotations
@@ -48,13 +49,13 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote_plus, urlsplit
+from urllib.parse import urlsplit
 
 import anyio
 import anyio.from_thread
@@ -63,11 +64,11 @@ import httpx
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from starlette.types import Message, Receive, Scope, Send
+from starlette.websockets import WebSocket
 
-from ...openai_contract.request_body import MAX_BODY_BYTES, RequestTooLarge, read_bytes
-from ..defaults import DEFAULT_MAX_ANSWER_BYTES
+from ...openai_contract.request_body import RequestTooLarge, read_bytes
 from ..engine.targets import CONNECT_DEADLINE_S, failure_reason
 from ..judge.judgement import Case, judge
 from ..judge.live_checks import LiveStream
@@ -75,116 +76,18 @@ from ..model.findings import Finding, Kind, Severity
 from ..wire.capture import capture_name
 from ..wire.decode import Unreadable, read_body, read_json, read_stream
 from ..wire.exchange import Exchange
-from ..wire.redaction import REDACTED, SECRET_KEYS, Redactor, tool_secrets
+from ..wire.redaction import Redactor, tool_secrets
+from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
+                         Recorded)
+from .socket_proxy import relay_connection
 
-HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
-                        "transfer-encoding", "upgrade", "host", "accept-encoding"})
-"""Request and answer headers not forwarded as they are (`Host` and `Accept-Encoding`
-are the proxy's own on the way up)."""
 RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
-UPSTREAM_FAILED = "proxy.upstream"
-DEFAULT_READ_TIMEOUT_S = 600.0
-"""As long as the openai SDK waits for an answer by default; a stream that keeps sending may
-run longer."""
-CREDENTIAL_PARAMS = frozenset({"api_key", "api-key", "apikey", "x-api-key", "key", "token", "access_token",
-                               "refresh_token", "id_token", "auth", "authorization", "client_secret", "secret",
-                               "password", "sig", "signature"})
-"""Query parameters whose values are credentials (API keys in a URL, OAuth tokens, Azure's
-shared access signature), matched without regard to case."""
 FINISHING = 2
 """Ended exchanges read, checked and written at once (in worker threads); the others wait."""
 PARSE_ON_THE_LOOP_BYTES = 64 * 1024
 """A request body up to this size is parsed on the event loop (well under a millisecond);
 a larger one in a worker thread."""
-
-
-@dataclass(frozen=True)
-class ProxyLimits:
-    max_request_bytes: int = MAX_BODY_BYTES
-    """A larger request body is refused (413); the reference gateway's limit."""
-    max_recorded_request_bytes: int = DEFAULT_MAX_ANSWER_BYTES
-    max_answer_bytes: int = DEFAULT_MAX_ANSWER_BYTES
-    """Recorded of one answer (the client gets all of it)."""
-    read_timeout_s: float = DEFAULT_READ_TIMEOUT_S
-    """How long the upstream may send nothing."""
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """Where a request carries credentials: the headers and query parameters so named (in
-    lower case)."""
-
-    headers: frozenset[str] = SECRET_KEYS
-    params: frozenset[str] = CREDENTIAL_PARAMS
-
-    @classmethod
-    def naming(cls, headers: Iterable[str] = (), params: Iterable[str] = ()) -> Credentials:
-        """The usual ones, and these headers and query parameters too."""
-        return cls(SECRET_KEYS | {name.lower() for name in headers},
-                   CREDENTIAL_PARAMS | {name.lower() for name in params})
-
-    def values(self, headers: Iterable[tuple[str, str]], query: str = "") -> list[str]:
-        """The credentials in these headers and this query: each header's value (and each of
-        its cookies'), each parameter's value as sent and decoded."""
-        found = []
-        for name, value in headers:
-            if name.lower() in self.headers:
-                found += [value, *_cookie_values(name.lower(), value)]
-        for name, value in _params(query):
-            if name in self.params and value:
-                found += [value, unquote_plus(value)]
-        return found
-
-    def hidden(self, path: str) -> str:
-        """`path` with each credential parameter's value in its query replaced by `<redacted>`."""
-        bare, mark, query = path.partition("?")
-        if not query:
-            return path
-        parts = [f"{part.partition('=')[0]}={REDACTED}" if name in self.params and "=" in part else part
-                 for part, (name, _) in zip(query.split("&"), _params(query), strict=True)]
-        return bare + mark + "&".join(parts)
-
-
-def _params(query: str) -> Iterator[tuple[str, str]]:
-    """Each `name=value` of a query: the name decoded and in lower case, the value as sent."""
-    for part in query.split("&") if query else ():
-        name, _, value = part.partition("=")
-        yield unquote_plus(name).lower(), value
-
-
-def _cookie_values(header: str, value: str) -> list[str]:
-    """The values of the cookies a `Cookie` header sends, or of the one a `Set-Cookie` sets."""
-    pairs = value.split(";") if header == "cookie" else value.split(";")[:1] if header == "set-cookie" else []
-    return [pair.partition("=")[2].strip() for pair in pairs if "=" in pair]
-
-
-@dataclass(frozen=True)
-class Found:
-    """A finding on the exchange recorded as `capture` (the file name; written once it ends)."""
-
-    capture: str
-    finding: Finding
-
-
-@dataclass(frozen=True)
-class Recorded:
-    """An exchange ended and was written as `capture`."""
-
-    capture: str
-    exchange: Exchange
-
-
-@dataclass(frozen=True)
-class NotForwarded:
-    """A request that never reached the upstream (`path` with its credentials hidden), and why."""
-
-    method: str
-    path: str
-    reason: str
-
-
-ProxyEvent = Found | Recorded | NotForwarded
 
 
 @dataclass
@@ -247,22 +150,23 @@ class RecordingProxy:
     `/v1/responses` goes to `<upstream>/v1/responses`) and writing captures to `captures`."""
 
     def __init__(self, upstream: str, captures: Path, on_event: Callable[[ProxyEvent], None], *,
-                 redactor: Redactor | None = None, limits: ProxyLimits = ProxyLimits(),
-                 credentials: Credentials = Credentials()) -> None:
+                 redactor: Redactor | None = None, limits: ProxyLimits | None = None,
+                 credentials: Credentials | None = None) -> None:
         self.upstream = upstream.rstrip("/")
         self.captures = captures
         self.on_event = on_event
         self.redactor = redactor or Redactor()
-        self.limits = limits
-        self.credentials = credentials
+        self.limits = limits or ProxyLimits()
+        self.credentials = credentials or Credentials()
         upstream_url = urlsplit(self.upstream)
-        self.redactor.add(upstream_url.password, *credentials.values([], upstream_url.query))
+        self.redactor.add(upstream_url.password, *self.credentials.values([], upstream_url.query))
         self._numbers = itertools.count(1)
         self._client: httpx.AsyncClient | None = None
         self._finishing: anyio.CapacityLimiter | None = None
         self._stopping: anyio.Event | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
-        self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=METHODS)], lifespan=self._lifespan)
+        self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=METHODS),
+                                     WebSocketRoute("/{path:path}", self._relay_socket)], lifespan=self._lifespan)
 
     @asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
@@ -283,18 +187,37 @@ class RecordingProxy:
         if self._stopping is not None:
             anyio.from_thread.run_sync(self._stopping.set, token=self._token)
 
+    @property
+    def stopping(self) -> anyio.Event:
+        """Set when the proxy stops: every open exchange and connection ends."""
+        assert self._stopping is not None
+        return self._stopping
+
+    def next_number(self) -> int:
+        """The number of the next capture file."""
+        return next(self._numbers)
+
+    def not_forwarded(self, method: str, path: str, reason: str) -> None:
+        self.on_event(NotForwarded(method, path, reason))
+
+    def recorded(self, name: str, exchange: Exchange) -> None:
+        self.on_event(Recorded(name, exchange))
+
+    async def _relay_socket(self, client: WebSocket) -> None:
+        await relay_connection(self, client)
+
     async def _forward(self, request: Request) -> Response:
         assert self._client is not None
         path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         shown = self.credentials.hidden(path)
-        await self._learn(self.credentials.values(request.headers.items(), request.url.query))
+        await self.learn(self.credentials.values(request.headers.items(), request.url.query))
         try:
             body = await read_bytes(request, self.limits.max_request_bytes)
         except RequestTooLarge as refused:
-            self.on_event(NotForwarded(request.method, shown, refused.message))
+            self.not_forwarded(request.method, shown, refused.message)
             return JSONResponse(refused.body(), refused.status, headers={"connection": "close"})  # the rest unread
         except ClientDisconnect:
-            self.on_event(NotForwarded(request.method, shown, "the client went away before its request body ended"))
+            self.not_forwarded(request.method, shown, "the client went away before its request body ended")
             return Response()  # sent to no one
         headers = [(name, value) for name, value in request.headers.items() if name not in HOP_BY_HOP]
         recording = await self._start_recording(request.method, shown, body)
@@ -305,7 +228,7 @@ class RecordingProxy:
         if upstream is None:
             if recording is not None:
                 self._abandoned(recording)
-                await self._finish_off_the_loop(recording)
+                await self.off_the_loop(lambda: self._finish(recording))
             return _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")
         if isinstance(upstream, httpx.TimeoutException):
             return await self._upstream_failed(recording, 504, "upstream_timeout", self._silent(upstream))
@@ -323,7 +246,7 @@ class RecordingProxy:
                               if name.decode("latin-1").lower() not in HOP_BY_HOP]
         return answer
 
-    async def _learn(self, credentials: list[str]) -> None:
+    async def learn(self, credentials: list[str]) -> None:
         """Know these credentials as secrets of the run before anything of their request is
         written; a new one is learnt off the event loop (it rebuilds an automaton)."""
         if not self.redactor.knows(*credentials):
@@ -347,7 +270,7 @@ class RecordingProxy:
             meta["request_note"] = (f"the request body was forwarded whole ({len(body):,} bytes); only its first "
                                     f"{self.limits.max_recorded_request_bytes:,} bytes were recorded, as text "
                                     "(--max-recorded-request-mb)")
-        name = capture_name(next(self._numbers), method, bare_path)
+        name = capture_name(self.next_number(), method, bare_path)
         exchange = Exchange(method=method, url=self.upstream + path, request_body=request_body, meta=meta)
         return _Recording(name, exchange, "chat/completions" in bare_path, self.limits.max_answer_bytes, redactor)
 
@@ -394,23 +317,24 @@ class RecordingProxy:
         envelope); the exchange is recorded as such."""
         self._failed(recording, message)
         if recording is not None:
-            await self._finish_off_the_loop(recording)
+            await self.off_the_loop(lambda: self._finish(recording))
         return _error(status, code, message)
 
     def _failed(self, recording: _Recording | None, message: str) -> None:
         """The upstream failed the exchange (gave no answer, or not all of it): a finding."""
         if recording is not None:
             recording.exchange.transport_error = message
-            self._report(recording, [Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)])
+            self.report(recording.name, recording.redactor,
+                        [Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)])
 
     async def _relay(self, upstream: httpx.Response, recording: _Recording | None) -> AsyncIterator[bytes]:
         """The answer's bytes as they arrive; the recording ends however the relay does."""
         between_events = True
         try:
-            await self._learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
+            await self.learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
             async for chunk in upstream.aiter_raw():
                 if recording is not None:
-                    self._report(recording, recording.keep(chunk))
+                    self.report(recording.name, recording.redactor, recording.keep(chunk))
                 between_events = chunk.endswith((b"\n\n", b"\r\r"))
                 yield chunk
         except httpx.TimeoutException as timeout:
@@ -428,17 +352,19 @@ class RecordingProxy:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
                 if recording is not None:
-                    await self._finish_off_the_loop(recording)
+                    await self.off_the_loop(lambda: self._finish(recording))
 
-    def _report(self, recording: _Recording, findings: list[Finding]) -> None:
+    def report(self, capture: str, redactor: Redactor, findings: list[Finding]) -> None:
+        """Each finding on the exchange recorded as `capture`, its secrets removed by `redactor`."""
         for finding in findings:
-            self.on_event(Found(recording.name, replace(finding, message=recording.redactor.redact_text(
-                finding.message))))
+            self.on_event(Found(capture, replace(finding, message=redactor.redact_text(finding.message))))
 
-    async def _finish_off_the_loop(self, recording: _Recording) -> None:
-        """`_finish` in a worker thread (checking a long stream takes a while), `FINISHING` at once."""
+    async def off_the_loop(self, work: Callable[[], None]) -> None:
+        """`work` (reading, checking and writing what was recorded: a long stream takes a while)
+        in a worker thread, `FINISHING` at once; it runs to its end even when the caller is
+        cancelled."""
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self._finish, recording, limiter=self._finishing)
+            await anyio.to_thread.run_sync(work, limiter=self._finishing)
 
     def _finish(self, recording: _Recording) -> None:
         """Read what arrived, check the whole exchange (what the live checks did not already
@@ -458,11 +384,12 @@ class RecordingProxy:
                                      "bytes were recorded (--max-answer-mb)")
         elif exchange.transport_error is None and not exchange.disconnected:
             findings = judge(Case(exchange, recording.chat)).findings
-            self._report(recording, recording.live.unseen(findings) if recording.live else findings)
+            self.report(recording.name, recording.redactor,
+                        recording.live.unseen(findings) if recording.live else findings)
         partial = self.captures / f"{recording.name}.partial"  # a reader of the folder never sees half a file
         recording.redactor.write_json(partial, exchange.to_file())
         partial.replace(self.captures / recording.name)
-        self.on_event(Recorded(recording.name, exchange))
+        self.recorded(recording.name, exchange)
 
 
 def _error(status: int, code: str, message: str) -> Response:

@@ -8,7 +8,9 @@ The requests go in the order they were captured. A request that names an earlier
 (`previous_response_id`, an approval's or a function output's id, a stored response's id in
 its path) is sent with the id the target gave in its own answer at the same place
 (`capture.answer_ids`). Each new answer is judged as every answer is, held against the captured
-one (`judge.reference`).
+one (`judge.reference`). A WebSocket connection's creates are sent as streamed HTTP requests
+(their events are the same), so a store:false continuation that relied on the socket's cache is
+not found there.
 """
 
 from __future__ import annotations

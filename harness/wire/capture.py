@@ -4,7 +4,9 @@ requests arrived. Each file's `meta` says where the request went: `path` (with i
 the client sent it, but for the values of credential parameters), `upstream` (the base URL it
 was forwarded to) and `captured_at`; and, when they apply, `ended` (who ended the exchange
 before its answer did: the client, or the proxy stopping), `note` and `request_note` (what of
-the answer or the request body was not recorded).
+the answer or the request body was not recorded). A WebSocket connection is one file,
+`NNNN-ws-<path>.json`, in the connection format (`websocket.py`): its creates are read as
+exchanges in the order they were sent.
 
 Requests of one conversation name earlier answers by their ids (`previous_response_id`, an
 approval's `approval_request_id`, a function output's `call_id`); `answer_ids` lists the ids an
@@ -23,6 +25,7 @@ from urllib.parse import urlsplit
 from ...openai_contract.documents import read_json
 from ..errors import HarnessError
 from .exchange import Exchange
+from .websocket import connection_exchanges, is_connection
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9]+")
 ID_FIELDS = ("id", "call_id")
@@ -52,16 +55,30 @@ class Captured:
         return (url.path or "/") + (f"?{url.query}" if url.query else "")
 
 
-def read_capture(path: Path) -> Captured:
-    """One capture file; `HarnessError` names the file and what is wrong with it."""
+def connection_in(path: Path, data: Any) -> list[Exchange] | None:
+    """The creates of a WebSocket connection file (`wire/websocket.py`), None for any other
+    file; `HarnessError` names the file when it is a connection that cannot be read."""
+    if not is_connection(data):
+        return None
+    try:
+        return connection_exchanges(data)
+    except ValueError as problem:
+        raise HarnessError(f"{path}: {problem}") from problem
+
+
+def read_capture(path: Path) -> list[Captured]:
+    """The exchanges of one capture file (one, or a WebSocket connection's creates);
+    `HarnessError` names the file and what is wrong with it."""
     try:
         data = read_json(path)
     except (OSError, ValueError) as problem:
         raise HarnessError(f"{path}: cannot read it as JSON ({problem})") from problem
+    if (creates := connection_in(path, data)) is not None:
+        return [Captured(path, exchange) for exchange in creates]
     if not isinstance(data, dict) or not isinstance(data.get("request"), dict) or \
             not isinstance(data.get("response"), dict):
         raise HarnessError(f"{path}: not a captured exchange (an object with `request` and `response` objects)")
-    return Captured(path, Exchange.from_file(data))
+    return [Captured(path, Exchange.from_file(data))]
 
 
 def exchange_files(paths: list[Path]) -> list[Path]:
@@ -76,7 +93,7 @@ def read_captures(paths: list[Path]) -> list[Captured]:
     files = exchange_files(paths)
     if not files:
         raise HarnessError(f"no capture files in {', '.join(map(str, paths))}")
-    return [read_capture(file) for file in files]
+    return [captured for file in files for captured in read_capture(file)]
 
 
 def answer_of(exchange: Exchange) -> dict[str, Any] | None:

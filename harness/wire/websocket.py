@@ -8,9 +8,10 @@ as an error answer (its `status`, its `error` as the body); `meta.transport` is 
 
 A connection file (the shared recordings of OpenAI, `parity proxy`'s captures) is
 `{"transport": "websocket", "request": {"url", "headers"}, "messages": [{"direction": "sent" |
-"received", "data": <frame>}, ...], "close": {"code", "reason", "initiator"} | null}`; other
-keys are ignored. A frame that is not a JSON object, or a server frame when no create is open,
-is a `framing` defect of the exchange it falls in (or of the last one).
+"received", "data": <frame>}, ...], "close": {"code", "reason", "initiator"} | null}`, a binary
+frame's data in base64 with `"binary": true`; other keys are ignored. A frame that is not a
+JSON object, or a server frame when no create is open, is a `framing` defect of the exchange it
+falls in (or of the last one).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from .decode import Defect
+from .decode import Defect, Unreadable, read_json
 from .exchange import TERMINAL_EVENTS, Exchange
 
 TRANSPORT = "websocket"
@@ -57,8 +58,8 @@ def frame_value(received: Any, position: int, exchange: Exchange) -> dict[str, A
     value = received
     if isinstance(received, str):
         try:
-            value = json.loads(received)
-        except ValueError:
+            value = read_json(received)
+        except Unreadable:
             value = None
     if isinstance(value, dict):
         return value
@@ -113,7 +114,7 @@ def connection_exchanges(data: Mapping[str, Any]) -> list[Exchange]:
             continue
         if not exchanges:
             raise ValueError(f"messages[{index}]: the server sent a frame before any create")
-        value = frame_value(message.get("data"), position, exchanges[-1])
+        value = frame_value(b"" if message.get("binary") else message.get("data"), position, exchanges[-1])
         position += 1
         if value is None:
             continue

@@ -24,7 +24,7 @@ from parity_process import DEADLINE_S, ParityProcess, running
 from proxy_process import captured_files, start_proxy
 
 from responses_parity.harness.judge.live_checks import LiveStream
-from responses_parity.harness.traffic.proxy import Credentials
+from responses_parity.harness.traffic.forwarding import Credentials
 from responses_parity.harness.wire.redaction import REDACTED
 from responses_parity.harness.wire.sse import parse_sse
 

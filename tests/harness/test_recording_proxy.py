@@ -36,7 +36,7 @@ def check_exchange(files: list[Path]) -> subprocess.CompletedProcess[str]:
                              text=True, timeout=120, check=False)
 
 
-@pytest.mark.parametrize("transport", ["json", "stream"])
+@pytest.mark.parametrize("transport", ["json", "stream", "websocket"])
 def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(transport: Transport,
                                                                 start: Callable[..., ParityProcess],
                                                                 tmp_path: Path) -> None:
@@ -47,21 +47,28 @@ def test_the_openai_sdk_gets_the_same_answers_through_the_proxy(transport: Trans
         proxied = sdk_flow(OpenAI(base_url=f"{url}/v1", api_key=API_KEY), mcp_url, transport)
     assert [type(answer) for answer in proxied] == [type(answer) for answer in direct]
     assert stable(proxied) == stable(direct)
-    files = captured_files(tmp_path / "captures", 5)
-    assert len(files) == 5
+    socket = transport == "websocket"  # one connection, its five creates in one file
+    files = captured_files(tmp_path / "captures", 1 if socket else 5)
+    assert len(files) == (1 if socket else 5)
     checked = check_exchange(files)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     for file in files:
         text = file.read_text()
         assert API_KEY not in text and MCP_TOKEN not in text, file
-        assert json.loads(text)["response"]["sse" if transport == "stream" else "body"], file
+        recorded = json.loads(text)
+        if socket:
+            sent = [m["data"]["type"] for m in recorded["messages"] if m["direction"] == "sent"]
+            assert sent == ["response.create"] * 5 and recorded["close"]["initiator"] == "client", file
+        else:
+            assert recorded["response"]["sse" if transport == "stream" else "body"], file
     assert "<redacted>" in files[0].read_text()  # the MCP tool's authorization, removed by value
     assert API_KEY not in proxy.output()
-    proxy.wait_for(r"^0005-post-v1-responses\.json: POST /v1/responses -> 200")
+    proxy.wait_for(r"^0001-ws-v1-responses\.json: GET /v1/responses -> 101; 5 create\(s\), closed by the client"
+                   if socket else r"^0005-post-v1-responses\.json: POST /v1/responses -> 200")
     assert not re.search(r"^\S+\.json: (error|warning) ", proxy.output(), re.MULTILINE), proxy.output()
 
 
-@pytest.mark.parametrize("transport", ["json", "stream"])
+@pytest.mark.parametrize("transport", ["json", "stream", "websocket"])
 def test_the_agents_sdk_gets_the_same_run_through_the_proxy(transport: Transport, start: Callable[..., ParityProcess],
                                                             tmp_path: Path) -> None:
     pytest.importorskip("agents", reason="the openai-agents SDK comes with the test extra: .[test]")
@@ -71,7 +78,7 @@ def test_the_agents_sdk_gets_the_same_run_through_the_proxy(transport: Transport
         proxied = agent_run(f"{url}/v1", stack.mcp["calc"].base_url + "/mcp", transport)
         assert direct[0] == "42, and 18 °C."
         assert stable(proxied) == stable(direct)
-        files = captured_files(tmp_path / "captures", 2)
+        files = captured_files(tmp_path / "captures", 1 if transport == "websocket" else 2)
         checked = check_exchange(files)
         assert checked.returncode == 0, checked.stdout + checked.stderr
         assert not any(API_KEY in file.read_text() for file in files)
