@@ -5,6 +5,7 @@ This is the one place output indices are given and Response snapshots are built.
 
 from __future__ import annotations
 
+import secrets
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, assert_never
 
@@ -57,6 +58,13 @@ class OpenMcpCall(Open):
     item: dict[str, Any]
 
 
+def _padding() -> str:
+    """A delta's `obfuscation`: random characters of a random length, as OpenAI pads its deltas
+    so that their sizes do not tell what they carry (recorded on every delta kind since August
+    2025, over SSE and WebSocket)."""
+    return secrets.token_urlsafe(12)[:secrets.randbelow(16) + 1]
+
+
 def _the(handle: H | None) -> H:
     """The open item an event refers to (the driver opens it before it says more of it)."""
     assert handle is not None, "an event about an item that is not open"
@@ -84,12 +92,17 @@ class ResponsesSink:
         self._hosted_calls: dict[str, Open] = {}
         self._mcp_calls: dict[str, OpenMcpCall] = {}
         """Gateway calls under way, by the model's call id."""
+        options = request.raw.get("stream_options") or {}
+        self._obfuscated = options.get("include_obfuscation", True) is not False
+        """Whether delta events carry `obfuscation` (OpenAI's default; `stream_options` turns it off)."""
 
     def snapshot(self, status: str, output: list[dict[str, Any]] | None = None, **extra: Any) -> dict[str, Any]:
         return response_object(self.request, response_id=self.response_id, created_at=self.created_at,
                                status=status, output=output or [], web_searches=self.web_searches, **extra)
 
     def _send(self, event_type: str, **fields: Any) -> None:
+        if self._obfuscated and event_type.endswith(".delta"):
+            fields["obfuscation"] = _padding()
         self._log.append(event_type, fields)
 
     def emit(self, event: LoopEvent) -> None:

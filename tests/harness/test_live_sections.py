@@ -142,3 +142,11 @@ def test_the_catalogue_says_which_scenarios_do_not_run_live() -> None:
         (facts["live"], facts["scenarios"], facts["mcp"])
     assert mcp_fixtures_named(said["public"]) == facts["fixtures"]
     assert sorted(re.findall(r"\[([a-z0-9-]+)\]\(", said["not_live"])) == facts["not_live"]
+
+
+def test_the_readme_says_how_many_runs_each_mode_choice_makes() -> None:
+    said = re.search(r"(?P<all>\d+) runs pass on the reference gateway with `--mode all`, (?P<http>\d+) without",
+                     " ".join((REPOSITORY / "README.md").read_text().split()))
+    assert said is not None, "README.md no longer says how many runs --mode all makes"
+    every_mode = sum(len(loaded.scenario.modes) for loaded in CATALOGUE)
+    assert (int(said["all"]), int(said["http"])) == (every_mode, units(CATALOGUE))

@@ -2,7 +2,7 @@
 2026): every top-level field, with OpenAI's values where the request leaves them open; text,
 reasoning and function tools echoed as OpenAI echoes them. The official SDK, validating
 strictly, accepts it. Streamed, it carries what OpenAI's streams carry: the tier asked for until
-the end, no billing, and function call events without the name."""
+the end, no billing, `obfuscation` on deltas, and function call events without the name."""
 
 from __future__ import annotations
 
@@ -101,3 +101,12 @@ def test_a_function_calls_arguments_done_event_has_no_name(stack: Stack) -> None
     [done] = [event for event in streamed(stack, {"call": {"tool": "f", "arguments": {}}}, tools=tools)
               if event["type"] == "response.function_call_arguments.done"]
     assert "name" not in done and done["arguments"] == "{}"
+
+
+def test_deltas_carry_obfuscation_unless_the_stream_options_turn_it_off(stack: Stack) -> None:
+    deltas = [event for event in streamed(stack, {"text": "Hello there, how are you?"})
+              if event["type"].endswith(".delta")]
+    assert deltas and all(isinstance(delta["obfuscation"], str) and delta["obfuscation"] for delta in deltas)
+    plain = [event for event in streamed(stack, {"text": "Hi."}, stream_options={"include_obfuscation": False})
+             if event["type"].endswith(".delta")]
+    assert plain and not any("obfuscation" in delta for delta in plain)
