@@ -36,6 +36,7 @@ from ..wire.redaction import redact_text
 from . import child_process
 from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
 from .profile import Profile, ProfileError, render
+from .tls_front import TlsFront, start_tls_front
 from .readiness import poll_until_ready
 
 LOG_TAIL_LINES = 25
@@ -202,25 +203,50 @@ class RunningGateway:
     headers: dict[str, str] = field(repr=False)
     log: Path
     process: child_process.ChildProcess = field(repr=False)
+    tls_front: TlsFront | None = field(default=None, repr=False)
 
     def stop(self) -> None:
-        """SIGTERM to the gateway's own process group, SIGKILL after the grace period."""
+        """SIGTERM to the gateway's own process group, SIGKILL after the grace period; then its
+        TLS front, if it has one."""
         self.process.stop()
+        if self.tls_front is not None:
+            self.tls_front.stop()
 
 
 def start(profile: Profile, installation: Installation, *, upstream: str, mcp: Mapping[str, McpFixture],
           model: str) -> RunningGateway:
-    """Start the gateway pointed at `upstream` and the MCP fixtures and wait until it is ready;
-    a gateway that exits or stays unready is stopped and reported with its log's tail."""
+    """Start the gateway pointed at `upstream` (through a TLS front when its profile asks) and
+    the MCP fixtures and wait until it is ready; a gateway that exits or stays unready is stopped
+    and reported with its log's tail."""
     run_dir = installation.home / "run"
     if run_dir.exists():
         shutil.rmtree(run_dir)
     run_dir.mkdir()
+    front = start_tls_front(upstream, run_dir) if profile.start.upstream_tls else None
     context = installation.context() | {
-        "run_dir": str(run_dir), "upstream": upstream.rstrip("/"), "ports": _FreePorts(),
+        "run_dir": str(run_dir), "upstream": (front.url if front else upstream).rstrip("/"), "ports": _FreePorts(),
         "secret": f"sk-parity-{secrets.token_hex(12)}", "model": model,
         "mcp": {name: {"base_url": fixture.base_url} for name, fixture in mcp.items()},
-    }
+    } | ({"upstream_ca": str(front.ca_file)} if front else {})
+    try:
+        gateway, ready = _launch(profile, context, run_dir, front)
+    except BaseException:
+        if front:
+            front.stop()
+        raise
+    try:
+        _wait_ready(gateway, *ready)
+        _wait_serving(gateway)
+    except BaseException:
+        gateway.stop()
+        raise
+    return gateway
+
+
+def _launch(profile: Profile, context: dict[str, Any], run_dir: Path,
+            front: TlsFront | None) -> tuple[RunningGateway, tuple[str, str, Any, dict[str, str]]]:
+    """The gateway's process started from its rendered templates, and the request that tells it
+    is ready (method, path, body, headers)."""
     name = profile.name
     try:
         for file_name, template in profile.start.files.items():
@@ -245,14 +271,8 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
                                                  stdin=subprocess.DEVNULL, grace_s=profile.start.stop_grace_s)
         except OSError as error:
             raise HarnessError(f"{name} cannot be started ({command[0]}): {error}") from error
-    gateway = RunningGateway(profile, base_url, target_model, headers, log, process)
-    try:
-        _wait_ready(gateway, ready.method, ready.path, ready_body, ready_headers)
-        _wait_serving(gateway)
-    except BaseException:
-        gateway.stop()
-        raise
-    return gateway
+    gateway = RunningGateway(profile, base_url, target_model, headers, log, process, front)
+    return gateway, (ready.method, ready.path, ready_body, ready_headers)
 
 
 def _still_running(gateway: RunningGateway) -> Callable[[], None]:

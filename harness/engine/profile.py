@@ -82,6 +82,9 @@ class StartSpec(_Strict):
     files: dict[str, str] = Field(default_factory=dict, description="File name -> template, written to `run_dir`.")
     ready: ReadySpec
     stop_grace_s: float = Field(default=10.0, gt=0, description="How long SIGTERM is given before SIGKILL.")
+    upstream_tls: bool = Field(default=False, description=(
+        "Reach the scripted upstream over TLS: `{{ upstream }}` is then an https URL of a loopback TLS front "
+        "for it, whose certificate (its own authority, made per start) is `{{ upstream_ca }}`."))
 
 
 class TargetSpec(_Strict):

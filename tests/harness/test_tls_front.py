@@ -1,0 +1,71 @@
+"""The TLS front a profile can put before the scripted upstream (`upstream_tls`): a client that
+trusts its certificate (and nothing else) reaches the plain-HTTP server through it over HTTPS,
+a stream and a WebSocket included; one that trusts the usual authorities is refused; stopping it
+ends what it relays."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from websockets import ConnectionClosed
+from websockets.sync.client import connect
+
+from responses_parity.fixtures.upstream.script import AdHocScript
+from responses_parity.harness.defaults import DEFAULT_MODEL
+from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.engine.tls_front import TlsFront, start_tls_front
+
+DEADLINE_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def fronted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsFront]:
+    script = AdHocScript.model_validate({"turns": [{"text": "Hello over TLS."}] * 3})  # one per request
+    with Stack(adhoc_script=script) as stack:
+        assert stack.upstream_url is not None
+        front = start_tls_front(stack.upstream_url, tmp_path_factory.mktemp("tls"))
+        yield front
+        front.stop()
+
+
+def test_a_client_trusting_its_certificate_gets_the_servers_answers(fronted: TlsFront) -> None:
+    assert fronted.url.startswith("https://127.0.0.1:")
+    with httpx.Client(verify=ssl.create_default_context(cafile=fronted.ca_file), timeout=DEADLINE_S) as client:
+        answer = client.post(f"{fronted.url}/v1/responses", json={"model": DEFAULT_MODEL, "input": "Hi"})
+        assert answer.json()["output"][0]["content"][0]["text"] == "Hello over TLS."
+        with client.stream("POST", f"{fronted.url}/v1/responses",
+                           json={"model": DEFAULT_MODEL, "input": "Hi", "stream": True}) as streamed:
+            assert "response.completed" in streamed.read().decode()
+
+
+def test_a_websocket_passes_through_it(fronted: TlsFront) -> None:
+    context = ssl.create_default_context(cafile=fronted.ca_file)
+    with connect("wss" + fronted.url.removeprefix("https") + "/v1/responses", ssl=context,
+                 open_timeout=DEADLINE_S) as socket:
+        socket.send(json.dumps({"type": "response.create", "model": DEFAULT_MODEL, "input": "Hi"}))
+        frames = []
+        while not frames or frames[-1]["type"] != "response.completed":
+            frames.append(json.loads(socket.recv(timeout=DEADLINE_S)))
+    assert frames[0]["type"] == "response.created"
+
+
+def test_a_client_trusting_the_usual_authorities_is_refused(fronted: TlsFront) -> None:
+    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        httpx.get(f"{fronted.url}/health", timeout=DEADLINE_S)
+
+
+def test_stopping_it_ends_what_it_relays(tmp_path: Path) -> None:
+    with Stack() as stack:
+        assert stack.upstream_url is not None
+        front = start_tls_front(stack.upstream_url, tmp_path)
+        context = ssl.create_default_context(cafile=front.ca_file)
+        with connect("wss" + front.url.removeprefix("https") + "/v1/responses", ssl=context,
+                     open_timeout=DEADLINE_S) as socket:
+            front.stop()
+            with pytest.raises(ConnectionClosed):  # without a close frame: the front cut the connection
+                socket.recv(timeout=DEADLINE_S)
