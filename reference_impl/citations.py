@@ -5,7 +5,8 @@ The hosted tools tell the model how to cite (`hosted_tools.py`): a web page as a
 `[title](url)`, a file with Llama Stack's marker `<|file-ID|>`. `annotate` reads them back:
 
 - a markdown link whose URL is one of the response's web results stays in the text and becomes
-  `url_citation {start_index, end_index, title, url}` spanning the link (`title` is the result's);
+  `url_citation {start_index, end_index, title, url}` spanning the link, and the parentheses
+  around it when it stands in them, as OpenAI cites `([domain](url))` (`title` is the result's);
 - a marker naming one of the response's file results is removed and becomes `file_citation
   {file_id, filename, index}`, `index` being where it stood in the cleaned text (OpenAI: 30 in
   "The capital of France is Paris.", just before the period). Markers naming other files, and
@@ -24,7 +25,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-_LINK = re.compile(r"\[(?P<text>[^\[\]\n]*)\]\((?P<url>[^()\s]+)\)")
+_LINK = re.compile(r"(?P<open>\()?\[(?P<text>[^\[\]\n]*)\]\((?P<url>[^()\s]+)\)(?(open)\))")
+"""A markdown link, with the parentheses around it when it has both (OpenAI's citation of
+`([domain](url))` spans them: recorded)."""
+_OPEN_LINK_END = re.compile(r"\(\[[^\[\]\n]*\]\([^()\s]+\)$")
+"""A text end that is a link after an opening parenthesis: its citation grows by the closing
+one if that comes next."""
 _MARKER = re.compile(r"<\|(?P<file_id>file-[A-Za-z0-9_-]+)\|>")
 _MARKER_START = re.compile(r"<(?:\|(?:f(?:i(?:l(?:e(?:-[A-Za-z0-9_-]*\|?)?)?)?)?)?)?$")
 """A text end that may still grow into a marker."""
@@ -102,7 +108,10 @@ class StreamingCitations:
     def feed(self, delta: str) -> list[Piece]:
         self._raw += delta
         held = _MARKER_START.search(self._raw)
-        return self._advance(self._raw[:held.start()] if held else self._raw)
+        settled = self._raw[:held.start()] if held else self._raw
+        # A link after "(" is not cited before the next character says whether ")" closes it:
+        # its last character waits (it was never shown, as it ended the text until now).
+        return self._advance(settled[:-1] if _OPEN_LINK_END.search(settled) else settled)
 
     def finish(self) -> list[Piece]:
         return self._advance(self._raw)

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from responses_parity.reference_impl.citations import Citable, StreamingCitations, annotate, cited_end
 
 CITABLE = Citable(pages={"https://example.org/a": "Page A"}, files={"file-abc123": "paris.txt"})
-TEXT = "The capital of France is Paris<|file-abc123|>. More in [A](https://example.org/a)."
+TEXT = ("The capital of France is Paris<|file-abc123|>. More in [A](https://example.org/a). "
+        "Also there ([A](https://example.org/a)).")
 
 
 def test_the_recorded_file_citation_index() -> None:
@@ -27,6 +28,18 @@ def test_a_link_to_a_result_spans_the_link_in_the_cleaned_text() -> None:
     start = cleaned.index(link)
     assert annotations[1] == {"type": "url_citation", "start_index": start, "end_index": start + len(link),
                               "title": "Page A", "url": "https://example.org/a"}
+
+
+def test_a_link_in_parentheses_is_cited_with_them_as_openai_cites_it() -> None:
+    """Recorded: `([justsecurity.org](https://...))` is one url_citation, parentheses included."""
+    cleaned, [cited] = annotate("Read this ([A](https://example.org/a)).", CITABLE)
+    assert cleaned[cited["start_index"]:cited["end_index"]] == "([A](https://example.org/a))"
+    stream = StreamingCitations(CITABLE)
+    assert stream.feed("Read this ([A](https://example.org/a)") == [("Read this ([A](https://example.org/a", [])]
+    assert stream.feed(").") == [("))", [cited]), (".", [])]  # cited once it is known that ")" closes it
+    _, [lone] = annotate("Read this ([A](https://example.org/a) and more).", CITABLE)
+    assert "Read this ([A](https://example.org/a) and more)."[lone["start_index"]:lone["end_index"]] == \
+        "[A](https://example.org/a)"
 
 
 @pytest.mark.parametrize("text", ["See [B](https://example.org/b).", "Paris<|file-zzz|>.", "a <| b |> c"])
