@@ -62,7 +62,7 @@ def test_the_sdk_gets_a_web_search_call_and_a_url_citation(stack: Stack, client:
         "type": "search", "query": query,
         "sources": [{"type": "url", "url": PAGE["url"]}, {"type": "url", "url": OTHER["url"]}]}
     text = message.content[0]
-    link = f"[Paris weather]({PAGE['url']})"
+    link = f"([Paris weather]({PAGE['url']}))"  # the parentheses around the link are cited too (as OpenAI's)
     start = text.text.index(link)
     assert [a.model_dump() for a in text.annotations] == [{"type": "url_citation", "start_index": start,
                                                            "end_index": start + len(link), "title": PAGE["title"],
@@ -172,7 +172,7 @@ def test_a_chat_answer_carries_url_citations_as_openais_chat_api(stack: Stack, c
     completion = OpenAI(base_url=f"{chat_gateway}/v1", api_key="k", max_retries=0).chat.completions.create(
         model="m", messages=[{"role": "user", "content": f"Weather? {run_marker(run, 0)}"}])
     message = completion.choices[0].message
-    link = f"[Paris weather]({PAGE['url']})"
+    link = f"([Paris weather]({PAGE['url']}))"  # the parentheses around the link are cited too
     start = (message.content or "").index(link)
     assert [a.model_dump() for a in message.annotations or []] == [{"type": "url_citation", "url_citation": {
         "start_index": start, "end_index": start + len(link), "title": PAGE["title"], "url": PAGE["url"]}}]
