@@ -27,6 +27,7 @@ from ..scenario.expectations import expectation_of
 from ..scenario.loader import parse_yaml, scenario_from
 from ..scenario.placeholders import escaped
 from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path
+from ..wire.websocket import TRANSPORT
 
 CALLS = ("function_call", "mcp_call", "mcp_approval_request", "custom_tool_call")
 SURFACE_PATHS = {DEFAULT_RESPONSES_PATH: "{{responses_path}}", DEFAULT_CHAT_PATH: "{{chat_path}}",
@@ -143,10 +144,11 @@ def scenario_text(captures: list[Captured], scenario_id: str) -> str:
     first = captures[0].exchange.meta
     upstream = first.get("upstream") or captures[0].exchange.url
     date = str(first.get("captured_at") or datetime.now(UTC).isoformat(timespec="seconds"))[:10]
+    socket = all(c.exchange.meta.get("transport") == TRANSPORT for c in captures)  # one connection's creates
     document = {"id": scenario_id, "title": f"Captured traffic: {len(captures)} exchange(s)", "tags": ["captured"],
-                "evidence": {"recordings": [c.path.name for c in captures],
+                "evidence": {"recordings": list(dict.fromkeys(c.path.name for c in captures)),
                              "note": f"captured from {upstream} on {date}; review before committing"},
-                **({"surface": "chat"} if chat else {}), "modes": ["nonstream"],
+                **({"surface": "chat"} if chat else {}), "modes": ["websocket" if socket else "nonstream"],
                 **({"mcp": sorted(set(fixtures.values()))} if fixtures else {}), "steps": steps}
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
     try:  # the text as the loader reads it, within its bounds: a hostile gateway's answers may not fit them
