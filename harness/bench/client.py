@@ -1,6 +1,7 @@
 """The benchmark's HTTP client: HTTP/1.1 keep-alive connections over asyncio, answers parsed by
 httptools (llhttp, the parser uvicorn uses), and the two moments a benchmark needs: the first
-server-sent event and the answer's last byte.
+server-sent event and the answer's last byte. WebSocket mode goes over `websockets` (a socket
+is opened once per batch; a create's moments are its first frame and its terminal one).
 
 Why not httpx or aiohttp: the client runs on the same two cores as what it measures, and httpx
 spends about a millisecond of CPU per request (aiohttp a third of that), as much as the gateway
@@ -19,10 +20,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httptools
+import websockets
+import websockets.asyncio.client
 
 from ..defaults import DEFAULT_MAX_ANSWER_BYTES
 
 READ_SIZE = 2**16
+SOCKET_ENDS = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+"""The frames that end a create's answer on a socket."""
 REUSE_IDLE_S = 2.0
 """A connection idle longer is closed, not reused: servers close idle connections after a few
 seconds (uvicorn by default after 5), and a request sent as one closes fails for no fault of theirs."""
@@ -151,6 +156,7 @@ class Client:
         self._timeout_s = timeout_s
         self._limit = max_answer_bytes
         self._idle: list[Connection] = []
+        self._headers = dict(headers or {})
 
     def _head(self, method: str, path: str, length: int) -> bytes:
         return f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._fixed}Content-Length: {length}\r\n\r\n".encode()
@@ -197,3 +203,31 @@ class Client:
         for connection in self._idle:
             connection.close()
         self._idle.clear()
+
+    def socket(self, path: str) -> websockets.asyncio.client.connect:
+        """A WebSocket-mode connection to `path` (an async context), with the client's headers."""
+        return websockets.asyncio.client.connect(
+            f"ws://{self._host}:{self._port}{self._prefix}{path}", additional_headers=self._headers,
+            open_timeout=self._timeout_s, max_size=self._limit, compression=None)
+
+    async def create(self, socket: websockets.asyncio.client.ClientConnection, body: dict[str, Any]) -> Answer:
+        """One `response.create` on an open socket: the answer's frames up to its terminal event
+        (or error frame), timed to the first frame and the last; the body is the last frame."""
+        frame = json.dumps({"type": "response.create", **{k: v for k, v in body.items() if k != "stream"}})
+        started = time.perf_counter()
+        first: float | None = None
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                await socket.send(frame)
+                while True:
+                    received = await socket.recv()
+                    first = first if first is not None else time.perf_counter() - started
+                    text = received if isinstance(received, str) else received.decode(errors="replace")
+                    kind = json.loads(text).get("type")
+                    if kind in SOCKET_ENDS:
+                        status = 200 if kind != "error" else int(json.loads(text).get("status") or 500)
+                        return Answer(status, text.encode(), first, time.perf_counter() - started)
+        except TimeoutError as error:
+            raise ClientError(f"no terminal frame within {self._timeout_s:g}s") from error
+        except (websockets.ConnectionClosed, ValueError, AttributeError) as error:
+            raise ClientError(f"{type(error).__name__}: {error}") from error

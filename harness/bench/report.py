@@ -21,7 +21,7 @@ from typing import Any
 
 from ..wire.redaction import Redactor
 from .run import FLOOR, BenchResult, Measured
-from .workloads import LABELS, WORKLOADS, Batch, Workload
+from .workloads import CHAIN_TURNS, LABELS, WORKLOADS, Batch, Workload
 
 MS = 1000.0
 MIB = 2**20
@@ -59,8 +59,12 @@ class Figures:
     not_run: str | None = None
 
 
+STREAMED: frozenset[Workload] = frozenset({"stream", "socket"})
+"""Workloads whose first event is their headline figure (the whole answer is the second)."""
+
+
 def _series(batch: Batch, workload: Workload) -> list[float]:
-    return batch.firsts if workload == "stream" else batch.totals
+    return batch.firsts if workload in STREAMED else batch.totals
 
 
 def figures(result: BenchResult, target: str, workload: Workload) -> Figures:
@@ -84,7 +88,7 @@ def figures(result: BenchResult, target: str, workload: Workload) -> Figures:
         floor_series = _series(paired.batch, workload)
         added50.append(statistics.median(series) - statistics.median(floor_series))
         added95.append(percentile(series, 0.95) - percentile(floor_series, 0.95))
-        if workload == "stream" and m.batch.totals and paired.batch.totals:
+        if workload in STREAMED and m.batch.totals and paired.batch.totals:
             added_whole.append(statistics.median(m.batch.totals) - statistics.median(paired.batch.totals))
         if paired.batch.wall_s > 0 and paired.batch.totals and m.batch.wall_s > 0:
             shares.append((len(m.batch.totals) / m.batch.wall_s) / (len(paired.batch.totals) / paired.batch.wall_s))
@@ -99,7 +103,7 @@ def figures(result: BenchResult, target: str, workload: Workload) -> Figures:
         p95=percentile(series_all, 0.95) if series_all else None,
         added_p50=_median_of(added50), added_p95=_median_of(added95),
         whole_p50=_median_of([statistics.median(m.batch.totals) for m in mine if m.batch.totals])
-        if workload == "stream" else None,
+        if workload in STREAMED else None,
         added_whole_p50=_median_of(added_whole),
         rps=_median_of(rps) if workload == "throughput" else None,
         share=_median_of(shares) if workload == "throughput" else None,
@@ -128,7 +132,7 @@ def _cells(f: Figures) -> list[str]:
     if f.workload == "throughput":
         share = "1.00" if f.target == FLOOR else (f"{f.share:.2f}" if f.share is not None else "—")
         return [f"{f.rps:.0f}" if f.rps is not None else "—", share, cpu, errors]
-    if f.workload == "stream":
+    if f.workload in STREAMED:
         return [_ms(f.p50), _ms(f.added_p50, True), _ms(f.added_p95, True), _ms(f.whole_p50),
                 _ms(f.added_whole_p50, True), cpu, errors]
     return [_ms(f.p50), _ms(f.p95), _ms(f.added_p50, True), _ms(f.added_p95, True), cpu, errors]
@@ -140,11 +144,18 @@ HEADERS: dict[Workload, list[str]] = {
                "errors"],
     "throughput": ["req/s", "share of the floor", "CPU / request", "errors"],
     "mcp": ["p50", "p95", "added p50", "added p95", "CPU / request", "errors"],
+    "socket": ["first frame p50", "added p50", "added p95", "whole response p50", "whole added p50",
+               "CPU / request", "errors"],
+    "chain_socket": ["chain p50", "chain p95", "added p50", "added p95", "CPU / chain", "errors"],
+    "chain_http": ["chain p50", "chain p95", "added p50", "added p95", "CPU / chain", "errors"],
 }
 FLOOR_TITLE: dict[Workload, str] = {
     "text": "floor: the scripted upstream alone", "stream": "floor: the scripted upstream alone",
     "throughput": "floor: the scripted upstream alone",
     "mcp": "floor: the client does it (tools/list, model, tools/call, model; one MCP session kept open)",
+    "socket": "floor: the scripted upstream's own socket",
+    "chain_socket": "floor: the scripted upstream's own socket, the same chain",
+    "chain_http": "floor: the scripted upstream over HTTP, the same chain",
 }
 
 
@@ -162,7 +173,8 @@ def _summary_rows(result: BenchResult, table: list[Figures]) -> list[str]:
     """One line per target: the issue-style overview."""
     by = {(f.target, f.workload): f for f in table}
     lines = [_row(["target", "W1 added p50", "W2 first event / whole stream added", "W3 req/s (share of the floor)",
-                   "W4 added p50"]), _row(["---"] * 5)]
+                   "W4 added p50", "W5 first frame / whole response added", "W5 20-turn chain: socket / HTTP p50"]),
+             _row(["---"] * 7)]
     for name in [FLOOR, *(t.name for t in result.targets)]:
         def cell(workload: Workload, render: Callable[[Figures], str], name: str = name) -> str:
             f = by.get((name, workload))
@@ -171,14 +183,37 @@ def _summary_rows(result: BenchResult, table: list[Figures]) -> list[str]:
         if name == FLOOR:
             cells = [cell("text", lambda f: _ms(f.p50)), cell("stream", lambda f: f"{_ms(f.p50)} / {_ms(f.whole_p50)}"),
                      cell("throughput", lambda f: f"{f.rps:.0f} (1.00)" if f.rps else "—"),
-                     cell("mcp", lambda f: _ms(f.p50))]
+                     cell("mcp", lambda f: _ms(f.p50)),
+                     cell("socket", lambda f: f"{_ms(f.p50)} / {_ms(f.whole_p50)}")]
         else:
             cells = [cell("text", lambda f: _ms(f.added_p50, True)),
                      cell("stream", lambda f: f"{_ms(f.added_p50, True)} / {_ms(f.added_whole_p50, True)}"),
                      cell("throughput", lambda f: f"{f.rps:.0f} ({f.share:.2f})" if f.rps and f.share else "—"),
-                     cell("mcp", lambda f: _ms(f.added_p50, True))]
+                     cell("mcp", lambda f: _ms(f.added_p50, True)),
+                     cell("socket", lambda f: f"{_ms(f.added_p50, True)} / {_ms(f.added_whole_p50, True)}")]
+        cells.append(_chains(result, name, by))
         lines.append(_row([_title(result, name, "text") if name != FLOOR else "floor (absolute figures)", *cells]))
     return lines
+
+
+def chain_ratio(result: BenchResult, target: str) -> float | None:
+    """A chain on one socket over the same chain over HTTP: per round, the ratio of the two
+    batches' medians (measured in the same round), then the median over rounds."""
+    def medians(workload: Workload) -> dict[int, float]:
+        return {m.round: statistics.median(m.batch.totals) for m in result.measured
+                if m.workload == workload and m.target == target and m.batch.totals
+                and (target != FLOOR or m.floor_for == result.targets[0].name)}
+
+    socket, http = medians("chain_socket"), medians("chain_http")
+    return _median_of([socket[r] / http[r] for r in socket if r in http and http[r] > 0])
+
+
+def _chains(result: BenchResult, name: str, by: dict[tuple[str, Workload], Figures]) -> str:
+    socket, http = by.get((name, "chain_socket")), by.get((name, "chain_http"))
+    if socket is None or http is None or socket.not_run or http.not_run or socket.p50 is None or http.p50 is None:
+        return "—"
+    ratio = chain_ratio(result, name)
+    return f"{_ms(socket.p50)} / {_ms(http.p50)}" + (f" ({ratio:.2f})" if ratio is not None else "")
 
 
 def markdown(result: BenchResult, command: str) -> str:
@@ -193,8 +228,10 @@ def markdown(result: BenchResult, command: str) -> str:
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {result.machine['cpus']} CPUs, Python "
         f"{result.machine['python']}, {result.machine['system']}. {options.rounds} rounds; in each, for every "
         f"workload and target, a floor batch and right after it the target's batch. Batches: "
-        f"{sizes.sequential} requests one at a time (W1, W2, W4), {sizes.throughput} requests "
-        f"{sizes.concurrency} at a time (W3). Every process ran on loopback, each in its own process: "
+        f"{sizes.sequential} requests one at a time (W1, W2, W4, W5 on one socket), {sizes.throughput} requests "
+        f"{sizes.concurrency} at a time (W3), {sizes.chains} chains of {CHAIN_TURNS} turns (W5, the ratio in "
+        "parentheses the socket's over HTTP's, paired by round). Every process ran on loopback, each in its own "
+        "process: "
         + "; ".join(f"`{name}`: {what}" for name, what in result.processes.items()) + ".",
         "",
         "Added figures are paired: in each round, the target's batch minus the floor batch measured just before "

@@ -28,8 +28,8 @@ from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
 from .client import Client
 from .processes import ServedPart, cpu_seconds, rss_bytes, write_reference_config
-from .workloads import (FIXTURE, WORKLOADS, Batch, Endpoint, RunTokens, Sizes, Workload, client_driven_mcp_batch,
-                        gateway_batch, scripts)
+from .workloads import (FIXTURE, SOCKET_WORKLOADS, WORKLOADS, Batch, Endpoint, RunTokens, Sizes, Workload,
+                        client_driven_mcp_batch, gateway_batch, scripts)
 
 REFERENCE = "reference"
 FLOOR = "floor"
@@ -141,6 +141,8 @@ def _target(name: str, options: BenchOptions, *, upstream: str, mcp: McpFixture,
         cannot: dict[Workload, str] = {}
         if "request_mcp_tools" in profile.lacks:
             cannot["mcp"] = f"lacks request-level MCP tools: {profile.lacks['request_mcp_tools']}"
+        if "websocket" in profile.lacks:
+            cannot |= dict.fromkeys(SOCKET_WORKLOADS, f"lacks WebSocket mode: {profile.lacks['websocket']}")
         return BenchTarget(profile.name, profile.title, endpoint, gateway.process.pid, cannot,
                            secrets=tuple(gateway.headers.values()))
     if not name.startswith("http://"):
@@ -215,7 +217,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
                                      {name: after[name] - before[name] for name in after}))
 
         async def new_runs() -> RunTokens:
-            runs = RunTokens(new_run_token(), mcp_run := new_run_token(), mcp.for_run(mcp_run).url)
+            runs = RunTokens(new_run_token(), mcp_run := new_run_token(), mcp.for_run(mcp_run).url, new_run_token())
             for run, script in scripts(runs).items():
                 await control.register(run, script)
             if default_routed:
@@ -223,7 +225,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
             return runs
 
         try:
-            warm_up = Sizes(WARM_UP_REQUESTS, WARM_UP_REQUESTS, options.sizes.concurrency)
+            warm_up = Sizes(WARM_UP_REQUESTS, WARM_UP_REQUESTS, options.sizes.concurrency, 1)
             runs = await new_runs()
             for workload in options.workloads:
                 await batch(workload, None, runs, warm_up)
@@ -240,8 +242,8 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
                             continue
                         await measure(round_, workload, None, runs, floor_for=target.name)
                         await measure(round_, workload, target, runs)
-                await control.forget(runs.text)
-                await control.forget(runs.mcp)
+                for run in scripts(runs):
+                    await control.forget(run)
                 _note_memory(targets)
         finally:
             await floor.client.close()

@@ -8,20 +8,28 @@ costs without a gateway), in batches:
 - `mcp` (W4): one MCP tool round trip (`calc.add`, no approval) and a closing text. Floor: the
   client doing the same work itself on an MCP session it keeps open: `tools/list`, the model's
   call, `tools/call`, the model's closing turn.
+- `socket` (W5): W2's response over WebSocket mode, one create at a time on a socket opened
+  once per batch: the first frame and the whole response. Floor: the upstream's own socket.
+- `chain_socket` and `chain_http` (W5): a `CHAIN_TURNS`-turn `previous_response_id` chain, a
+  sample being the whole chain, on one socket and as streamed HTTP requests (measured in the
+  same rounds, so the two compare). Floor: the upstream doing the same chain the same way.
 
 A request counts when it is answered 2xx with what the workload asked for (a completed
-response; for `mcp`, an `mcp_call` item; for `stream`, a terminal event); anything else is an
-error, kept with what was wrong, and is not a sample.
+response; for `mcp`, an `mcp_call` item; for `stream` and `socket`, a terminal event; for a
+chain, every turn completed); anything else is an error, kept with what was wrong, and is not
+a sample.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import websockets
 from mcp import Client as McpClient
 from mcp.client.streamable_http import streamable_http_client
 
@@ -30,14 +38,20 @@ from ..engine.rewrites import Rewrites
 from ..scenario.fixtures import McpFixture
 from .client import Answer, Client, ClientError
 
-Workload = Literal["text", "stream", "throughput", "mcp"]
-WORKLOADS: tuple[Workload, ...] = ("text", "stream", "throughput", "mcp")
+Workload = Literal["text", "stream", "throughput", "mcp", "socket", "chain_socket", "chain_http"]
+WORKLOADS: tuple[Workload, ...] = ("text", "stream", "throughput", "mcp", "socket", "chain_socket", "chain_http")
 LABELS: dict[Workload, str] = {"text": "W1 text", "stream": "W2 stream", "throughput": "W3 throughput",
-                               "mcp": "W4 MCP round trip"}
+                               "mcp": "W4 MCP round trip", "socket": "W5 a response over an open socket",
+                               "chain_socket": "W5 a 20-turn chain on one socket",
+                               "chain_http": "W5 the same chain over HTTP (streamed)"}
+SOCKET_WORKLOADS: frozenset[Workload] = frozenset({"socket", "chain_socket"})
+"""The workloads in WebSocket mode (a target that lacks it cannot run them)."""
 FIXTURE = "calc"
+CHAIN_TURNS = 20
 TEXT_SCRIPT = RunScript(steps=[[ModelTurn(text="Hello from the scripted model.")]])
 MCP_SCRIPT = RunScript(steps=[[ModelTurn(call=ToolCallSpec(tool="add", arguments={"a": 2, "b": 3})),
                                ModelTurn(text="2 + 3 = 5.")]])
+CHAIN_SCRIPT = RunScript(steps=[[ModelTurn(text=f"Turn {turn + 1} of the chain.") for turn in range(CHAIN_TURNS)]])
 
 
 @dataclass(frozen=True)
@@ -54,10 +68,12 @@ class Endpoint:
 @dataclass(frozen=True)
 class Sizes:
     sequential: int = 40
-    """Requests per batch of `text`, `stream` and `mcp`."""
+    """Requests per batch of `text`, `stream`, `mcp` and `socket`."""
     throughput: int = 800
     """Requests per `throughput` batch."""
     concurrency: int = 16
+    chains: int = 4
+    """Chains per batch of `chain_socket` and `chain_http` (each `CHAIN_TURNS` requests)."""
 
 
 @dataclass
@@ -92,10 +108,18 @@ class RunTokens:
     text: str
     mcp: str
     mcp_url: str
+    chain: str
 
 
 def text_body(endpoint: Endpoint, run: str, *, stream: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {"model": endpoint.model, "input": f"Say hello. {run_marker(run, 0)}"}
+    return body | ({"stream": True} if stream else {})
+
+
+def chain_body(endpoint: Endpoint, run: str, previous: str | None, *, stream: bool) -> dict[str, Any]:
+    """A turn of the chain: the first asks with the run's marker, each next one continues it."""
+    body: dict[str, Any] = {"model": endpoint.model, "input": f"Count the turns. {run_marker(run, 0)}"} \
+        if previous is None else {"model": endpoint.model, "previous_response_id": previous, "input": "Go on."}
     return body | ({"stream": True} if stream else {})
 
 
@@ -136,6 +160,18 @@ def _terminal_event(answer: Answer) -> str | None:
     return None if b"response.completed" in answer.body else "the stream has no response.completed event"
 
 
+def _response_id(answer: Answer) -> str:
+    """The id of a streamed or socket answer's response (its first event with one); `ValueError`
+    when it has none."""
+    for line in answer.body.splitlines():
+        text = line.removeprefix(b"data: ")
+        if text.startswith(b"{"):
+            response = json.loads(text).get("response")
+            if isinstance(response, dict) and isinstance(response.get("id"), str):
+                return response["id"]
+    raise ValueError("no event carries the response's id")
+
+
 def _ran_mcp(answer: Answer) -> str | None:
     if problem := _completed(answer):
         return problem
@@ -166,9 +202,12 @@ async def gateway_batch(workload: Workload, endpoint: Endpoint, runs: RunTokens,
     """One batch of `workload` against a gateway (or, for the first three, the upstream itself)."""
     client, path = endpoint.client, endpoint.responses_path
 
+    def rewritten(body: dict[str, Any]) -> dict[str, Any]:
+        return endpoint.rewrites.apply(body, fixtures or {})
+
     def send(body: dict[str, Any]) -> Callable[[], Awaitable[Answer]]:
-        rewritten = endpoint.rewrites.apply(body, fixtures or {})
-        return lambda: client.request("POST", path, rewritten)
+        request = rewritten(body)
+        return lambda: client.request("POST", path, request)
 
     if workload == "text":
         request = send(text_body(endpoint, runs.text))
@@ -179,8 +218,51 @@ async def gateway_batch(workload: Workload, endpoint: Endpoint, runs: RunTokens,
     if workload == "mcp":
         request = send(mcp_body(endpoint, runs.mcp, runs.mcp_url))
         return await _sequential(sizes.sequential, lambda batch: _timed(batch, request, _ran_mcp))
+    if workload == "chain_http":
+        return await _sequential(sizes.chains, lambda batch: _chain(batch, endpoint, runs.chain, rewritten, None))
+    if workload in SOCKET_WORKLOADS:
+        return await _over_a_socket(workload, endpoint, runs, sizes, rewritten)
     request = send(text_body(endpoint, runs.text))
     return await _concurrent(sizes, lambda batch: _timed(batch, request, _completed))
+
+
+async def _over_a_socket(workload: Workload, endpoint: Endpoint, runs: RunTokens, sizes: Sizes,
+                         rewritten: Callable[[dict[str, Any]], dict[str, Any]]) -> Batch:
+    """A `socket` or `chain_socket` batch on one socket opened for it (the opening not timed)."""
+    try:
+        async with endpoint.client.socket(endpoint.responses_path) as socket:
+            if workload == "chain_socket":
+                return await _sequential(sizes.chains,
+                                         lambda batch: _chain(batch, endpoint, runs.chain, rewritten, socket))
+            body = rewritten(text_body(endpoint, runs.text))
+            return await _sequential(sizes.sequential, lambda batch: _timed(
+                batch, lambda: endpoint.client.create(socket, body), _terminal_event))
+    except (OSError, TimeoutError, websockets.WebSocketException) as refused:
+        batch = Batch()
+        batch.failed(f"no WebSocket: {type(refused).__name__}: {refused}")
+        return batch
+
+
+async def _chain(batch: Batch, endpoint: Endpoint, run: str, rewritten: Callable[[dict[str, Any]], dict[str, Any]],
+                 socket: Any) -> None:
+    """One `CHAIN_TURNS`-turn chain, a sample of its whole time: on `socket`, or streamed over
+    HTTP when None."""
+    started, previous = time.perf_counter(), None
+    for turn in range(CHAIN_TURNS):
+        body = rewritten(chain_body(endpoint, run, previous, stream=socket is None))
+        try:
+            if socket is not None:
+                answer = await endpoint.client.create(socket, body)
+            else:
+                answer = await endpoint.client.request("POST", endpoint.responses_path, body)
+            problem = _problem(answer, _terminal_event)
+            previous = _response_id(answer) if problem is None else None
+        except (ClientError, ValueError) as error:
+            problem = str(error)
+        if problem is not None:
+            batch.failed(f"turn {turn + 1} of the chain: {problem}")
+            return
+    batch.count(Answer(200, b"", None, time.perf_counter() - started), None)
 
 
 async def _concurrent(sizes: Sizes, one: Callable[[Batch], Awaitable[None]]) -> Batch:
@@ -235,4 +317,4 @@ async def client_driven_mcp_batch(upstream: Endpoint, runs: RunTokens, sizes: Si
 
 def scripts(runs: RunTokens) -> dict[str, RunScript]:
     """What the scripted upstream must know for a round: run token -> script."""
-    return {runs.text: TEXT_SCRIPT, runs.mcp: MCP_SCRIPT}
+    return {runs.text: TEXT_SCRIPT, runs.mcp: MCP_SCRIPT, runs.chain: CHAIN_SCRIPT}

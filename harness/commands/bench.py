@@ -26,18 +26,23 @@ from .console import EXIT_USAGE, err, error, out, redacted_consoles
               help="Requests per W3 batch.")
 @click.option("--concurrency", type=click.IntRange(1, 1024), default=16, show_default=True,
               help="Requests in flight at once in W3.")
+@click.option("--chains", type=click.IntRange(1), default=4, show_default=True,
+              help="Chains per W5 chain batch (each of 20 requests, one at a time).")
 @click.option("--workload", "-w", "workloads", multiple=True, type=click.Choice(bench.WORKLOADS),
-              help="Measure only these (repeatable): text (W1), stream (W2), throughput (W3), mcp (W4).")
+              help="Measure only these (repeatable): text (W1), stream (W2), throughput (W3), mcp (W4), socket, "
+                   "chain_socket and chain_http (W5).")
 @click_options(BENCH_UPSTREAM, BENCH_API_KEY, BENCH_HEADER, BENCH_TIMEOUT)
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/bench.md"),
               show_default=True, help="The Markdown report; the JSON (every sample) goes beside it.")
 @click_options(PROFILE_DIR)
 def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requests: int, concurrency: int,
-                  workloads: tuple[str, ...], upstream: str | None, api_key: str | None, headers: tuple[str, ...],
-                  timeout_s: float, output: Path, profile_dirs: tuple[Path, ...]) -> None:
+                  chains: int, workloads: tuple[str, ...], upstream: str | None, api_key: str | None,
+                  headers: tuple[str, ...], timeout_s: float, output: Path, profile_dirs: tuple[Path, ...]) -> None:
     """Measure what gateways add to each model turn, side by side with the floor (the same work
     without a gateway), on loopback: W1 a text response, W2 its stream (first event, whole
-    stream), W3 throughput, W4 one MCP tool round trip. Prints and writes the figures."""
+    stream), W3 throughput, W4 one MCP tool round trip, W5 WebSocket mode (a response over an
+    open socket; a 20-turn chain on one socket against the same chain over HTTP). Prints and
+    writes the figures."""
     try:
         parsed = dict(parse_header(h) for h in headers) | ({"Authorization": f"Bearer {api_key}"} if api_key else {})
     except ValueError as problem:
@@ -46,7 +51,7 @@ def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requ
     if not names:
         raise click.UsageError("--targets names nothing")
     options = bench.BenchOptions(
-        targets=names, rounds=rounds, sizes=bench.Sizes(sequential, throughput_requests, concurrency),
+        targets=names, rounds=rounds, sizes=bench.Sizes(sequential, throughput_requests, concurrency, chains),
         workloads=tuple(w for w in bench.WORKLOADS if not workloads or w in workloads), upstream=upstream,
         headers=parsed, timeout_s=timeout_s, profile_dirs=profile_dirs)
     command = "parity " + shlex.join(sys.argv[1:])

@@ -19,9 +19,9 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 
 from responses_parity.harness.bench.client import Client, ClientError
-from responses_parity.harness.bench.report import figures, markdown
+from responses_parity.harness.bench.report import chain_ratio, figures, markdown
 from responses_parity.harness.bench.run import FLOOR, BenchOptions, BenchResult, BenchTarget, Measured
-from responses_parity.harness.bench.workloads import Batch, Endpoint, RunTokens, Sizes, gateway_batch
+from responses_parity.harness.bench.workloads import Batch, Endpoint, RunTokens, Sizes, Workload, gateway_batch
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.stack import ServerThread
 
@@ -120,7 +120,7 @@ def test_an_answer_a_client_cannot_use_is_an_error_of_the_batch(hostile: Hostile
     async def go() -> Batch:
         endpoint = Endpoint("hostile", Client(hostile.url(behaviour), timeout_s=1))
         try:
-            runs = RunTokens("0123456789", "0123456789", "http://127.0.0.1:9/mcp")
+            runs = RunTokens("0123456789", "0123456789", "http://127.0.0.1:9/mcp", "0123456789")
             return await gateway_batch("text", endpoint, runs, Sizes(sequential=2))
         finally:
             await endpoint.client.close()
@@ -135,10 +135,11 @@ def _batch(totals_ms: list[float], wall_s: float = 1.0, errors: tuple[str, ...] 
                  errors=list(errors))
 
 
-def _result(measured: list[Measured], cannot: dict[str, str] | None = None) -> BenchResult:
+def _result(measured: list[Measured], cannot: dict[str, str] | None = None,
+            workloads: tuple[Workload, ...] = ("text", "throughput", "mcp")) -> BenchResult:
     target = BenchTarget("gw", "a gateway", Endpoint("gw", Client("http://127.0.0.1:9")), pid=1,
                          cannot=cannot or {})  # type: ignore[arg-type]
-    options = BenchOptions(targets=("gw",), rounds=2, sizes=Sizes(3, 3, 1), workloads=("text", "throughput", "mcp"))
+    options = BenchOptions(targets=("gw",), rounds=2, sizes=Sizes(3, 3, 1), workloads=workloads)
     return BenchResult(options, [target], measured, {"gw": "a gateway"}, {"cpus": 2, "python": "3", "system": "x"})
 
 
@@ -163,9 +164,18 @@ def test_added_figures_pair_each_batch_with_the_floor_measured_before_it() -> No
     assert figures(result, FLOOR, "throughput").rps == pytest.approx(1000)
     assert figures(result, "gw", "mcp").not_run == "lacks request-level MCP tools"
     report = markdown(result, "parity bench")
-    assert "| a gateway | +1.50 ms | — | 250 (0.25) | — |" in report
+    assert "| a gateway | +1.50 ms | — | 250 (0.25) | — | — | — |" in report
     assert "not run: lacks request-level MCP tools" in report
     assert "a gateway, W1 text: 1 of 7; the first: HTTP 500: boom" in report
+
+
+def test_a_chain_on_a_socket_is_compared_with_the_same_chain_over_http_round_by_round() -> None:
+    measured = [Measured(round_, workload, "gw", None, _batch(samples), {"gw": 0.01})
+                for round_, workload, samples in [(0, "chain_socket", [40, 44]), (0, "chain_http", [80, 80]),
+                                                  (1, "chain_socket", [30, 30]), (1, "chain_http", [50, 50])]]
+    result = _result(measured, workloads=("chain_socket", "chain_http"))
+    assert chain_ratio(result, "gw") == pytest.approx((42 / 80 + 30 / 50) / 2)  # each round's ratio; their median
+    assert "| 36.00 ms / 65.00 ms (0.56) |" in markdown(result, "parity bench")
 
 
 def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_without_crashing(
@@ -174,11 +184,11 @@ def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_withou
     failing = hostile.url("html-error-page")
     result = CliRunner().invoke(main, ["bench", "--targets", f"reference,{failing}", "--rounds", "1",
                                        "--requests", "3", "--throughput-requests", "20", "--concurrency", "4",
-                                       "--api-key", SECRET, "--output", str(output)])
+                                       "--chains", "1", "--api-key", SECRET, "--output", str(output)])
     assert result.exit_code == 0, result.output
     data = json.loads(output.with_suffix(".json").read_text())
     by = {(f["target"], f["workload"]): f for f in data["figures"]}
-    for workload in ("text", "stream", "throughput", "mcp"):
+    for workload in ("text", "stream", "throughput", "mcp", "socket", "chain_socket", "chain_http"):
         reference = by[("reference", workload)]
         assert reference["errors"] == 0 and reference["requests"] > 0, reference
         assert (reference["rps"] if workload == "throughput" else reference["added_p50"]) is not None
