@@ -1,5 +1,5 @@
 """The HTML report of a real run against the reference gateway: every finding of every scenario
-run, each matrix cell a link to its run, and each stream's timeline beside the sequence it is
+run, each matrix cell a link to its run, and each stream's timeline (a WebSocket's frames too) beside the sequence it is
 held against (or the reason there is none), with the arrival time of every event."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Re
     selection = [argument for scenario in SCENARIOS for argument in ("-s", scenario)]
     misstated = misstated_scenarios(folder / "scenarios")
     result = CliRunner().invoke(main, ["run", str(builtin_scenarios_dir()), str(misstated), *selection,
-                                       "--report-dir", str(folder)], catch_exceptions=False)
+                                       "--mode", "all", "--report-dir", str(folder)], catch_exceptions=False)
     assert result.exit_code == 1, result.output  # text-misstated fails, on purpose
     return json.loads((folder / "results.json").read_text()), ReportPage.read(folder / "report.html"), folder
 
@@ -52,8 +52,8 @@ def test_every_finding_of_every_run_is_in_the_report(report) -> None:
 def test_every_matrix_cell_links_to_its_run(report) -> None:
     document, page, _ = report
     cells = {(name.split()[0], mode): link for name, row in page.matrix.items()
-             for mode, (_, link) in zip(("nonstream", "stream"), row, strict=True)}
-    assert len(cells) == len(document["results"]) == 2 * len(SCENARIOS)
+             for mode, (_, link) in zip(("nonstream", "stream", "websocket"), row, strict=True) if link is not None}
+    assert len(cells) == len(document["results"]) == 3 * len(SCENARIOS) - 1  # chat-passthrough runs no socket
     for (scenario, mode), link in cells.items():
         assert link == f"#unit-{scenario}-{mode}" and link[1:] in page.ids
 
@@ -86,7 +86,9 @@ def test_every_event_of_a_stream_has_its_arrival_time(report) -> None:
     document, _, _ = report
     streams = [(step["stream"], step["timing"]) for result in document["results"] for step in result["steps"]
                if step["stream"]]
-    assert len(streams) == 6  # error-missing-model's answer is a JSON error; function-call-output-prev-id has two
+    # Over SSE and over a WebSocket: error-missing-model's answer is an error, function-call-output-prev-id has two,
+    # chat-passthrough runs no socket.
+    assert len(streams) == 11
     for stream, timing in streams:
         times = [time for _, time in stream["arrivals"]]
         assert len(times) == stream["arrivals_total"] and times == sorted(times)
