@@ -205,3 +205,24 @@ def test_a_baseline_of_every_known_failure_makes_the_run_green_and_counts_them_a
     assert document["results"][0]["outcome"] == "known"
     assert "0 passed, 1 known, 0 failed, 0 could not run, 0 unsupported; parity with OpenAI 0/1, 1 known" in \
         " ".join(output.split())
+
+
+def test_a_golden_set_recorded_over_websocket_judges_a_socket_run(tmp_path: Path) -> None:
+    code, output = invoke("record", "-s", "text-basic", "--mode", "websocket", "--golden-dir",
+                          str(tmp_path / "goldens"), "--report-dir", str(tmp_path / "record-report"))
+    assert code == 0, output
+    golden = tmp_path / "goldens" / "reference" / "text-basic" / "websocket.json"
+    assert json.loads(golden.read_text())["steps"][0]["exchange"]["meta"]["transport"] == "websocket"
+    def against_golden() -> tuple[int, str]:
+        return invoke("run", "-s", "text-basic", "--mode", "websocket", "--against", "golden:reference",
+                      "--golden-dir", str(tmp_path / "goldens"), "--report-dir", str(tmp_path / "report"))
+
+    code, output = against_golden()
+    assert code == 0, output
+    unit = json.loads(golden.read_text())
+    response = unit["steps"][0]["exchange"]["response"]
+    response["sse"] = "\n\n".join(frame for frame in response["sse"].split("\n\n")
+                                   if '"response.in_progress"' not in frame)
+    golden.write_text(json.dumps(unit))
+    code, output = against_golden()
+    assert code == 1 and "response.in_progress" in output, output  # the golden's frames are what it is held to
