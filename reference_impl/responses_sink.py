@@ -245,7 +245,7 @@ class ResponsesSink:
 
     def _reasoning_started(self) -> Open:
         item_id = new_id("rs")
-        return Open(self.added({"id": item_id, "type": "reasoning", "summary": []}), item_id)
+        return Open(self.added({"id": item_id, "type": "reasoning", "content": [], "summary": []}), item_id)
 
     def _summary_part_started(self, handle: Open, summary_index: int) -> None:
         self._send("response.reasoning_summary_part.added", item_id=handle.item_id, output_index=handle.index,
@@ -262,7 +262,9 @@ class ResponsesSink:
                    summary_index=summary_index, part={"type": "summary_text", "text": text})
 
     def _reasoning_done(self, handle: Open, summary: tuple[str, ...]) -> None:
-        self.done(handle.index, {"id": handle.item_id, "type": "reasoning",
+        """The reasoning item as OpenAI's of 2026: an empty `content` (the reasoning text is not
+        shown), the summary's parts."""
+        self.done(handle.index, {"id": handle.item_id, "type": "reasoning", "content": [],
                                  "summary": [{"type": "summary_text", "text": text} for text in summary]})
 
     # -- tools -----------------------------------------------------------------------------

@@ -2,7 +2,8 @@
 2026): every top-level field, with OpenAI's values where the request leaves them open; text,
 reasoning and function tools echoed as OpenAI echoes them. The official SDK, validating
 strictly, accepts it. Streamed, it carries what OpenAI's streams carry: the tier asked for until
-the end, no billing, `obfuscation` on deltas, and function call events without the name."""
+the end, no billing, `obfuscation` on deltas, function call events without the name, and reasoning
+items with an empty `content`."""
 
 from __future__ import annotations
 
@@ -110,3 +111,12 @@ def test_deltas_carry_obfuscation_unless_the_stream_options_turn_it_off(stack: S
     plain = [event for event in streamed(stack, {"text": "Hi."}, stream_options={"include_obfuscation": False})
              if event["type"].endswith(".delta")]
     assert plain and not any("obfuscation" in delta for delta in plain)
+
+
+def test_a_reasoning_item_has_an_empty_content_as_openais_of_2026(stack: Stack) -> None:
+    events = streamed(stack, {"reasoning": "7 times 13.", "text": "No."}, reasoning={"summary": "auto"})
+    items = [event["item"] for event in events if event["type"].startswith("response.output_item.")
+             and event["item"]["type"] == "reasoning"]
+    assert [item["content"] for item in items] == [[], []]  # added and done
+    final = next(event["response"] for event in events if event["type"] == "response.completed")
+    assert final["output"][0]["content"] == [] and final["output"][0]["summary"][0]["text"] == "7 times 13."
