@@ -24,13 +24,16 @@ class FunctionTool:
     description: str | None = None
     parameters: dict[str, Any] | None = None
     strict: bool | None = None
+    output_schema: dict[str, Any] | None = None
 
     def echo(self) -> dict[str, Any]:
         """The tool as OpenAI echoes it: `strict` defaults to true, and a strict schema is echoed
-        as OpenAI enforces it (no further properties, every property required)."""
+        as OpenAI enforces it (no further properties, every property required); `output_schema`
+        as sent, null when not (recorded since July 2026)."""
         strict = True if self.strict is None else self.strict
         return {"type": "function", "name": self.name, "description": self.description,
-                "parameters": _strict_schema(self.parameters) if strict else self.parameters, "strict": strict}
+                "parameters": _strict_schema(self.parameters) if strict else self.parameters, "strict": strict,
+                "output_schema": self.output_schema}
 
 
 def _strict_schema(schema: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -109,7 +109,8 @@ def _tools(value: list[dict[str, Any]]) -> tuple[Tool, ...]:
             raise InvalidRequest(f"The reference gateway does not support tools of type '{raw['type']}'.",
                                  param=f"{param}.type", code="unsupported_value")
         if raw["type"] == "function":
-            tools.append(FunctionTool(raw["name"], raw.get("description"), raw.get("parameters"), raw.get("strict")))
+            tools.append(FunctionTool(raw["name"], raw.get("description"), raw.get("parameters"), raw.get("strict"),
+                                      raw.get("output_schema")))
             continue
         if (hosted := hosted_tool(param, raw)) is not None:
             if any(isinstance(tool, type(hosted)) for tool in tools):

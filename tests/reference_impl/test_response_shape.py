@@ -70,6 +70,10 @@ def test_a_function_without_strict_is_echoed_strict(stack: Stack, sent: dict[str
     assert (tool["strict"], tool["parameters"]) == (True, echoed)
     [loose] = create(stack, tools=[{"type": "function", "name": "f", "parameters": sent, "strict": False}])["tools"]
     assert (loose["strict"], loose["parameters"]) == (False, sent)
+    assert tool["output_schema"] is None  # echoed as null when not sent, as OpenAI's since July 2026
+    [typed] = create(stack, tools=[{"type": "function", "name": "f", "parameters": sent,
+                                    "output_schema": sent}])["tools"]
+    assert typed["output_schema"] == sent
 
 
 def test_reasoning_and_text_are_echoed_as_openai_echoes_them(stack: Stack) -> None:
