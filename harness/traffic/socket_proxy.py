@@ -10,9 +10,11 @@ connection file (`wire/websocket.py`'s format, which `check-exchange` and `repla
 - Frames pass unchanged both ways, text as text, binary as binary, as they arrive; either side
   closing closes the other with the same code and reason.
 - A client frame larger than `max_request_bytes` is not forwarded: the client gets OpenAI's 413
-  as an error frame, and the connection stays usable (as the reference gateway answers it).
-- Recorded: at most `MAX_MESSAGES` frames and `max_answer_bytes` of frame text; past either the
-  frames are forwarded and not recorded, and the file says so. A create's answer is judged off
+  as an error frame, and the connection stays usable (as the reference gateway answers it). An
+  upstream frame larger than `max_answer_bytes` ends the connection (1009, message too big).
+- Recorded: at most `MAX_MESSAGES` frames and `max_recorded_request_bytes` plus
+  `max_answer_bytes` of frames; past either the frames are forwarded and not recorded, and the
+  file says so. A create's answer is judged off
   the event loop (at most `FINISHING` at once, with the HTTP exchanges) once its terminal event
   or refusing error frame arrived.
 - Secrets: the upgrade's credentials are secrets of the run, learnt before anything is written;
@@ -24,9 +26,9 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -84,7 +86,7 @@ class _Connection:
 
     def document(self) -> dict[str, Any]:
         note = {"note": f"{self.dropped} frame(s) after the first {len(self.messages)} were forwarded and not "
-                        "recorded (--max-answer-mb)"} if self.dropped else {}
+                        "recorded (--max-recorded-request-mb plus --max-answer-mb)"} if self.dropped else {}
         return {"transport": TRANSPORT, "request": {"url": self.url},
                 "meta": {"path": self.path, "captured_at": datetime.now(UTC).isoformat(timespec="seconds"), **note},
                 "messages": self.messages, "close": self.close}
