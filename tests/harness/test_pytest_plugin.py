@@ -1,4 +1,5 @@
-"""The pytest plugin tells the same truth as `parity run`: a pass passes, a divergence fails, a
+"""The pytest plugin tells the same truth as `parity run` (in every mode, `--parity-mode all` adding the
+WebSocket): a pass passes, a divergence fails, a
 scenario the harness could not run is an error, and the session ends with the CLI's tally;
 `--parity-against` and `--parity-baseline` judge as the CLI does."""
 
@@ -35,6 +36,13 @@ def test_outcomes_and_the_tally_are_the_clis(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*1 passed, 1 failed, 1 could not run, 0 unsupported; parity with OpenAI 1/2*"])
     result.stdout.fnmatch_lines(["*ERROR at setup of scenario unreachable-step*", "*could not run*",
                                  "*cannot resolve*ask.output has 1 output item(s), no [[]7]*"])
+
+
+def test_parity_mode_all_adds_a_test_over_the_websocket(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", passing=PASSING)
+    result = pytester.runpytest("--parity", "--parity-mode", "all", "-p", "no:cacheprovider", "-p", "no:asyncio", "-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(["*passing*websocket*PASSED*"])
 
 
 def test_a_golden_and_a_baseline_judge_pytest_runs_too(pytester: pytest.Pytester, tmp_path: Path) -> None:
