@@ -1,7 +1,7 @@
-"""The pytest plugin tells the same truth as `parity run` (in every mode, `--parity-mode all` adding the
-WebSocket): a pass passes, a divergence fails, a
-scenario the harness could not run is an error, and the session ends with the CLI's tally;
-`--parity-against` and `--parity-baseline` judge as the CLI does."""
+"""The pytest plugin tells the same truth as `parity run` (in every mode: `--parity-mode all` adds
+the WebSocket): a pass passes, a divergence fails, a scenario the harness could not run is an
+error, and the session ends with the CLI's tally; `--parity-against` and `--parity-baseline`
+judge as the CLI does."""
 
 from __future__ import annotations
 
