@@ -41,6 +41,8 @@ def test_a_shipped_profile_renders_every_template(name: str) -> None:
                "python_version": "3.x", "harness_python": "/usr/bin/python3", "run_dir": "/run",
                "upstream": "http://127.0.0.1:9", "ports": _FreePorts(), "secret": "sk-parity-test",
                "model": "parity-model", "mcp": {"calc": {"base_url": "http://127.0.0.1:10"}}}
+    if profile.start.upstream_tls:  # what the TLS front adds
+        context |= {"upstream": "https://127.0.0.1:11", "upstream_ca": "/run/tls-cert.pem"}
     texts = [*profile.start.command, *profile.start.env.values(), *profile.start.files.values(),
              profile.target.base_url, profile.target.model, *profile.target.headers.values(),
              json.dumps(profile.start.ready.body)]
