@@ -229,5 +229,5 @@ class Client:
                         return Answer(status, text.encode(), first, time.perf_counter() - started)
         except TimeoutError as error:
             raise ClientError(f"no terminal frame within {self._timeout_s:g}s") from error
-        except (websockets.ConnectionClosed, ValueError, AttributeError) as error:
+        except (websockets.ConnectionClosed, ValueError, AttributeError, RecursionError) as error:
             raise ClientError(f"{type(error).__name__}: {error}") from error

@@ -199,7 +199,8 @@ async def _sequential(count: int, one: Callable[[Batch], Awaitable[None]]) -> Ba
 
 async def gateway_batch(workload: Workload, endpoint: Endpoint, runs: RunTokens, sizes: Sizes,
                         fixtures: Mapping[str, McpFixture] | None = None) -> Batch:
-    """One batch of `workload` against a gateway (or, for the first three, the upstream itself)."""
+    """One batch of `workload` against a gateway (or the upstream itself, the floor of every
+    workload but `mcp`)."""
     client, path = endpoint.client, endpoint.responses_path
 
     def rewritten(body: dict[str, Any]) -> dict[str, Any]:
@@ -257,8 +258,8 @@ async def _chain(batch: Batch, endpoint: Endpoint, run: str, rewritten: Callable
                 answer = await endpoint.client.request("POST", endpoint.responses_path, body)
             problem = _problem(answer, _terminal_event)
             previous = _response_id(answer) if problem is None else None
-        except (ClientError, ValueError) as error:
-            problem = str(error)
+        except (ClientError, ValueError, RecursionError) as error:  # RecursionError: JSON nested past what json reads
+            problem = str(error) or type(error).__name__
         if problem is not None:
             batch.failed(f"turn {turn + 1} of the chain: {problem}")
             return

@@ -103,8 +103,12 @@ class _Relay(socketserver.BaseRequestHandler):
         self.request.settimeout(STOP_DEADLINE_S)  # for the handshake and the connection to the server
         try:
             client = server.context.wrap_socket(self.request, server_side=True)
+        except (OSError, ssl.SSLError):  # a client that does not trust the certificate, say
+            return
+        try:
             upstream = socket.create_connection(server.target, timeout=STOP_DEADLINE_S)
-        except (OSError, ssl.SSLError):
+        except OSError:
+            client.close()
             return
         client.settimeout(None)
         upstream.settimeout(None)
