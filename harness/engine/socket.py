@@ -20,14 +20,13 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from ..scenario.model import Disconnect
 from ..wire.exchange import Exchange
-from ..wire.websocket import answered, create_frame, ended, frame_value, socket_exchange
+from ..wire.websocket import answered, create_frame, ended, frame_value, socket_exchange, socket_url_of
 from .targets import CONNECT_DEADLINE_S, Target, Trigger
 
 
 def socket_url(target: Target) -> str:
     """Where the target's WebSocket mode is: its Responses path, on `ws` (`wss` for `https`)."""
-    url = target.url(target.responses_path)
-    return "ws" + url.removeprefix("http") if url.startswith("http") else url
+    return socket_url_of(target.url(target.responses_path))
 
 
 class Socket:

@@ -46,7 +46,8 @@ from ..wire.capture import capture_name
 from ..wire.decode import Unreadable, read_json
 from ..wire.exchange import Exchange
 from ..wire.redaction import Redactor, tool_secrets
-from ..wire.websocket import MAX_MESSAGES, TRANSPORT, answered, create_body, ended, frame_value, socket_exchange
+from ..wire.websocket import (MAX_MESSAGES, TRANSPORT, answered, create_body, ended, frame_value, socket_exchange,
+                              socket_url_of)
 from .forwarding import HOP_BY_HOP, UPSTREAM_FAILED
 
 if TYPE_CHECKING:
@@ -111,11 +112,12 @@ async def relay_connection(proxy: RecordingProxy, client: WebSocket) -> None:
     path = client.url.path + query
     shown = proxy.credentials.hidden(path)
     await proxy.learn(proxy.credentials.values(client.headers.items(), client.url.query))
-    url = "ws" + proxy.upstream.removeprefix("http") + path
+    base = socket_url_of(proxy.upstream)
+    url = base + path
     headers = [(name, value) for name, value in client.headers.items()
                if name not in HOP_BY_HOP | HANDSHAKE_HEADERS]
-    recording = _Connection(capture_name(proxy.next_number(), "ws", shown.partition("?")[0]),
-                            "ws" + proxy.upstream.removeprefix("http") + shown, shown, proxy.redactor)
+    recording = _Connection(capture_name(proxy.next_number(), "ws", shown.partition("?")[0]), base + shown, shown,
+                            proxy.redactor)
     try:
         upstream = await connect(url, additional_headers=headers, open_timeout=CONNECT_DEADLINE_S,
                                  max_size=proxy.limits.max_answer_bytes, compression=None)

@@ -28,6 +28,11 @@ MAX_MESSAGES = 100_000
 """The most frames a connection file may hold (each is walked once)."""
 
 
+def socket_url_of(url: str) -> str:
+    """The WebSocket URL of an http(s) one: `ws` for `http`, `wss` for `https` (any other as it is)."""
+    return "ws" + url.removeprefix("http") if url.startswith("http") else url
+
+
 def is_connection(data: Any) -> bool:
     """Whether a file's value is a connection (see the module's docstring)."""
     return isinstance(data, dict) and data.get("transport") == TRANSPORT
