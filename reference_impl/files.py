@@ -26,7 +26,9 @@ from collections.abc import AsyncIterator
 from typing import get_args
 
 from openai.types import FilePurpose
+from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData, UploadFile
+from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -118,6 +120,38 @@ def _counted(request: Request, limit: int) -> Receive:
     return receive
 
 
+class _FieldNamingParser(MultiPartParser):
+    """starlette's multipart parser, except that a field larger than `max_part_size` is OpenAI's
+    400 naming that field (starlette's own 400 names none)."""
+
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
+        try:
+            super().on_part_data(data, start, end)
+        except MultiPartException as too_large:
+            name = self._current_part.field_name  # set from the part's headers before its data
+            param = name.replace("[", ".").replace("]", "")  # as OpenAI names `expires_after[seconds]`
+            raise InvalidRequest(f"Invalid value for '{param}': {too_large.message}", param=param) from too_large
+
+
+@contextlib.asynccontextmanager
+async def _upload_form(request: Request, limit: int) -> AsyncIterator[FormData]:
+    """An upload's form (at most one file and 8 fields, the body at most `limit` bytes), its
+    files closed when the block ends; an empty form for a body that is not multipart."""
+    content_type, _ = parse_options_header(request.headers.get("content-type"))
+    if content_type != b"multipart/form-data":
+        yield FormData()
+        return
+    stream = Request(request.scope, _counted(request, limit)).stream()
+    try:
+        form = await _FieldNamingParser(request.headers, stream, max_files=1, max_fields=8).parse()
+    except MultiPartException as unreadable:
+        raise InvalidRequest(unreadable.message) from unreadable
+    try:
+        yield form
+    finally:
+        await form.close()
+
+
 def _described(form: FormData) -> tuple[UploadFile, StoredFile]:
     """The file part of an upload's form and the file it describes, or OpenAI's 400 (413 when too large)."""
     upload, purpose = form.get("file"), form.get("purpose")
@@ -170,8 +204,7 @@ def file_routes(store: FileStore, uploads: UploadSlots) -> list[Route]:
     async def create(request: Request) -> Response:
         limit = MAX_FILE_BYTES + _FORM_OVERHEAD_BYTES
         check_declared_size(request, limit)
-        async with uploads.slot(), \
-                Request(request.scope, _counted(request, limit)).form(max_files=1, max_fields=8) as form:
+        async with uploads.slot(), _upload_form(request, limit) as form:
             upload, file = _described(form)
             await store.save_file(file, upload.file)
         return JSONResponse(file.resource())
