@@ -66,13 +66,15 @@ _ALSO_REQUIRED = {"function_call_output": {"call_id", "output"}, "function_call"
 """Keys of the objects of a `type` that OpenAI requires and the SDK lets a body leave out
 (contract notes §4.2)."""
 _NOT_REQUIRED = {"function": {"strict", "parameters"}, "message": {"type", "id", "status"},
-                 "output_text": {"annotations"}}
+                 "output_text": {"annotations"}, "reasoning": {"id"}}
 """Keys the SDK makes a body send that OpenAI lets it leave out: a function tool without
 `strict` is echoed strict (recorded); an assistant message sent back as input with `output_text`
 content needs neither `id` nor `status` (recorded: `{type: message, role: assistant, content:
 [{type: output_text, text, annotations: []}]}` answered 200), nor its `type` or the text's
 `annotations` (recorded: `{role: assistant, content: [{type: output_text, text}]}` passed the
-request's checks and was refused only for the context window)."""
+request's checks and was refused only for the context window); a reasoning item sent back without
+its `id` (recorded: `{type: reasoning, summary: [], encrypted_content}` with `store: false`
+answered 200)."""
 _ALSO_ALLOWED = {frozenset({"attributes", "file_id", "filename", "score", "text"}):
                  {"vector_store_id": {"type": ["string", "null"]}},
                  frozenset({"content", "role", "status", "type"}): {"id": {"type": "string"}}}

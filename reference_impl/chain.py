@@ -20,10 +20,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, is_dataclass, replace
 from typing import Any
 
-from .compaction import Sealer, summary_message
+from .compaction import summary_message
 from .errors import InvalidRequest
 from .hosted_items import ITEM_TYPES as HOSTED_ITEM_TYPES, replayed as replayed_hosted_item
 from .mcp_servers import ListedTool
+from .reasoning_items import replayed_reasoning
+from .sealing import Sealer
 from .upstream.items import Message, Reasoning, ToolCall, ToolOutput, TranscriptItem
 
 
@@ -113,7 +115,7 @@ def _output_text(item: dict[str, Any]) -> str:
 
 def history_from_input(previous: Chain | None, items: list[dict[str, Any]], sealer: Sealer) -> History:
     """Append the client's input items (each with its id: `client.with_ids`) to the chain they
-    continue (empty when stateless); a compaction item is opened with `sealer`."""
+    continue (empty when stateless); compaction and reasoning items are opened with `sealer`."""
     chain = previous or Chain()
     transcript = list(chain.transcript)
     listed = dict(chain.listed)
@@ -136,7 +138,7 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]], seal
             transcript.append(Message(item["role"], item["content"], id=item_id))
         elif kind == "compaction":
             transcript = [*(kept for kept in transcript if isinstance(kept, Message) and kept.role == "user"),
-                          summary_message(item["id"], sealer.open(item["encrypted_content"]))]
+                          summary_message(item["id"], str(sealer.open(item["encrypted_content"], "compaction")))]
             replaced_by_summary = True
         elif kind == "function_call":
             transcript.append(ToolCall(item["call_id"], item["name"], item["arguments"]))
@@ -147,8 +149,7 @@ def history_from_input(previous: Chain | None, items: list[dict[str, Any]], seal
                                      param="input")  # as OpenAI words it for a shell call output (recorded)
             transcript.append(ToolOutput(item["call_id"], item["output"]))
         elif kind == "reasoning":
-            summary = tuple(part.get("text", "") for part in item.get("summary") or [])
-            transcript.append(Reasoning(item["id"], summary, item.get("encrypted_content")))
+            transcript.append(replayed_reasoning(item, sealer))
         elif kind == "mcp_list_tools":
             listed[item["server_label"]] = tuple(
                 ListedTool(t["name"], t.get("description"), t.get("input_schema") or {}, t.get("annotations"))

@@ -3,11 +3,7 @@
 - The summary turn: the model, told to summarise (`SUMMARY_INSTRUCTIONS`), reads the transcript
   with no tools; the text it answers is the summary.
 - A compaction item, `{type: compaction, id: cmp_..., encrypted_content}`, carries the summary
-  sealed with the gateway's key (Fernet: AES-128-CBC and HMAC-SHA256, its tokens starting
-  `gAAAAA` as OpenAI's do), which the store keeps, so an item outlives a restart: only this
-  gateway reads it back, and a token changed anywhere is refused with OpenAI's 400,
-  `invalid_encrypted_content` ("The encrypted content gAAA...xxxx could not be verified.", as
-  api.openai.com words it: openai/codex#8145).
+  as a token only this gateway reads back (`sealing.py`).
 - Read back as input, an item is what the model reads of it: a developer message holding the
   summary (`summary_message`), its id the item's, so a later compaction knows it.
 - The compacted window: the user messages since the latest summary, then a new compaction item
@@ -22,46 +18,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from cryptography.fernet import Fernet, InvalidToken
-
-from .errors import InvalidRequest, UpstreamError
+from .errors import UpstreamError
 from .ids import new_id
+from .sealing import Sealer
 from .upstream.adapter import UpstreamAdapter
 from .upstream.items import ItemDone, Message, TranscriptItem, TurnDone, TurnRequest
 
-KEY_NAME = "compaction"
 SUMMARY_INSTRUCTIONS = ("Summarize the conversation so far for your own later use: every fact, decision and open "
                         "question a continuation needs. Answer with the summary only.")
 SUMMARY_PREFIX = "Summary of the conversation so far:\n"
 DEFAULT_THRESHOLD = 200_000
 """Tokens of context at which a `compact_threshold: null` compacts (the reference's choice:
 OpenAI documents no default)."""
-
-
-def new_key() -> str:
-    return Fernet.generate_key().decode()
-
-
-def _abbreviated(token: str) -> str:
-    return f"{token[:4]}...{token[-4:]}" if len(token) > 8 else token
-
-
-@dataclass(frozen=True)
-class Sealer:
-    """Seals summaries into compaction items' `encrypted_content`, and opens them."""
-
-    key: str
-
-    def seal(self, summary: str) -> str:
-        return Fernet(self.key.encode()).encrypt(summary.encode()).decode()
-
-    def open(self, token: str) -> str:
-        """The summary a token holds; OpenAI's 400 for a token this gateway did not seal as it is."""
-        try:
-            return Fernet(self.key.encode()).decrypt(token.encode()).decode()
-        except (InvalidToken, UnicodeError, ValueError) as problem:
-            raise InvalidRequest(f"The encrypted content {_abbreviated(token)} could not be verified.",
-                                 param=None, code="invalid_encrypted_content") from problem
 
 
 @dataclass(frozen=True)
@@ -91,7 +59,7 @@ def is_summary(item: TranscriptItem) -> bool:
 
 
 def compaction_item(sealer: Sealer, summary: str) -> dict[str, Any]:
-    return {"id": new_id("cmp"), "type": "compaction", "encrypted_content": sealer.seal(summary)}
+    return {"id": new_id("cmp"), "type": "compaction", "encrypted_content": sealer.seal("compaction", summary)}
 
 
 def _kept_messages(transcript: Sequence[TranscriptItem]) -> list[Message]:

@@ -21,8 +21,10 @@ from .loop.events import (
     ListingStarted, LoopEvent, McpCallDone, McpCallStarted, MessageDone, MessageStarted, ReasoningDone,
     ReasoningStarted, RunStarted,
 )
-from .upstream.items import SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
 from .loop.sink import LoopResult
+from .reasoning_items import INCLUDE_ENCRYPTED_REASONING, sealed_reasoning
+from .sealing import Sealer
+from .upstream.items import Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
 
 H = TypeVar("H", bound="Open")
 
@@ -72,8 +74,10 @@ def _the(handle: H | None) -> H:
 
 
 class ResponsesSink:
-    def __init__(self, log: EventLogLike, request: CreateRequest, response_id: str, created_at: int) -> None:
+    def __init__(self, log: EventLogLike, request: CreateRequest, response_id: str, created_at: int,
+                 sealer: Sealer) -> None:
         self._log = log
+        self._sealer = sealer
         self.request = request
         self.response_id = response_id
         self.created_at = created_at
@@ -129,8 +133,8 @@ class ResponsesSink:
                 self._summary_delta(_the(self._reasoning), index, delta)
             case SummaryPartDone(index=index, text=text):
                 self._summary_part_done(_the(self._reasoning), index, text)
-            case ReasoningDone(summary=summary):
-                self._reasoning_done(_the(self._reasoning), summary)
+            case ReasoningDone(reasoning=reasoning):
+                self._reasoning_done(_the(self._reasoning), reasoning)
                 self._reasoning = None
             case McpCallStarted(call_id=call_id, server_label=label, name=name, arguments=arguments,
                                 approval_request_id=approval_request_id):
@@ -261,11 +265,14 @@ class ResponsesSink:
         self._send("response.reasoning_summary_part.done", item_id=handle.item_id, output_index=handle.index,
                    summary_index=summary_index, part={"type": "summary_text", "text": text})
 
-    def _reasoning_done(self, handle: Open, summary: tuple[str, ...]) -> None:
+    def _reasoning_done(self, handle: Open, reasoning: Reasoning) -> None:
         """The reasoning item as OpenAI's of 2026: an empty `content` (the reasoning text is not
-        shown), the summary's parts."""
-        self.done(handle.index, {"id": handle.item_id, "type": "reasoning", "content": [],
-                                 "summary": [{"type": "summary_text", "text": text} for text in summary]})
+        shown), the summary's parts, and `encrypted_content` when `include` asks for it."""
+        item = {"id": handle.item_id, "type": "reasoning", "content": [],
+                "summary": [{"type": "summary_text", "text": text} for text in reasoning.summary]}
+        if INCLUDE_ENCRYPTED_REASONING in self.request.include:
+            item["encrypted_content"] = sealed_reasoning(self._sealer, reasoning)
+        self.done(handle.index, item)
 
     # -- tools -----------------------------------------------------------------------------
 

@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .client import FileSearchTool, HostedTool, Tool, WebSearchTool
-from .compaction import KEY_NAME, Sealer, new_key
 from .config import GatewayConfig
 from .errors import GatewayError, InvalidRequest, RateLimited
 from .hosted_tools import hosted_runners
 from .loop.state import LoopContext, LoopRequest, ServerBinding
 from .mcp_servers import McpConnector, McpServer
 from .outbound import OutboundPolicy, Resolver, guarded_client_factory, system_resolver
+from .sealing import KEY_NAME, Sealer, new_key
 from .search_providers import search_provider
 from .store import SqliteStore
 from .tool_cache import ToolResultCache
@@ -71,7 +71,7 @@ class Runtime:
     catalog: ToolCatalog
     limiter: RunLimiter
     sealer: Sealer
-    """Seals and opens compaction items, with the key the store keeps."""
+    """Seals and opens compaction and reasoning items' `encrypted_content`, with the key the store keeps."""
     web_search: WebSearchProvider | None = None
     """The `web_search` tool's backend (None: the gateway offers no web search)."""
 

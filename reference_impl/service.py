@@ -137,7 +137,8 @@ class ResponsesService:
                     generate: bool = True) -> Run:
         request, ctx, input_items = await self.prepare(body, api_key, recent, generate)
         log = EventLog(publish_at_once=not request.background)
-        run = Run(request, ctx, input_items, ResponsesSink(log, request, new_id("resp"), int(time.time())), log)
+        sink = ResponsesSink(log, request, new_id("resp"), int(time.time()), self.runtime.sealer)
+        run = Run(request, ctx, input_items, sink, log)
 
         async def store_queued() -> None:
             await self.store.save(StoredResponse(run.sink.snapshot("queued"), input_items, ctx.history.chain,

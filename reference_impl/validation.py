@@ -174,10 +174,14 @@ def _continued(body: dict[str, Any], conversation_id: str | None) -> None:
                              "'previous_response_id' or 'conversation'.", code="mutually_exclusive_parameters")
 
 
-def _reasoning_followed(items: list[dict[str, Any]]) -> None:
-    """A reasoning item sent back must come with the item the model produced after it, which
-    carries its id: OpenAI refuses one followed by nothing or by an item without an id (recorded:
-    an assistant message written as `{role, content}`)."""
+def _reasoning_followed(items: list[dict[str, Any]], store: bool) -> None:
+    """A reasoning item sent back to a request that stores must come with the item
+    the model produced after it, which carries its id: OpenAI refuses one followed by nothing or
+    by an item without an id (recorded: an assistant message written as `{role, content}`). With
+    `store: false` it resolves nothing and accepts the same input (recorded twice: an id-less
+    message after a reasoning item with an id, and a reasoning item without an id)."""
+    if not store:
+        return
     for index, item in enumerate(items):
         following = items[index + 1] if index + 1 < len(items) else {}
         if item["type"] == "reasoning" and not following.get("id"):
@@ -213,8 +217,8 @@ def validate_create(body: Any) -> CreateRequest:
         raise InvalidRequest("One of \"input\" or \"previous_response_id\" or 'prompt' or 'conversation' "
                              "must be provided.", code="missing_required_parameter")
     _continued(body, conversation_id)
-    _reasoning_followed(items)
     store = body.get("store", True) is not False
+    _reasoning_followed(items, store)
     if body.get("background") and not store:
         raise InvalidRequest("Background mode requires 'store' to be true.", param="background")
     tools = _tools(body.get("tools") or [])

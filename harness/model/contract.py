@@ -4,7 +4,8 @@ between runs (ids, timestamps, text, token counts).
 The contract of a step holds the HTTP status; for errors the envelope's type, code, param
 and whether a message is present; the Response's status, incomplete reason and whether usage
 is present; the output items in order, each with its status, role, tool name, server label
-and (for MCP calls) error type and whether it names an approval its request granted; the
+(for MCP calls) error type and whether it names an approval its request granted, and (for
+reasoning and compaction items) whether it carries `encrypted_content`; the
 interrupt boundary; the number of gateway-executed tool calls; and, for streams, the event
 types with runs collapsed, per output index too, the terminal event and whether `[DONE]` was
 sent (the stream grammar judges that).
@@ -25,6 +26,8 @@ from typing import Any
 from ..wire.exchange import TERMINAL_EVENTS, Exchange
 
 GATEWAY_TOOL_ITEMS = ("mcp_call",)
+SEALED_ITEMS = ("reasoning", "compaction")
+"""Item types that may carry `encrypted_content`."""
 
 
 @dataclass(frozen=True)
@@ -36,11 +39,18 @@ class ItemShape:
     server_label: str | None = None
     error_type: str | None = None
     approval_linked: bool | None = None
+    encrypted: bool | None = None
+    """For reasoning and compaction items: whether `encrypted_content` is there."""
 
     def label(self) -> str:
-        """Short form for messages: `mcp_call(add, failed)`."""
-        details = [d for d in (self.name, self.status) if d]
+        """Short form for messages: `mcp_call(add, failed)`, `reasoning(encrypted_content)`."""
+        details = [d for d in (self.name, self.status, self.encrypted and encrypted_detail(True)) if d]
         return f"{self.type}({', '.join(details)})" if details else self.type
+
+
+def encrypted_detail(encrypted: bool) -> str:
+    """How an item label says whether the item carries `encrypted_content`."""
+    return "encrypted_content" if encrypted else "no encrypted_content"
 
 
 @dataclass(frozen=True)
@@ -142,6 +152,7 @@ def item_shape(item: dict[str, Any], approved: frozenset[str] = frozenset()) -> 
         server_label=item.get("server_label"),
         error_type=(error.get("type") if isinstance(error, dict) else ("text" if error else None)),
         approval_linked=item.get("approval_request_id") in approved if item.get("type") == "mcp_call" else None,
+        encrypted=item.get("encrypted_content") is not None if item.get("type") in SEALED_ITEMS else None,
     )
 
 

@@ -154,7 +154,7 @@ async def _call_llm(ctx: LoopContext, state: LoopState, sink: LoopSink, with_too
                 case ItemDone(item=Reasoning() as item):
                     if not reasoning_open:
                         sink.emit(ReasoningStarted())
-                    sink.emit(ReasoningDone(item.summary))
+                    sink.emit(ReasoningDone(item))
                     state.transcript.append(item)
                     reasoning_open = False
                 case ItemDone(item=ToolCall() as item):

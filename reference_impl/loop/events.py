@@ -15,7 +15,7 @@ from typing import Any
 
 from ..hosted_items import HostedKind
 from ..hosted_tools import HostedOutcome
-from ..upstream.items import SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
+from ..upstream.items import Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,8 @@ class ReasoningStarted:
 
 @dataclass(frozen=True)
 class ReasoningDone:
-    summary: tuple[str, ...]
+    reasoning: Reasoning
+    """The model's item: its summary and its own token, if it gave one."""
 
 
 @dataclass(frozen=True)

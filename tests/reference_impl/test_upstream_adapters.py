@@ -21,12 +21,14 @@ from responses_parity.reference_impl.upstream.items import Message, ToolSpec, Tu
 
 CHAT_CANNOT_CARRY = {
     "reasoning-summary": "Chat Completions has no standard way to carry a reasoning summary",
+    "reasoning-encrypted-content": "the same: no reasoning item comes back to carry encrypted_content",
     "structured-output": "the model request carries text.format as Chat's response_format, so the scenario's "
                          "Responses-shaped upstream.request cannot hold (the translation is unit-tested)",
 }
 ANTHROPIC_CANNOT_CARRY = {
     "structured-output": "Anthropic Messages has no json_schema output format to translate text.format to",
     "reasoning-summary": "the scripted model's summary has no Anthropic Messages form",
+    "reasoning-encrypted-content": "the same: no reasoning item comes back to carry encrypted_content",
     "tool-choice": "Anthropic has no allowed_tools choice: the adapter narrows the offered tools instead, so the "
                    "scenario's Responses-shaped tool_choice assertion cannot hold (the narrowing is unit-tested)",
     "chat-passthrough": "a chat request cannot pass through to an Anthropic upstream unchanged; it is translated",

@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field
 
-from ...model.contract import Contract, ItemShape
+from ...model.contract import Contract, ItemShape, encrypted_detail
 from ...model.findings import Finding, Kind
 from .. import vocabulary
 from ..strict import Strict
@@ -74,7 +74,7 @@ class Usage(Expectation):
 
 
 _ITEM_FIELD_OF = {"status": "status", "role": "role", "name": "name", "server_label": "server_label",
-                  "error_type": "error", "approval_linked": "approval_request_id"}
+                  "error_type": "error", "approval_linked": "approval_request_id", "encrypted": "encrypted_content"}
 """An item expectation's field -> the item field it looks at."""
 
 
@@ -94,6 +94,9 @@ class ItemExpect(Strict):
     approval_linked: bool | None = Field(
         default=None, description="For mcp_call: true when `approval_request_id` names an approval request this "
                                   "request approved (an `mcp_approval_response` in its input), false when it is null.")
+    encrypted: bool | None = Field(
+        default=None, description="For reasoning and compaction: whether it carries `encrypted_content` (OpenAI adds a "
+                                  "reasoning item's only when `include` asks for `reasoning.encrypted_content`).")
 
     def matches(self, actual: ItemShape) -> bool:
         """Whether `actual` has every field this expectation gives (the others are not compared)."""
@@ -102,6 +105,8 @@ class ItemExpect(Strict):
     def label(self) -> str:
         """Short form for messages, as `ItemShape.label` writes an item: `mcp_call(add, failed)`."""
         details = [str(getattr(self, name)) for name in ("name", "status") if name in self.model_fields_set]
+        if self.encrypted is not None:
+            details.append(encrypted_detail(self.encrypted))
         return f"{self.type}({', '.join(details)})" if details else self.type
 
 
