@@ -161,8 +161,9 @@ TARGETS = Option("targets", required=True, metavar="A,B,...",
 
 BENCH_TARGETS = replace(TARGETS, required=False, default=REFERENCE,
                         help="What to measure: 'reference' (the reference gateway, in a process of its own), target "
-                             "profiles (smg, llama-stack, ...; installed and started against the run's upstream), or "
-                             "base URLs of running gateways pointed at --upstream.")
+                             "profiles (smg, llama-stack, ...; installed and started against the run's upstream), "
+                             "base URLs of running gateways pointed at --upstream, or 'proxy:' and one of those "
+                             "(parity proxy in front of it, measured beside it alone).")
 BENCH_UPSTREAM = replace(UPSTREAM, default=None, help="A running scripted upstream (`parity serve upstream`) that URL "
                                                       "targets talk to; default: the run starts one.")
 BENCH_API_KEY = replace(API_KEY, help="Bearer token for URL targets.")

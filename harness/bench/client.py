@@ -147,6 +147,7 @@ class Client:
         parts = urlsplit(base_url)
         if parts.scheme != "http" or parts.hostname is None:
             raise ValueError(f"the benchmark client speaks plain HTTP: {base_url!r}")
+        self.base_url = base_url
         self._host = parts.hostname
         self._port = parts.port or 80
         self._prefix = parts.path.rstrip("/")
@@ -156,7 +157,7 @@ class Client:
         self._timeout_s = timeout_s
         self._limit = max_answer_bytes
         self._idle: list[Connection] = []
-        self._headers = dict(headers or {})
+        self.headers = dict(headers or {})
 
     def _head(self, method: str, path: str, length: int) -> bytes:
         return f"{method} {self._prefix}{path} HTTP/1.1\r\n{self._fixed}Content-Length: {length}\r\n\r\n".encode()
@@ -207,7 +208,7 @@ class Client:
     def socket(self, path: str) -> websockets.asyncio.client.connect:
         """A WebSocket-mode connection to `path` (an async context), with the client's headers."""
         return websockets.asyncio.client.connect(
-            f"ws://{self._host}:{self._port}{self._prefix}{path}", additional_headers=self._headers,
+            f"ws://{self._host}:{self._port}{self._prefix}{path}", additional_headers=self.headers,
             open_timeout=self._timeout_s, max_size=self._limit, compression=None)
 
     async def create(self, socket: websockets.asyncio.client.ClientConnection, body: dict[str, Any]) -> Answer:

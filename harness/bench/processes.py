@@ -1,8 +1,9 @@
 """The processes a benchmark starts, each a process of its own so that none shares a core's
 interpreter lock with the load client: the scripted upstream, the `calc` MCP fixture and the
-reference gateway as `parity serve ...` children, and profiled gateways as `parity run` starts
-them; each a `ChildProcess`, which ends with the benchmark, even a killed one. Each one's CPU
-time (with its children's) is read before and after a measurement.
+reference gateway as `parity serve ...` children, a proxy as a `parity proxy` child, and
+profiled gateways as `parity run` starts them; each a `ChildProcess`, which ends with the
+benchmark, even a killed one. Each one's CPU time (with its children's) is read before and
+after a measurement.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ def rss_bytes(pid: int) -> int:
 
 @dataclass
 class ServedPart:
-    """A `parity serve <part>` child on a free loopback port; `url` is where it listens."""
+    """A `parity serve <part>` (or `parity proxy`) child on a free loopback port; `url` is where
+    it listens."""
 
     name: str
     process: ChildProcess = field(repr=False)
@@ -63,12 +65,13 @@ class ServedPart:
     """The last lines it printed."""
 
     @classmethod
-    def start(cls, name: str, *arguments: str) -> ServedPart:
-        """Start `parity serve <arguments> --port 0` and wait for the line saying where it
-        listens; a child that exits or stays silent is a `HarnessError` with what it printed."""
-        command = [sys.executable, "-m", "responses_parity.harness", "serve", *arguments, "--port", "0"]
+    def start(cls, name: str, *arguments: str, command: str = "serve") -> ServedPart:
+        """Start `parity <command> <arguments> --port 0` and wait for the line saying where it
+        listens (a line naming `name`); a child that exits or stays silent is a `HarnessError`
+        with what it printed."""
+        command_line = [sys.executable, "-m", "responses_parity.harness", command, *arguments, "--port", "0"]
         env = os.environ | {"PYTHONUNBUFFERED": "1", "COLUMNS": "200"}
-        process = ChildProcess(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        process = ChildProcess(command_line, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                stdin=subprocess.DEVNULL, env=env, grace_s=STOP_GRACE_S)
         log: deque[str] = deque(maxlen=LOG_LINES)
         found = threading.Event()

@@ -67,16 +67,23 @@ def _series(batch: Batch, workload: Workload) -> list[float]:
     return batch.firsts if workload in STREAMED else batch.totals
 
 
+def own_batches(result: BenchResult, target: str, workload: Workload) -> list[Measured]:
+    """`target`'s batches of `workload`: the floor's are all paired with a target; another
+    target's are those not measured as a proxy's baseline."""
+    return [m for m in result.measured if m.workload == workload and m.target == target
+            and (m.floor_for is not None) == (target == FLOOR)]
+
+
 def figures(result: BenchResult, target: str, workload: Workload) -> Figures:
-    """`target`'s figures for `workload`, paired with the floor batches measured before its own
-    (the floor's own figures when `target` is the floor)."""
-    mine = [m for m in result.measured if m.workload == workload and m.target == target
-            and (target != FLOOR or m.floor_for is not None)]
-    if target != FLOOR:
-        reason = next((t.cannot.get(workload) for t in result.targets if t.name == target), None)
-        if reason:
-            return Figures(target, workload, not_run=reason)
-    floors = {(m.round, m.floor_for): m for m in result.measured if m.workload == workload and m.target == FLOOR}
+    """`target`'s figures for `workload`, paired with the batches of its baseline (the floor, or
+    for a proxy the gateway behind it) measured before its own (the floor's own figures when
+    `target` is the floor)."""
+    mine = own_batches(result, target, workload)
+    measured_target = next((t for t in result.targets if t.name == target), None)
+    if measured_target is not None and (reason := measured_target.cannot.get(workload)):
+        return Figures(target, workload, not_run=reason)
+    baseline = measured_target.baseline if measured_target is not None else FLOOR
+    floors = {(m.round, m.floor_for): m for m in result.measured if m.workload == workload and m.target == baseline}
     added50, added95, added_whole, rps, shares = [], [], [], [], []
     for m in mine:
         paired = floors.get((m.round, m.target)) if target != FLOOR else None
@@ -200,9 +207,8 @@ def chain_ratio(result: BenchResult, target: str) -> float | None:
     """A chain on one socket over the same chain over HTTP: per round, the ratio of the two
     batches' medians (measured in the same round), then the median over rounds."""
     def medians(workload: Workload) -> dict[int, float]:
-        return {m.round: statistics.median(m.batch.totals) for m in result.measured
-                if m.workload == workload and m.target == target and m.batch.totals
-                and (target != FLOOR or m.floor_for == result.targets[0].name)}
+        return {m.round: statistics.median(m.batch.totals) for m in own_batches(result, target, workload)
+                if m.batch.totals and (target != FLOOR or m.floor_for == result.targets[0].name)}
 
     socket, http = medians("chain_socket"), medians("chain_http")
     return _median_of([socket[r] / http[r] for r in socket if r in http and http[r] > 0])
@@ -227,16 +233,18 @@ def markdown(result: BenchResult, command: str) -> str:
         "",
         f"Run {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')} on {result.machine['cpus']} CPUs, Python "
         f"{result.machine['python']}, {result.machine['system']}. {options.rounds} rounds; in each, for every "
-        f"workload and target, a floor batch and right after it the target's batch. Batches: "
+        f"workload and target, a floor batch (for a proxy, the gateway behind it alone) and right after it the "
+        f"target's batch. Batches: "
         f"{sizes.sequential} requests one at a time (W1, W2, W4, W5 on one socket), {sizes.throughput} requests "
         f"{sizes.concurrency} at a time (W3), {sizes.chains} chains of {CHAIN_TURNS} turns (W5, the ratio in "
         "parentheses the socket's over HTTP's, paired by round). Every process ran on loopback, each in its own "
         "process: "
         + "; ".join(f"`{name}`: {what}" for name, what in result.processes.items()) + ".",
         "",
-        "Added figures are paired: in each round, the target's batch minus the floor batch measured just before "
-        "it; the median over rounds. CPU / request is the CPU time (user + system) the target's own process (the "
-        "floor: the scripted upstream's) spent during its batches, over their requests.",
+        "Added figures are paired: in each round, the target's batch minus the floor batch (a proxy's: its "
+        "gateway's) measured just before it; the median over rounds. CPU / request is the CPU time (user + "
+        "system) the target's own process (the floor: the scripted upstream's) spent during its batches, over "
+        "their requests.",
         "",
         "## Overview",
         "",
@@ -253,7 +261,8 @@ def markdown(result: BenchResult, command: str) -> str:
               _row(["---"] * 5)]
     for target in result.targets:
         if len(target.rss) > 1:
-            later = sum(m.batch.requests for m in result.measured if m.target == target.name and m.round > 0)
+            later = sum(m.batch.requests for workload in result.options.workloads
+                        for m in own_batches(result, target.name, workload) if m.round > 0)
             lines.append(_row([target.title, *(f"{rss / MIB:.0f} MiB" for rss in (target.rss[0], target.rss[1],
                                                                                    target.rss[-1])), f"{later:,}"]))
     failed = [f for f in table if f.first_error]

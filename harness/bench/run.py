@@ -12,7 +12,7 @@ import os
 import platform
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +33,16 @@ from .workloads import (FIXTURE, SOCKET_WORKLOADS, WORKLOADS, Batch, Endpoint, R
 
 REFERENCE = "reference"
 FLOOR = "floor"
+PROXY = "proxy:"
+"""`proxy:<target>`: `parity proxy` in front of that target, measured beside it alone."""
 WARM_UP_REQUESTS = 5
 
 
 @dataclass(frozen=True)
 class BenchOptions:
     targets: tuple[str, ...]
-    """`reference`, a profile's name or file, or the base URL of a running gateway (pointed at
-    `upstream`)."""
+    """`reference`, a profile's name or file, the base URL of a running gateway (pointed at
+    `upstream`), or `proxy:` and one of those."""
     rounds: int = 5
     sizes: Sizes = field(default_factory=Sizes)
     workloads: tuple[Workload, ...] = WORKLOADS
@@ -68,6 +70,8 @@ class BenchTarget:
     did not start it)."""
     secrets: tuple[str, ...] = field(default=(), repr=False)
     """The values of the headers it is sent (a key, a profile's per-start secret): never in a report."""
+    baseline: str = FLOOR
+    """What its batches are paired with: the floor, or for a proxy the target behind it alone."""
 
 
 @dataclass
@@ -78,7 +82,8 @@ class Measured:
     workload: Workload
     target: str
     floor_for: str | None
-    """For a floor batch, the target measured right after it."""
+    """For a floor batch (or a proxied target's batch as a proxy's baseline), the target measured
+    right after it."""
     batch: Batch
     cpu_s: dict[str, float]
 
@@ -115,10 +120,44 @@ class _Started:
             stop()
 
 
+def with_proxied(names: tuple[str, ...]) -> tuple[str, ...]:
+    """The targets, each proxied one measured too, alone, right before its first proxy."""
+    ordered: list[str] = []
+    for name in names:
+        behind = name.removeprefix(PROXY)
+        if behind != name and behind not in ordered:
+            if behind.startswith(PROXY):
+                raise HarnessError(f"{name!r}: a proxy in front of a proxy is not measured")
+            ordered.append(behind)
+        if name not in ordered:
+            ordered.append(name)
+    return tuple(ordered)
+
+
+def _proxy_target(name: str, behind: BenchTarget, options: BenchOptions, *, started: _Started,
+                  work_dir: Path, say: Callable[[str], None]) -> BenchTarget:
+    """`parity proxy` in front of `behind` (its captures in the run's folder), reached as
+    `behind` is, with the same headers and rewrites."""
+    say(f"starting parity proxy in front of {behind.title} ...")
+    captures = work_dir / f"captures-{len(started.pids)}"
+    part = ServedPart.start("parity proxy", "--upstream", behind.endpoint.client.base_url, "--captures",
+                            str(captures), command="proxy")
+    started.add(name, f"parity proxy in front of {behind.name}", part.pid, part.stop)
+    endpoint = replace(behind.endpoint, name=name,
+                       client=Client(part.url, behind.endpoint.client.headers, options.timeout_s))
+    title = f"parity proxy in front of {behind.name} (added: over {behind.name} alone)"
+    return BenchTarget(name, title, endpoint, part.pid, dict(behind.cannot), secrets=behind.secrets,
+                       baseline=behind.name)
+
+
 def _target(name: str, options: BenchOptions, *, upstream: str, mcp: McpFixture, started: _Started,
-            work_dir: Path, say: Callable[[str], None]) -> BenchTarget:
+            work_dir: Path, say: Callable[[str], None], built: Mapping[str, BenchTarget]) -> BenchTarget:
     def client_for(url: str, headers: Mapping[str, str] | None = None) -> Client:
         return Client(url, headers, options.timeout_s)
+
+    if name.startswith(PROXY):
+        return _proxy_target(name, built[name.removeprefix(PROXY)], options, started=started, work_dir=work_dir,
+                             say=say)
 
     if name == REFERENCE:
         say("starting the reference gateway ...")
@@ -167,9 +206,11 @@ def _started_parts(options: BenchOptions, work_dir: Path,
         mcp_part = ServedPart.start(f"MCP fixture '{FIXTURE}'", "mcp", FIXTURE)
         started.add("mcp", f"the {FIXTURE} MCP fixture (parity serve mcp {FIXTURE})", mcp_part.pid, mcp_part.stop)
         mcp = McpFixture(FIXTURE, mcp_part.url)
-        targets = [_target(name, options, upstream=upstream, mcp=mcp, started=started, work_dir=work_dir, say=say)
-                   for name in options.targets]
-        yield started, upstream, mcp, targets
+        built: dict[str, BenchTarget] = {}
+        for name in with_proxied(options.targets):
+            built[name] = _target(name, options, upstream=upstream, mcp=mcp, started=started, work_dir=work_dir,
+                                  say=say, built=built)
+        yield started, upstream, mcp, list(built.values())
     finally:
         started.stop_all()
 
@@ -198,6 +239,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
     fixtures = {FIXTURE: mcp}
     measured: list[Measured] = []
     default_routed = any(target.endpoint.rewrites.mcp_server_url for target in targets)
+    by_name = {target.name: target for target in targets}
     async with httpx.AsyncClient(timeout=30) as http:
         control = FixtureClient(http, upstream_url, fixtures)
 
@@ -240,7 +282,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
                     for target in targets:
                         if workload in target.cannot:
                             continue
-                        await measure(round_, workload, None, runs, floor_for=target.name)
+                        await measure(round_, workload, by_name.get(target.baseline), runs, floor_for=target.name)
                         await measure(round_, workload, target, runs)
                 for run in scripts(runs):
                     await control.forget(run)

@@ -20,10 +20,11 @@ from starlette.routing import Route
 
 from responses_parity.harness.bench.client import Client, ClientError
 from responses_parity.harness.bench.report import chain_ratio, figures, markdown
-from responses_parity.harness.bench.run import FLOOR, BenchOptions, BenchResult, BenchTarget, Measured
+from responses_parity.harness.bench.run import FLOOR, BenchOptions, BenchResult, BenchTarget, Measured, with_proxied
 from responses_parity.harness.bench.workloads import Batch, Endpoint, RunTokens, Sizes, Workload, gateway_batch
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.errors import HarnessError
 
 SECRET = "Zq9benchKEY777"
 
@@ -169,6 +170,31 @@ def test_added_figures_pair_each_batch_with_the_floor_measured_before_it() -> No
     assert "a gateway, W1 text: 1 of 7; the first: HTTP 500: boom" in report
 
 
+def test_a_proxy_is_paired_with_its_gateway_alone_and_the_gateways_own_figures_stay_its_own() -> None:
+    proxy = BenchTarget("proxy:gw", "parity proxy in front of gw", Endpoint("proxy:gw", Client("http://127.0.0.1:8")),
+                        pid=2, baseline="gw")
+    measured = [
+        Measured(0, "text", FLOOR, "gw", _batch([1, 1, 1]), {}),
+        Measured(0, "text", "gw", None, _batch([3, 3, 3]), {}),
+        Measured(0, "text", "gw", "proxy:gw", _batch([4, 4, 4]), {}),  # the proxy's baseline batch
+        Measured(0, "text", "proxy:gw", None, _batch([4.5, 4.5, 4.5]), {"proxy:gw": 0.003}),
+    ]
+    result = _result(measured, workloads=("text",))
+    result.targets.append(proxy)
+    assert figures(result, "gw", "text").added_p50 == pytest.approx(0.002)
+    assert figures(result, "gw", "text").requests == 3
+    proxied = figures(result, "proxy:gw", "text")
+    assert proxied.added_p50 == pytest.approx(0.0005)  # over the gateway's batch just before, not the floor's
+    assert proxied.cpu_per_request == pytest.approx(0.001)
+
+
+def test_a_proxied_target_is_measured_alone_right_before_its_first_proxy() -> None:
+    assert with_proxied(("proxy:reference", "smg", "proxy:smg")) == ("reference", "proxy:reference", "smg",
+                                                                       "proxy:smg")
+    with pytest.raises(HarnessError, match="a proxy in front of a proxy"):
+        with_proxied(("proxy:proxy:reference",))
+
+
 def test_a_chain_on_a_socket_is_compared_with_the_same_chain_over_http_round_by_round() -> None:
     measured = [Measured(round_, workload, "gw", None, _batch(samples), {"gw": 0.01})
                 for round_, workload, samples in [(0, "chain_socket", [40, 44]), (0, "chain_http", [80, 80]),
@@ -182,7 +208,7 @@ def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_withou
         hostile: HostileTarget, tmp_path: Path) -> None:
     output = tmp_path / "bench.md"
     failing = hostile.url("html-error-page")
-    result = CliRunner().invoke(main, ["bench", "--targets", f"reference,{failing}", "--rounds", "1",
+    result = CliRunner().invoke(main, ["bench", "--targets", f"proxy:reference,{failing}", "--rounds", "1",
                                        "--requests", "3", "--throughput-requests", "20", "--concurrency", "4",
                                        "--chains", "1", "--api-key", SECRET, "--output", str(output)])
     assert result.exit_code == 0, result.output
@@ -194,7 +220,9 @@ def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_withou
         assert (reference["rps"] if workload == "throughput" else reference["added_p50"]) is not None
         assert by[(failing, workload)]["errors"] == by[(failing, workload)]["requests"] > 0
     assert by[(failing, "text")]["first_error"].startswith("HTTP 502")
-    assert {batch["target"] for batch in data["batches"]} == {"floor", "reference", failing}
+    proxied = by[("proxy:reference", "text")]
+    assert proxied["errors"] == 0 and proxied["added_p50"] is not None  # paired with the reference alone
+    assert {batch["target"] for batch in data["batches"]} == {"floor", "reference", "proxy:reference", failing}
     written = output.read_text() + output.with_suffix(".json").read_text() + result.output
     assert SECRET not in written
     assert "## W4 MCP round trip" in written
