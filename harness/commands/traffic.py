@@ -22,7 +22,7 @@ from ..errors import HarnessError
 from ..model.findings import Finding
 from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError, target_options
 from ..traffic.from_capture import scenario_text
-from ..traffic.forwarding import (DEFAULT_READ_TIMEOUT_S, Credentials, Found, NotForwarded, ProxyEvent,
+from ..traffic.forwarding import (DEFAULT_READ_TIMEOUT_S, Credentials, Dropped, Found, NotForwarded, ProxyEvent,
                                   ProxyLimits, Recorded)
 from ..traffic.proxy import RecordingProxy
 from ..traffic.replay import Replayed, replay
@@ -48,8 +48,9 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
     def show(event: ProxyEvent) -> None:
         if isinstance(event, Found):
             say(_finding_json(event.capture, event.finding) if as_json else _finding_line(event.capture, event.finding))
-        elif isinstance(event, NotForwarded):  # no finding: with --json, not on standard output
-            line = f"{event.method} {event.path}: not forwarded: {event.reason}"
+        elif isinstance(event, NotForwarded | Dropped):  # no finding: with --json, not on standard output
+            line = (f"{event.method} {event.path}: not forwarded: {event.reason}" if isinstance(event, NotForwarded)
+                    else f"{event.capture}: neither checked nor written: {event.reason}")
             if as_json:
                 err.print(escape(line), soft_wrap=True)
             else:

@@ -113,4 +113,12 @@ class NotForwarded:
     reason: str
 
 
-ProxyEvent = Found | Recorded | NotForwarded
+@dataclass(frozen=True)
+class Dropped:
+    """An exchange that ended but was neither checked nor written (`checker.py`), and why."""
+
+    capture: str
+    reason: str
+
+
+ProxyEvent = Found | Recorded | NotForwarded | Dropped

@@ -6,14 +6,17 @@ each exchange of the API surfaces the harness knows, and checks them without a r
   (the upstream's own). One exception: the upstream is asked for an answer without content
   coding (`Accept-Encoding: identity`), so what is recorded and checked is what the client
   got, byte for byte.
-- Answers are relayed chunk by chunk as they arrive, never buffered; a stream's events are
-  checked as they complete (`live_checks`), and the whole exchange once it ended.
+- Answers are relayed chunk by chunk as they arrive, never buffered. The request path only
+  relays: reading, checking and writing happen in the checker, a process of its own
+  (`checker.py`), which gets a stream's chunks as they pass (its events are checked as they
+  complete) and the whole exchange once it ended; what it has no room for is dropped and said,
+  never queued, so a slow check or a slow disk never delays a client.
 - `/v1/responses` (and `/{id}`, `/input_items`, `/cancel`), `/v1/chat/completions` and
   `/v1/conversations/**` (under any prefix) are recorded and checked; other paths are
   forwarded, neither recorded nor checked. A WebSocket upgrade (OpenAI's WebSocket mode, on
   any path) is relayed frame by frame and recorded as one connection (`socket_proxy.py`).
-- Each exchange is written to the capture folder (`wire/capture.py`) once it ended (a file appears
-  under its name only whole), secrets removed (below).
+- Each exchange is written to the capture folder (`wire/capture.py`) by the checker once it
+  ended (a file appears under its name only whole), secrets removed (below).
 - An upstream that cannot be reached or does not speak HTTP gives the client a 502 in
   OpenAI's error envelope, and a finding; one that breaks off an answer ends the relayed
   answer there, and is a finding. The proxy itself keeps serving.
@@ -27,9 +30,8 @@ or between two pieces of it, is a finding: the client gets a 504 in OpenAI's env
 a stream, an `error` event where the next event would be. A client that goes away ends its
 exchange at once, however far it got: the upstream's connection is closed, what arrived is
 recorded, and it is one line (`NotForwarded` when it left before its request was whole). A
-stream being checked keeps no event once checked, and at most `FINISHING` ended exchanges are
-read, checked and written at once, so memory stays within those limits however many streams
-come and go.
+stream being checked keeps no event once checked, and the checker's inbox is bounded in bytes,
+so memory stays within those limits however many streams come and go.
 
 Secrets: the credentials a request carries, in a header named in `Credentials.headers` (the
 redactor's secret keys: `Authorization`, `api-key`, `x-api-key`, cookies, ... and any the user
@@ -41,7 +43,8 @@ body's values are never secrets of the run: its MCP tools' `authorization` and h
 findings only, and values under secret-looking keys are blanked where they sit.
 
 The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForwarded`,
-`forwarding.py`); it prints nothing.
+`Dropped`, `forwarding.py`); it prints nothing. WebSocket connections are still read, checked
+and written in worker threads of the proxy's process (`FINISHING` at once, `socket_proxy.py`).
 """
 
 from __future__ import annotations
@@ -70,47 +73,53 @@ from starlette.websockets import WebSocket
 
 from ...openai_contract.request_body import RequestTooLarge, read_bytes
 from ..engine.targets import CONNECT_DEADLINE_S, failure_reason
-from ..judge.judgement import Case, judge
 from ..judge.live_checks import LiveStream
 from ..model.findings import Finding, Kind, Severity
 from ..wire.capture import capture_name
-from ..wire.decode import Unreadable, read_body, read_json, read_stream
 from ..wire.exchange import Exchange
-from ..wire.redaction import Redactor, tool_secrets
-from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits,
-                         Recorded)
+from ..wire.redaction import Redactor
+from .checker import Checker
+from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Dropped, Found, NotForwarded, ProxyEvent,
+                         ProxyLimits, Recorded)
 from .socket_proxy import relay_connection
 
 RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 FINISHING = 2
-"""Ended exchanges read, checked and written at once (in worker threads); the others wait."""
-PARSE_ON_THE_LOOP_BYTES = 64 * 1024
-"""A request body up to this size is parsed on the event loop (well under a millisecond);
-a larger one in a worker thread."""
+"""Ended WebSocket connections read, checked and written at once (in worker threads); the
+others wait."""
 
 
 @dataclass
 class _Recording:
-    """One exchange as it is being relayed; `redactor` removes its own secrets too."""
+    """One exchange as it is being relayed: what is kept of its answer (for the checker, at its
+    end), and whether its chunks still go to the checker as they pass (streams only)."""
 
     name: str
     exchange: Exchange
     chat: bool
     limit: int
-    redactor: Redactor
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
-    live: LiveStream | None = None
+    live: bool = False
 
-    def keep(self, chunk: bytes) -> list[Finding]:
-        """Keep `chunk` (up to the limit); the findings the events it completes add."""
+    def keep(self, chunk: bytes, checker: Checker) -> None:
+        """Keep `chunk` (up to the limit); pass it to the live checks while they keep up."""
         if self.exchange.truncated_after is not None or self.size + len(chunk) > self.limit:
             self.exchange.truncated_after = self.size
-            return []
+            return
         self.chunks.append(chunk)
         self.size += len(chunk)
-        return self.live.feed(chunk) if self.live is not None else []
+        if self.live and not checker.chunk(self.name, chunk):
+            self.live = False
+            self.exchange.meta["live_checks"] = (f"stopped at byte {self.size - len(chunk):,}: the checker was "
+                                                 "behind; the whole answer was checked once it ended")
+
+    def next_sequence_number(self) -> int | None:
+        """The `sequence_number` an event added to the answer kept so far would carry."""
+        numbered = LiveStream(self.chat)
+        numbered.feed(b"".join(self.chunks))
+        return numbered.next_sequence_number
 
 
 class _Relayed(StreamingResponse):
@@ -163,6 +172,7 @@ class RecordingProxy:
         self._numbers = itertools.count(1)
         self._client: httpx.AsyncClient | None = None
         self._finishing: anyio.CapacityLimiter | None = None
+        self._checker: Checker | None = None
         self._stopping: anyio.Event | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=METHODS),
@@ -177,9 +187,14 @@ class RecordingProxy:
         # want), one on each read and write; one upstream connection per client request, never queued.
         timeout = httpx.Timeout(None, connect=CONNECT_DEADLINE_S, read=self.limits.read_timeout_s,
                                 write=self.limits.read_timeout_s)
-        async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None)) as client:
-            self._client = client
-            yield
+        self._checker = Checker(self.captures, self.on_event, self.redactor)
+        self._checker.start()
+        try:
+            async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None)) as client:
+                self._client = client
+                yield
+        finally:
+            await anyio.to_thread.run_sync(self._checker.close)  # what was sent is checked and written
 
     def stop(self) -> None:
         """End every open exchange at once, as if its client went away, and every one that
@@ -220,7 +235,7 @@ class RecordingProxy:
             self.not_forwarded(request.method, shown, "the client went away before its request body ended")
             return Response()  # sent to no one
         headers = [(name, value) for name, value in request.headers.items() if name not in HOP_BY_HOP]
-        recording = await self._start_recording(request.method, shown, body)
+        recording = self._start_recording(request.method, shown, body)
         upstream_request = self._client.build_request(request.method, self.upstream + path, content=body,
                                                       headers=[*headers, ("accept-encoding", "identity")])
         del body
@@ -228,7 +243,7 @@ class RecordingProxy:
         if upstream is None:
             if recording is not None:
                 self._abandoned(recording)
-                await self.off_the_loop(lambda: self._finish(recording))
+                self._end(recording)
             return _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")
         if isinstance(upstream, httpx.TimeoutException):
             return await self._upstream_failed(recording, 504, "upstream_timeout", self._silent(upstream))
@@ -238,8 +253,7 @@ class RecordingProxy:
         if recording is not None:
             recording.exchange.status = upstream.status_code
             recording.exchange.headers = dict(upstream.headers)
-            if _is_stream(upstream):
-                recording.live = LiveStream(recording.chat)
+            recording.live = _is_stream(upstream)
         assert self._stopping is not None
         answer = _Relayed(self._relay(upstream, recording), upstream.status_code, self._stopping)
         answer.raw_headers = [(name, value) for name, value in upstream.headers.raw
@@ -248,31 +262,29 @@ class RecordingProxy:
 
     async def learn(self, credentials: list[str]) -> None:
         """Know these credentials as secrets of the run before anything of their request is
-        written; a new one is learnt off the event loop (it rebuilds an automaton)."""
+        written (here and in the checker); a new one is learnt off the event loop (it rebuilds
+        an automaton)."""
         if not self.redactor.knows(*credentials):
             await anyio.to_thread.run_sync(lambda: self.redactor.add(*credentials))
+            assert self._checker is not None
+            self._checker.learn(credentials)
 
-    async def _start_recording(self, method: str, path: str, body: bytes) -> _Recording | None:
+    def _start_recording(self, method: str, path: str, body: bytes) -> _Recording | None:
         """A recording of this exchange when its path is one the harness knows (`path` with
-        its credentials hidden)."""
+        its credentials hidden) and the checker has room for it."""
         bare_path = path.partition("?")[0]
         if not RECORDED.search(bare_path):
             return None
-        if len(body) <= PARSE_ON_THE_LOOP_BYTES:
-            request_body = _json_or_text(body)
-        else:
-            request_body = await anyio.to_thread.run_sync(_json_or_text, body)
-        redactor = self.redactor.within(*tool_secrets(request_body))
+        assert self._checker is not None
+        name = capture_name(self.next_number(), method, bare_path)
+        chat = "chat/completions" in bare_path
+        if not self._checker.begin(name, chat, body[:self.limits.max_recorded_request_bytes], len(body)):
+            self.on_event(Dropped(name, "the checker was behind when the request came; it was forwarded"))
+            return None
         meta: dict[str, Any] = {"path": path, "upstream": self.upstream,
                                 "captured_at": datetime.now(UTC).isoformat(timespec="seconds")}
-        if len(body) > self.limits.max_recorded_request_bytes:
-            request_body = body[:self.limits.max_recorded_request_bytes].decode("utf-8", errors="replace")
-            meta["request_note"] = (f"the request body was forwarded whole ({len(body):,} bytes); only its first "
-                                    f"{self.limits.max_recorded_request_bytes:,} bytes were recorded, as text "
-                                    "(--max-recorded-request-mb)")
-        name = capture_name(self.next_number(), method, bare_path)
-        exchange = Exchange(method=method, url=self.upstream + path, request_body=request_body, meta=meta)
-        return _Recording(name, exchange, "chat/completions" in bare_path, self.limits.max_answer_bytes, redactor)
+        exchange = Exchange(method=method, url=self.upstream + path, meta=meta)
+        return _Recording(name, exchange, chat, self.limits.max_answer_bytes)
 
     async def _send_while_client_waits(self, request: Request,
                                        upstream_request: httpx.Request) -> httpx.Response | httpx.HTTPError | None:
@@ -317,24 +329,26 @@ class RecordingProxy:
         envelope); the exchange is recorded as such."""
         self._failed(recording, message)
         if recording is not None:
-            await self.off_the_loop(lambda: self._finish(recording))
+            self._end(recording)
         return _error(status, code, message)
 
     def _failed(self, recording: _Recording | None, message: str) -> None:
         """The upstream failed the exchange (gave no answer, or not all of it): a finding."""
         if recording is not None:
             recording.exchange.transport_error = message
-            self.report(recording.name, recording.redactor,
-                        [Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)])
+            finding = Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)
+            self.report(recording.name, self.redactor, [finding])
 
     async def _relay(self, upstream: httpx.Response, recording: _Recording | None) -> AsyncIterator[bytes]:
         """The answer's bytes as they arrive; the recording ends however the relay does."""
         between_events = True
+        checker = self._checker
+        assert checker is not None
         try:
             await self.learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
             async for chunk in upstream.aiter_raw():
                 if recording is not None:
-                    self.report(recording.name, recording.redactor, recording.keep(chunk))
+                    recording.keep(chunk, checker)
                 between_events = chunk.endswith((b"\n\n", b"\r\r"))
                 yield chunk
         except httpx.TimeoutException as timeout:
@@ -351,8 +365,8 @@ class RecordingProxy:
         finally:
             with anyio.CancelScope(shield=True):
                 await upstream.aclose()
-                if recording is not None:
-                    await self.off_the_loop(lambda: self._finish(recording))
+            if recording is not None:
+                self._end(recording)
 
     def report(self, capture: str, redactor: Redactor, findings: list[Finding]) -> None:
         """Each finding on the exchange recorded as `capture`, its secrets removed by `redactor`."""
@@ -366,30 +380,11 @@ class RecordingProxy:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(work, limiter=self._finishing)
 
-    def _finish(self, recording: _Recording) -> None:
-        """Read what arrived, check the whole exchange (what the live checks did not already
-        say), write it."""
-        exchange = recording.exchange
-        raw = b"".join(recording.chunks)
-        recording.chunks.clear()
-        cut_short = exchange.transport_error is not None or exchange.disconnected or \
-            exchange.truncated_after is not None
-        if recording.live is not None:
-            exchange.sse, exchange.defects = read_stream(raw, cut_short)
-        elif exchange.status is not None:
-            exchange.body, exchange.defects = read_body(raw, (exchange.headers or {}).get("content-type"), cut_short)
-        del raw
-        if exchange.truncated_after is not None:
-            exchange.meta["note"] = (f"the answer was forwarded whole; only its first {exchange.truncated_after} "
-                                     "bytes were recorded (--max-answer-mb)")
-        elif exchange.transport_error is None and not exchange.disconnected:
-            findings = judge(Case(exchange, recording.chat)).findings
-            self.report(recording.name, recording.redactor,
-                        recording.live.unseen(findings) if recording.live else findings)
-        partial = self.captures / f"{recording.name}.partial"  # a reader of the folder never sees half a file
-        recording.redactor.write_json(partial, exchange.to_file())
-        partial.replace(self.captures / recording.name)
-        self.recorded(recording.name, exchange)
+    def _end(self, recording: _Recording) -> None:
+        """Hand the ended exchange to the checker, which reads, checks and writes it."""
+        assert self._checker is not None
+        self._checker.end(recording.name, recording.exchange, recording.chunks)
+        recording.chunks = []
 
 
 def _error(status: int, code: str, message: str) -> Response:
@@ -407,18 +402,9 @@ def _error_event(message: str, recording: _Recording | None) -> bytes:
     error = {"message": message, "type": "server_error", "param": None, "code": "upstream_timeout"}
     if recording is not None and recording.chat:
         return f"data: {json.dumps({'error': error})}\n\n".encode()
-    number = recording.live.next_sequence_number if recording is not None and recording.live is not None else None
+    number = recording.next_sequence_number() if recording is not None and recording.live else None
     event = {"type": "error", "code": "upstream_timeout", "message": message, "param": None,
              **({"sequence_number": number} if number is not None else {})}
     return f"event: error\ndata: {json.dumps(event)}\n\n".encode()
 
 
-def _json_or_text(body: bytes) -> Any:
-    """A request body's JSON value (bounded in depth, `wire.read_json`), else its text."""
-    if not body:
-        return None
-    text = body.decode("utf-8", errors="replace")
-    try:
-        return read_json(text)
-    except Unreadable:
-        return text

@@ -72,6 +72,11 @@ class KnownStrings:
     def __contains__(self, string: str) -> bool:
         return string in self._known
 
+    def snapshot(self) -> frozenset[str]:
+        """Every string known now."""
+        with self._lock:
+            return frozenset(self._known)
+
     def add(self, strings: Iterable[str]) -> None:
         """Know these strings too (the empty string is never looked for)."""
         with self._lock:

@@ -69,6 +69,15 @@ class Redactor:
         """Whether every one of these values is already known as a secret (`add` would learn nothing)."""
         return all(form in self._known for value in values if value for form in _forms(value))
 
+    def known(self) -> frozenset[str]:
+        """What this redactor knows now, as `knowing` takes it (for another process, say)."""
+        return self._known.snapshot()
+
+    @classmethod
+    def knowing(cls, known: frozenset[str]) -> Redactor:
+        """A redactor that knows what another `known` now, and learns on its own from then on."""
+        return cls(KnownStrings(known))
+
     def within(self, *values: str | None) -> Redactor:
         """A redactor that removes these values too (the secrets of one exchange, say), besides
         every secret this one knows now and learns later; this one does not learn them."""

@@ -1,0 +1,50 @@
+"""The proxy's checker process (`traffic/checker.py`): what it takes in is checked and written
+with the run's secrets removed; what does not fit in its bound is dropped and said, never
+queued. The relay's use of it runs in test_recording_proxy.py and test_bounded_proxy.py."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker
+from responses_parity.harness.traffic.forwarding import Dropped, ProxyEvent, Recorded
+from responses_parity.harness.wire.exchange import Exchange
+from responses_parity.harness.wire.redaction import Redactor
+
+SECRET = "sk-checker-secret-0123456789"
+DEADLINE_S = 60.0
+
+
+def _exchange() -> Exchange:
+    return Exchange(method="POST", url="http://127.0.0.1:9/v1/responses", status=200,
+                    headers={"content-type": "application/json"}, meta={"path": "/v1/responses"})
+
+
+def _answer() -> list[bytes]:
+    return [b'{"id": "resp_1", "object": "response", ', b'"status": "completed", "output": []}']
+
+
+def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(tmp_path: Path) -> None:
+    events: list[ProxyEvent] = []
+    checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=3 * MESSAGE_COST + 10)
+    checker.learn([SECRET])  # secrets always get through: a capture must not hold them
+    request = json.dumps({"model": "m", "input": f"my key is {SECRET}"}).encode()
+    assert checker.begin("0001-kept.json", False, request, len(request))
+    assert checker.begin("0002-dropped.json", False, request, len(request))
+    checker.end("0002-dropped.json", _exchange(), _answer())  # no room: the process has taken in nothing yet
+    assert events == [Dropped("0002-dropped.json", events[0].reason)] and "still waiting" in events[0].reason
+    checker.start()
+    deadline = time.monotonic() + DEADLINE_S
+    while checker.pending:
+        assert time.monotonic() < deadline, "the checker took nothing in"
+        time.sleep(0.01)  # poll interval while the process takes the messages in
+    checker.end("0001-kept.json", _exchange(), _answer())
+    checker.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["0001-kept.json"]
+    written = (tmp_path / "0001-kept.json").read_text()
+    assert SECRET not in written and "<redacted>" in written
+    assert json.loads(written)["response"]["body"]["status"] == "completed"
+    assert isinstance(events[-1], Recorded) and events[-1].capture == "0001-kept.json"
+    assert not [event for event in events if isinstance(event, Dropped) and event.capture == "0001-kept.json"]
