@@ -60,16 +60,17 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import aiohttp
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import httpx
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.types import Message, Receive, Scope, Send
 from starlette.websockets import WebSocket
+from yarl import URL
 
 from ...openai_contract.request_body import RequestTooLarge, read_bytes
 from ..engine.targets import CONNECT_DEADLINE_S, failure_reason
@@ -83,6 +84,8 @@ from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Dropped, Foun
                          ProxyLimits, Recorded)
 from .socket_proxy import relay_connection
 
+_NOT_ADDED = ("User-Agent", "Accept", "Content-Type")
+"""Headers the upstream client would add to a request that lacks them: it sends the client's own."""
 RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
 METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 FINISHING = 2
@@ -170,7 +173,7 @@ class RecordingProxy:
         upstream_url = urlsplit(self.upstream)
         self.redactor.add(upstream_url.password, *self.credentials.values([], upstream_url.query))
         self._numbers = itertools.count(1)
-        self._client: httpx.AsyncClient | None = None
+        self._client: aiohttp.ClientSession | None = None
         self._finishing: anyio.CapacityLimiter | None = None
         self._checker: Checker | None = None
         self._stopping: anyio.Event | None = None
@@ -184,13 +187,15 @@ class RecordingProxy:
         self._finishing = anyio.CapacityLimiter(FINISHING)
         self._stopping, self._token = anyio.Event(), anyio.lowlevel.current_token()
         # No deadline on a whole answer (a stream lasts as long as the client and the upstream
-        # want), one on each read and write; one upstream connection per client request, never queued.
-        timeout = httpx.Timeout(None, connect=CONNECT_DEADLINE_S, read=self.limits.read_timeout_s,
-                                write=self.limits.read_timeout_s)
+        # want), one on each read (`_send_while_client_waits` bounds the wait for the head); one
+        # upstream connection per client request, never queued; the answer's bytes as sent.
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_DEADLINE_S,
+                                        sock_read=self.limits.read_timeout_s)
         self._checker = Checker(self.captures, self.on_event, self.redactor)
         self._checker.start()
         try:
-            async with httpx.AsyncClient(timeout=timeout, limits=httpx.Limits(max_connections=None)) as client:
+            async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0),
+                                             auto_decompress=False, skip_auto_headers=_NOT_ADDED) as client:
                 self._client = client
                 yield
         finally:
@@ -236,27 +241,27 @@ class RecordingProxy:
             return Response()  # sent to no one
         headers = [(name, value) for name, value in request.headers.items() if name not in HOP_BY_HOP]
         recording = self._start_recording(request.method, shown, body)
-        upstream_request = self._client.build_request(request.method, self.upstream + path, content=body,
-                                                      headers=[*headers, ("accept-encoding", "identity")])
+        upstream = await self._send_while_client_waits(request, path, body,
+                                                       [*headers, ("accept-encoding", "identity")])
         del body
-        upstream = await self._send_while_client_waits(request, upstream_request)
         if upstream is None:
             if recording is not None:
                 self._abandoned(recording)
                 self._end(recording)
             return _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")
-        if isinstance(upstream, httpx.TimeoutException):
-            return await self._upstream_failed(recording, 504, "upstream_timeout", self._silent(upstream))
-        if isinstance(upstream, httpx.HTTPError):
+        if isinstance(upstream, TimeoutError):
+            return await self._upstream_failed(recording, 504, "upstream_timeout", self._silent())
+        if isinstance(upstream, aiohttp.ClientError):
             message = f"the upstream {self.upstream} gave no answer: {failure_reason(upstream)}"
             return await self._upstream_failed(recording, 502, "upstream_unreachable", message)
         if recording is not None:
-            recording.exchange.status = upstream.status_code
-            recording.exchange.headers = dict(upstream.headers)
+            recording.exchange.status = upstream.status
+            recording.exchange.headers = {name.lower(): ", ".join(upstream.headers.getall(name))
+                                          for name in upstream.headers}
             recording.live = _is_stream(upstream)
         assert self._stopping is not None
-        answer = _Relayed(self._relay(upstream, recording), upstream.status_code, self._stopping)
-        answer.raw_headers = [(name, value) for name, value in upstream.headers.raw
+        answer = _Relayed(self._relay(upstream, recording), upstream.status, self._stopping)
+        answer.raw_headers = [(name, value) for name, value in upstream.raw_headers
                               if name.decode("latin-1").lower() not in HOP_BY_HOP]
         return answer
 
@@ -286,20 +291,24 @@ class RecordingProxy:
         exchange = Exchange(method=method, url=self.upstream + path, meta=meta)
         return _Recording(name, exchange, chat, self.limits.max_answer_bytes)
 
-    async def _send_while_client_waits(self, request: Request,
-                                       upstream_request: httpx.Request) -> httpx.Response | httpx.HTTPError | None:
+    async def _send_while_client_waits(self, request: Request, path: str, body: bytes, headers: list[tuple[str, str]]
+                                       ) -> aiohttp.ClientResponse | aiohttp.ClientError | TimeoutError | None:
         """The upstream's answer (its head: the body follows as it is read) or why there is
-        none; None when the client went away first, or the proxy stops (the request is then
-        abandoned, and its connection to the upstream closed)."""
+        none (silent for the read deadline before its head: `TimeoutError`); None when the
+        client went away first, or the proxy stops (the request is then abandoned, and its
+        connection to the upstream closed)."""
         assert self._client is not None and self._stopping is not None
         client = self._client
-        outcome: httpx.Response | httpx.HTTPError | None = None
+        outcome: aiohttp.ClientResponse | aiohttp.ClientError | TimeoutError | None = None
 
         async def send() -> None:
             nonlocal outcome
             try:
-                outcome = await client.send(upstream_request, stream=True)
-            except httpx.HTTPError as error:
+                with anyio.fail_after(self.limits.read_timeout_s):
+                    url = URL(self.upstream + path, encoded=True)  # as the client wrote it, not normalised
+                    outcome = await client.request(request.method, url, data=body,
+                                                   headers=headers, allow_redirects=False)
+            except (aiohttp.ClientError, TimeoutError) as error:
                 outcome = error
             waiting.cancel_scope.cancel()
 
@@ -320,9 +329,8 @@ class RecordingProxy:
         recording.exchange.disconnected = True
         recording.exchange.meta["ended"] = "the proxy stopped" if self._stopping.is_set() else "the client went away"
 
-    def _silent(self, timeout: httpx.TimeoutException) -> str:
-        what = "took none of the request" if isinstance(timeout, httpx.WriteTimeout) else "sent nothing"
-        return f"the upstream {self.upstream} {what} for {self.limits.read_timeout_s:g} s (--read-timeout)"
+    def _silent(self) -> str:
+        return f"the upstream {self.upstream} sent nothing for {self.limits.read_timeout_s:g} s (--read-timeout)"
 
     async def _upstream_failed(self, recording: _Recording | None, status: int, code: str, message: str) -> Response:
         """The client's answer when the upstream gave none (`status` and `code` in OpenAI's
@@ -339,32 +347,35 @@ class RecordingProxy:
             finding = Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)
             self.report(recording.name, self.redactor, [finding])
 
-    async def _relay(self, upstream: httpx.Response, recording: _Recording | None) -> AsyncIterator[bytes]:
-        """The answer's bytes as they arrive; the recording ends however the relay does."""
+    async def _relay(self, upstream: aiohttp.ClientResponse, recording: _Recording | None) -> AsyncIterator[bytes]:
+        """The answer's bytes as they arrive; the recording ends however the relay does (the
+        upstream's connection is kept for another request only when the answer came whole)."""
         between_events = True
         checker = self._checker
         assert checker is not None
         try:
             await self.learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
-            async for chunk in upstream.aiter_raw():
+            async for chunk in upstream.content.iter_any():
                 if recording is not None:
                     recording.keep(chunk, checker)
                 between_events = chunk.endswith((b"\n\n", b"\r\r"))
                 yield chunk
-        except httpx.TimeoutException as timeout:
-            message = self._silent(timeout)
+        except TimeoutError:
+            message = self._silent()
             self._failed(recording, message)
             if _is_stream(upstream) and between_events:
                 yield _error_event(message, recording)
-        except httpx.HTTPError as error:
+        except aiohttp.ClientError as error:
             self._failed(recording, f"the upstream {self.upstream} broke off its answer: {failure_reason(error)}")
         except (GeneratorExit, anyio.get_cancelled_exc_class()):
             if recording is not None:
                 self._abandoned(recording)
             raise
         finally:
-            with anyio.CancelScope(shield=True):
-                await upstream.aclose()
+            if upstream.content.at_eof():
+                upstream.release()
+            else:
+                upstream.close()
             if recording is not None:
                 self._end(recording)
 
@@ -392,7 +403,7 @@ def _error(status: int, code: str, message: str) -> Response:
     return JSONResponse({"error": {"message": message, "type": "server_error", "param": None, "code": code}}, status)
 
 
-def _is_stream(answer: httpx.Response) -> bool:
+def _is_stream(answer: aiohttp.ClientResponse) -> bool:
     return "text/event-stream" in answer.headers.get("content-type", "")
 
 
