@@ -1,10 +1,11 @@
 """The recording proxy's checks and capture writing, in a process of their own, so that neither
 a slow check nor a slow disk delays a client, and none of it takes the relay's interpreter lock.
 
-The relay (`proxy.py`) tells this process about each recorded exchange, in order: its start
-(`begin`: the request body, as much of it as is recorded), a stream's chunks as they pass
-(`chunk`: checked as their events complete, `judge.live_checks`), and its end (`end`: the
-exchange's head, how it ended, and the answer as recorded); and the run's secrets as the relay
+The relay (`proxy.py`) tells this process about each recorded exchange: a stream's start
+(`begin`: the request as recorded) and its chunks as they pass (`chunk`: checked as their
+events complete, `judge.live_checks`), and every exchange's end (`end`: the exchange's head,
+how it ended, the answer as recorded, and the request when no `begin` carried it: one message
+for an exchange that is not a stream); and the run's secrets as the relay
 learns them, before any message they concern. Here each exchange is read, judged, and written
 to the capture folder (whole or not at all, secrets removed); the events the relay reports
 (`Found`, `Recorded`) come back and are handed to `on_event` from a thread of the relay's process.
@@ -36,10 +37,18 @@ from .forwarding import Dropped, Found, ProxyEvent, Recorded
 MESSAGE_COST = 1024
 """What a message counts for at least, whatever bytes it carries (its envelope, its pickling)."""
 DEFAULT_MAX_PENDING_BYTES = 256 * 2**20
-NICENESS = 10
-"""How much lower the checker's scheduling priority is than the relay's."""
 ACK_EVERY = 64
 """Messages taken in between two acknowledgements (and whenever the inbox is empty)."""
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    """What is recorded of a request: the first bytes of its body (all of `size`, unless it was
+    larger than the recording limit), and whether it is a chat completion's."""
+
+    chat: bool
+    body: bytes
+    size: int
 
 
 class Checker:
@@ -74,17 +83,19 @@ class Checker:
         must not hold them)."""
         self._send(("secrets", secrets), sum(map(len, secrets)), always=True)
 
-    def begin(self, name: str, chat: bool, request: bytes, request_bytes: int) -> bool:
-        """An exchange starts; `request` is the recorded part of its body of `request_bytes`."""
-        return self._send(("begin", name, chat, request, request_bytes), len(request))
+    def begin(self, name: str, request: RecordedRequest) -> bool:
+        """A stream starts, to be checked as it passes (False: no room, it is checked at its end)."""
+        return self._send(("begin", name, request), len(request.body))
 
     def chunk(self, name: str, data: bytes) -> bool:
         """A piece of a stream's answer, as it passed (False: dropped, no room)."""
         return self._send(("chunk", name, data), len(data))
 
-    def end(self, name: str, exchange: Exchange, answer: list[bytes]) -> None:
-        """The exchange ended; `answer` is what was recorded of its answer's body, in pieces."""
-        if not self._send(("end", name, exchange, answer), sum(map(len, answer))):
+    def end(self, name: str, exchange: Exchange, answer: list[bytes], request: RecordedRequest | None) -> None:
+        """The exchange ended; `answer` is what was recorded of its answer's body, in pieces;
+        `request` unless `begin` carried it."""
+        size = sum(map(len, answer)) + (len(request.body) if request is not None else 0)
+        if not self._send(("end", name, exchange, answer, request), size):
             self._send(("forget", name), 0, always=True)
             self.on_event(Dropped(name, f"{self._pending:,} bytes of earlier exchanges were still waiting to be "
                                         "checked and written"))
@@ -128,7 +139,7 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
     """The checker process: take in messages until the `None` that ends them (`known`: the
     run's secrets when it started). It yields the cores to the relay (and to everything else the
     machine runs): it catches up when they are idle, and what it cannot take in is dropped."""
-    os.nice(NICENESS)
+    _yield_the_cores()
     redactor = Redactor.knowing(known)
     folder = Path(captures)
     folder.mkdir(parents=True, exist_ok=True)
@@ -140,12 +151,14 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
         if kind == "secrets":
             redactor.add(*name)
         elif kind == "begin":
-            exchanges[name] = _begun(redactor, *message[2:])
+            exchanges[name] = _begun(redactor, message[2])
         elif kind == "chunk" and (open_ := exchanges.get(name)) is not None:
             for finding in _live(open_, message[2]):
                 outbox.put(Found(name, _redacted(open_.redactor, finding)))
-        elif kind == "end" and (open_ := exchanges.pop(name, None)) is not None:
-            for event in _finished(folder, name, open_, message[2], message[3]):
+        elif kind == "end":
+            request = message[4]
+            open_ = exchanges.pop(name, None) if request is None else _begun(redactor, request)
+            for event in _finished(folder, name, open_, message[2], message[3]) if open_ is not None else ():
                 outbox.put(event)
         elif kind == "forget":
             exchanges.pop(name, None)
@@ -157,14 +170,22 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
     outbox.put(None)
 
 
-def _begun(redactor: Redactor, chat: bool, request: bytes, request_bytes: int) -> _Open:
-    if len(request) < request_bytes:
-        note = (f"the request body was forwarded whole ({request_bytes:,} bytes); only its first {len(request):,} "
-                "bytes were recorded, as text (--max-recorded-request-mb)")
-        body: Any = request.decode("utf-8", errors="replace")
+def _yield_the_cores() -> None:
+    """Run only when a core is idle (Linux's SCHED_IDLE), else at the lowest priority there is."""
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        os.nice(19)
+
+
+def _begun(redactor: Redactor, request: RecordedRequest) -> _Open:
+    if len(request.body) < request.size:
+        note = (f"the request body was forwarded whole ({request.size:,} bytes); only its first "
+                f"{len(request.body):,} bytes were recorded, as text (--max-recorded-request-mb)")
+        body: Any = request.body.decode("utf-8", errors="replace")
     else:
-        note, body = None, _json_or_text(request)
-    return _Open(chat, body, note, redactor.within(*tool_secrets(body)))
+        note, body = None, _json_or_text(request.body)
+    return _Open(request.chat, body, note, redactor.within(*tool_secrets(body)))
 
 
 def _live(open_: _Open, data: bytes) -> list[Finding]:

@@ -49,6 +49,7 @@ and written in worker threads of the proxy's process (`FINISHING` at once, `sock
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import re
@@ -66,9 +67,9 @@ import anyio.from_thread
 import anyio.lowlevel
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
-from starlette.routing import Route, WebSocketRoute
-from starlette.types import Message, Receive, Scope, Send
+from starlette.responses import JSONResponse, Response
+from starlette.routing import WebSocketRoute
+from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.websockets import WebSocket
 from yarl import URL
 
@@ -79,15 +80,14 @@ from ..model.findings import Finding, Kind, Severity
 from ..wire.capture import capture_name
 from ..wire.exchange import Exchange
 from ..wire.redaction import Redactor
-from .checker import Checker
-from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Dropped, Found, NotForwarded, ProxyEvent,
+from .checker import Checker, RecordedRequest
+from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Found, NotForwarded, ProxyEvent,
                          ProxyLimits, Recorded)
 from .socket_proxy import relay_connection
 
 _NOT_ADDED = ("User-Agent", "Accept", "Content-Type")
 """Headers the upstream client would add to a request that lacks them: it sends the client's own."""
 RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
-METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"]
 FINISHING = 2
 """Ended WebSocket connections read, checked and written at once (in worker threads); the
 others wait."""
@@ -100,11 +100,13 @@ class _Recording:
 
     name: str
     exchange: Exchange
-    chat: bool
+    request: RecordedRequest
     limit: int
     chunks: list[bytes] = field(default_factory=list)
     size: int = 0
     live: bool = False
+    begun: bool = False
+    """Whether the checker was sent the request already (a stream's `begin`)."""
 
     def keep(self, chunk: bytes, checker: Checker) -> None:
         """Keep `chunk` (up to the limit); pass it to the live checks while they keep up."""
@@ -120,41 +122,39 @@ class _Recording:
 
     def next_sequence_number(self) -> int | None:
         """The `sequence_number` an event added to the answer kept so far would carry."""
-        numbered = LiveStream(self.chat)
+        numbered = LiveStream(self.request.chat)
         numbered.feed(b"".join(self.chunks))
         return numbered.next_sequence_number
 
 
-class _Relayed(StreamingResponse):
-    """An answer relayed as it arrives, until it ends, the client goes away or the proxy
-    stops; its relay is closed however it ends, so the upstream's connection is closed at once."""
-
-    def __init__(self, relay: AsyncIterator[bytes], status_code: int, stopping: anyio.Event) -> None:
-        super().__init__(relay, status_code=status_code)
-        self._stopping = stopping
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = ended = False
-
-        async def sending(message: Message) -> None:
-            nonlocal started, ended
-            await send(message)
-            started, ended = True, message["type"] == "http.response.body" and not message.get("more_body")
-
-        try:
-            async with anyio.create_task_group() as relaying:
-                relaying.start_soon(_cancel_when, self._stopping, relaying.cancel_scope)
-                await super().__call__(scope, receive, sending)
-                relaying.cancel_scope.cancel()
-        finally:
-            await self.body_iterator.aclose()  # type: ignore[attr-defined]
-        if started and not ended and not any(name.lower() == b"content-length" for name, _ in self.raw_headers):
-            await send({"type": "http.response.body", "body": b"", "more_body": False})  # the proxy stopped it here
+STOPPED = "the proxy stopped"
 
 
-async def _cancel_when(event: anyio.Event, scope: anyio.CancelScope) -> None:
-    await event.wait()
-    scope.cancel()
+@dataclass(eq=False)
+class _Underway:
+    """An HTTP exchange under way: where its answer goes, what is recorded of it, and how it is
+    ended early (its task cancelled, saying `why`)."""
+
+    task: asyncio.Task[Any] | None
+    send: Send
+    recording: _Recording | None
+    why: str | None = None
+    started: bool = False
+    """Whether the answer's head was sent."""
+    has_length: bool = False
+    """Whether that head declares the body's length."""
+    done: bool = False
+    """Whether it is past ending early (its answer's end is being sent, or it ended)."""
+
+    def end(self, why: str) -> None:
+        if not self.done and self.why is None and self.task is not None:
+            self.why = why
+            self.task.cancel()
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 class RecordingProxy:
@@ -178,8 +178,10 @@ class RecordingProxy:
         self._checker: Checker | None = None
         self._stopping: anyio.Event | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
-        self.app = Starlette(routes=[Route("/{path:path}", self._forward, methods=METHODS),
-                                     WebSocketRoute("/{path:path}", self._relay_socket)], lifespan=self._lifespan)
+        self._open: set[_Underway] = set()
+        """HTTP exchanges under way."""
+        self._routes = Starlette(routes=[WebSocketRoute("/{path:path}", self._relay_socket)], lifespan=self._lifespan)
+        self.app: ASGIApp = self
 
     @asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
@@ -205,7 +207,13 @@ class RecordingProxy:
         """End every open exchange at once, as if its client went away, and every one that
         starts from now on (from any thread; before the server stops, so none is cut off)."""
         if self._stopping is not None:
-            anyio.from_thread.run_sync(self._stopping.set, token=self._token)
+            anyio.from_thread.run_sync(self._stop_on_the_loop, token=self._token)
+
+    def _stop_on_the_loop(self) -> None:
+        assert self._stopping is not None
+        self._stopping.set()
+        for underway in list(self._open):
+            underway.end(STOPPED)
 
     @property
     def stopping(self) -> anyio.Event:
@@ -226,44 +234,123 @@ class RecordingProxy:
     async def _relay_socket(self, client: WebSocket) -> None:
         await relay_connection(self, client)
 
-    async def _forward(self, request: Request) -> Response:
-        assert self._client is not None
-        path = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The ASGI app: HTTP exchanges are relayed here directly; the lifespan and WebSocket
+        connections go through `_routes`."""
+        if scope["type"] == "http":
+            await self._forward(scope, receive, send)
+        else:
+            await self._routes(scope, receive, send)
+
+    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """One exchange: the request read (bounded), forwarded as it came, its answer relayed as
+        it arrives; it ends early when the client goes away or the proxy stops (the exchange is
+        then cancelled, `_Underway`), and is handed to the checker however it ends."""
+        assert self._stopping is not None
+        request = Request(scope, receive)
+        raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
+        query = scope["query_string"].decode("latin-1")
+        path = raw_path + (f"?{query}" if query else "")
         shown = self.credentials.hidden(path)
-        await self.learn(self.credentials.values(request.headers.items(), request.url.query))
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
+        await self.learn(self.credentials.values(headers, query))
+        if self._stopping.is_set():
+            await _error(503, "proxy_stopped", "parity proxy is stopping")(scope, receive, send)
+            return
         try:
             body = await read_bytes(request, self.limits.max_request_bytes)
         except RequestTooLarge as refused:
-            self.not_forwarded(request.method, shown, refused.message)
-            return JSONResponse(refused.body(), refused.status, headers={"connection": "close"})  # the rest unread
+            self.not_forwarded(scope["method"], shown, refused.message)
+            await JSONResponse(refused.body(), refused.status, headers={"connection": "close"})(scope, receive, send)
+            return  # the rest unread
         except ClientDisconnect:
-            self.not_forwarded(request.method, shown, "the client went away before its request body ended")
-            return Response()  # sent to no one
-        headers = [(name, value) for name, value in request.headers.items() if name not in HOP_BY_HOP]
-        recording = self._start_recording(request.method, shown, body)
-        upstream = await self._send_while_client_waits(request, path, body,
-                                                       [*headers, ("accept-encoding", "identity")])
-        del body
-        if upstream is None:
+            self.not_forwarded(scope["method"], shown, "the client went away before its request body ended")
+            return
+        recording = self._start_recording(scope["method"], shown, body)
+        underway = _Underway(asyncio.current_task(), send, recording)
+        self._open.add(underway)
+        watch = asyncio.ensure_future(_until_disconnect(receive))  # the body read, receive() says only that
+        watch.add_done_callback(lambda _: underway.end("the client went away"))
+        try:
+            await self._exchange(scope["method"], path, body, headers, underway)
+        except asyncio.CancelledError:
+            if underway.why is None:
+                raise  # the server itself is cancelling
             if recording is not None:
-                self._abandoned(recording)
+                recording.exchange.disconnected = True
+                recording.exchange.meta["ended"] = underway.why
+            if underway.why == STOPPED and not underway.started:
+                await _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")(
+                    scope, receive, send)
+            elif underway.why == STOPPED and not underway.has_length:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})  # stopped it here
+        finally:
+            self._open.discard(underway)
+            underway.done = True
+            watch.cancel()
+            if recording is not None:
                 self._end(recording)
-            return _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")
-        if isinstance(upstream, TimeoutError):
-            return await self._upstream_failed(recording, 504, "upstream_timeout", self._silent())
-        if isinstance(upstream, aiohttp.ClientError):
-            message = f"the upstream {self.upstream} gave no answer: {failure_reason(upstream)}"
-            return await self._upstream_failed(recording, 502, "upstream_unreachable", message)
+
+    async def _exchange(self, method: str, path: str, body: bytes, headers: list[tuple[str, str]],
+                        underway: _Underway) -> None:
+        """Forward the request and relay the answer (or the proxy's own error in OpenAI's
+        envelope when the upstream gives none)."""
+        assert self._client is not None
+        sent = [(name, value) for name, value in headers if name not in HOP_BY_HOP] + [("accept-encoding", "identity")]
+        try:
+            async with asyncio.timeout(self.limits.read_timeout_s):
+                url = URL(self.upstream + path, encoded=True)  # as the client wrote it, not normalised
+                upstream = await self._client.request(method, url, data=body, headers=sent, allow_redirects=False)
+        except TimeoutError:
+            await self._upstream_failed(underway, 504, "upstream_timeout", self._silent())
+            return
+        except aiohttp.ClientError as error:
+            message = f"the upstream {self.upstream} gave no answer: {failure_reason(error)}"
+            await self._upstream_failed(underway, 502, "upstream_unreachable", message)
+            return
+        del body
+        try:
+            await self._relay(upstream, underway)
+        finally:
+            if upstream.content.at_eof():
+                upstream.release()  # whole: its connection serves another request
+            else:
+                upstream.close()
+
+    async def _relay(self, upstream: aiohttp.ClientResponse, underway: _Underway) -> None:
+        """The answer's head, then its bytes as they arrive, then its end; an upstream that falls
+        silent or breaks off is a finding (a stream silent between events gets an `error` event)."""
+        recording, send = underway.recording, underway.send
+        assert self._checker is not None
+        checker = self._checker
+        stream = _is_stream(upstream)
         if recording is not None:
             recording.exchange.status = upstream.status
             recording.exchange.headers = {name.lower(): ", ".join(upstream.headers.getall(name))
                                           for name in upstream.headers}
-            recording.live = _is_stream(upstream)
-        assert self._stopping is not None
-        answer = _Relayed(self._relay(upstream, recording), upstream.status, self._stopping)
-        answer.raw_headers = [(name, value) for name, value in upstream.raw_headers
-                              if name.decode("latin-1").lower() not in HOP_BY_HOP]
-        return answer
+            recording.live = recording.begun = stream and checker.begin(recording.name, recording.request)
+        await self.learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
+        relayed = [(name, value) for name, value in upstream.raw_headers
+                   if name.decode("latin-1").lower() not in HOP_BY_HOP]
+        underway.has_length = any(name.lower() == b"content-length" for name, _ in relayed)
+        await send({"type": "http.response.start", "status": upstream.status, "headers": relayed})
+        underway.started = True
+        between_events = True
+        try:
+            async for chunk in upstream.content.iter_any():
+                if recording is not None:
+                    recording.keep(chunk, checker)
+                between_events = chunk.endswith((b"\n\n", b"\r\r"))
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        except TimeoutError:
+            message = self._silent()
+            self._failed(recording, message)
+            if stream and between_events:
+                await send({"type": "http.response.body", "body": _error_event(message, recording), "more_body": True})
+        except aiohttp.ClientError as error:
+            self._failed(recording, f"the upstream {self.upstream} broke off its answer: {failure_reason(error)}")
+        underway.done = True  # from here on, the client's leaving ends nothing
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def learn(self, credentials: list[str]) -> None:
         """Know these credentials as secrets of the run before anything of their request is
@@ -276,69 +363,30 @@ class RecordingProxy:
 
     def _start_recording(self, method: str, path: str, body: bytes) -> _Recording | None:
         """A recording of this exchange when its path is one the harness knows (`path` with
-        its credentials hidden) and the checker has room for it."""
+        its credentials hidden)."""
         bare_path = path.partition("?")[0]
         if not RECORDED.search(bare_path):
             return None
-        assert self._checker is not None
         name = capture_name(self.next_number(), method, bare_path)
-        chat = "chat/completions" in bare_path
-        if not self._checker.begin(name, chat, body[:self.limits.max_recorded_request_bytes], len(body)):
-            self.on_event(Dropped(name, "the checker was behind when the request came; it was forwarded"))
-            return None
+        request = RecordedRequest("chat/completions" in bare_path, body[:self.limits.max_recorded_request_bytes],
+                                  len(body))
         meta: dict[str, Any] = {"path": path, "upstream": self.upstream,
                                 "captured_at": datetime.now(UTC).isoformat(timespec="seconds")}
         exchange = Exchange(method=method, url=self.upstream + path, meta=meta)
-        return _Recording(name, exchange, chat, self.limits.max_answer_bytes)
-
-    async def _send_while_client_waits(self, request: Request, path: str, body: bytes, headers: list[tuple[str, str]]
-                                       ) -> aiohttp.ClientResponse | aiohttp.ClientError | TimeoutError | None:
-        """The upstream's answer (its head: the body follows as it is read) or why there is
-        none (silent for the read deadline before its head: `TimeoutError`); None when the
-        client went away first, or the proxy stops (the request is then abandoned, and its
-        connection to the upstream closed)."""
-        assert self._client is not None and self._stopping is not None
-        client = self._client
-        outcome: aiohttp.ClientResponse | aiohttp.ClientError | TimeoutError | None = None
-
-        async def send() -> None:
-            nonlocal outcome
-            try:
-                with anyio.fail_after(self.limits.read_timeout_s):
-                    url = URL(self.upstream + path, encoded=True)  # as the client wrote it, not normalised
-                    outcome = await client.request(request.method, url, data=body,
-                                                   headers=headers, allow_redirects=False)
-            except (aiohttp.ClientError, TimeoutError) as error:
-                outcome = error
-            waiting.cancel_scope.cancel()
-
-        async def watch() -> None:
-            while (await request.receive())["type"] != "http.disconnect":
-                pass
-            waiting.cancel_scope.cancel()
-
-        async with anyio.create_task_group() as waiting:
-            waiting.start_soon(send)
-            waiting.start_soon(watch)
-            waiting.start_soon(_cancel_when, self._stopping, waiting.cancel_scope)
-        return outcome
-
-    def _abandoned(self, recording: _Recording) -> None:
-        """The exchange ends before its answer did: its client went away, or the proxy stops."""
-        assert self._stopping is not None
-        recording.exchange.disconnected = True
-        recording.exchange.meta["ended"] = "the proxy stopped" if self._stopping.is_set() else "the client went away"
+        return _Recording(name, exchange, request, self.limits.max_answer_bytes)
 
     def _silent(self) -> str:
         return f"the upstream {self.upstream} sent nothing for {self.limits.read_timeout_s:g} s (--read-timeout)"
 
-    async def _upstream_failed(self, recording: _Recording | None, status: int, code: str, message: str) -> Response:
+    async def _upstream_failed(self, underway: _Underway, status: int, code: str, message: str) -> None:
         """The client's answer when the upstream gave none (`status` and `code` in OpenAI's
         envelope); the exchange is recorded as such."""
-        self._failed(recording, message)
-        if recording is not None:
-            self._end(recording)
-        return _error(status, code, message)
+        self._failed(underway.recording, message)
+        underway.done = True
+        send = underway.send
+        await send({"type": "http.response.start", "status": status,
+                    "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": _error(status, code, message).body, "more_body": False})
 
     def _failed(self, recording: _Recording | None, message: str) -> None:
         """The upstream failed the exchange (gave no answer, or not all of it): a finding."""
@@ -346,38 +394,6 @@ class RecordingProxy:
             recording.exchange.transport_error = message
             finding = Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)
             self.report(recording.name, self.redactor, [finding])
-
-    async def _relay(self, upstream: aiohttp.ClientResponse, recording: _Recording | None) -> AsyncIterator[bytes]:
-        """The answer's bytes as they arrive; the recording ends however the relay does (the
-        upstream's connection is kept for another request only when the answer came whole)."""
-        between_events = True
-        checker = self._checker
-        assert checker is not None
-        try:
-            await self.learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
-            async for chunk in upstream.content.iter_any():
-                if recording is not None:
-                    recording.keep(chunk, checker)
-                between_events = chunk.endswith((b"\n\n", b"\r\r"))
-                yield chunk
-        except TimeoutError:
-            message = self._silent()
-            self._failed(recording, message)
-            if _is_stream(upstream) and between_events:
-                yield _error_event(message, recording)
-        except aiohttp.ClientError as error:
-            self._failed(recording, f"the upstream {self.upstream} broke off its answer: {failure_reason(error)}")
-        except (GeneratorExit, anyio.get_cancelled_exc_class()):
-            if recording is not None:
-                self._abandoned(recording)
-            raise
-        finally:
-            if upstream.content.at_eof():
-                upstream.release()
-            else:
-                upstream.close()
-            if recording is not None:
-                self._end(recording)
 
     def report(self, capture: str, redactor: Redactor, findings: list[Finding]) -> None:
         """Each finding on the exchange recorded as `capture`, its secrets removed by `redactor`."""
@@ -394,7 +410,8 @@ class RecordingProxy:
     def _end(self, recording: _Recording) -> None:
         """Hand the ended exchange to the checker, which reads, checks and writes it."""
         assert self._checker is not None
-        self._checker.end(recording.name, recording.exchange, recording.chunks)
+        self._checker.end(recording.name, recording.exchange, recording.chunks,
+                          None if recording.begun else recording.request)
         recording.chunks = []
 
 
@@ -411,7 +428,7 @@ def _error_event(message: str, recording: _Recording | None) -> bytes:
     """The event OpenAI ends a failed stream with: a Responses `error` event (numbered on
     from the stream's events when they are numbered), or a chat completion chunk's `error`."""
     error = {"message": message, "type": "server_error", "param": None, "code": "upstream_timeout"}
-    if recording is not None and recording.chat:
+    if recording is not None and recording.request.chat:
         return f"data: {json.dumps({'error': error})}\n\n".encode()
     number = recording.next_sequence_number() if recording is not None and recording.live else None
     event = {"type": "error", "code": "upstream_timeout", "message": message, "param": None,

@@ -8,7 +8,7 @@ import json
 import time
 from pathlib import Path
 
-from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker
+from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker, RecordedRequest
 from responses_parity.harness.traffic.forwarding import Dropped, ProxyEvent, Recorded
 from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.harness.wire.redaction import Redactor
@@ -30,17 +30,19 @@ def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(
     events: list[ProxyEvent] = []
     checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=3 * MESSAGE_COST + 10)
     checker.learn([SECRET])  # secrets always get through: a capture must not hold them
-    request = json.dumps({"model": "m", "input": f"my key is {SECRET}"}).encode()
-    assert checker.begin("0001-kept.json", False, request, len(request))
-    assert checker.begin("0002-dropped.json", False, request, len(request))
-    checker.end("0002-dropped.json", _exchange(), _answer())  # no room: the process has taken in nothing yet
+    body = json.dumps({"model": "m", "input": f"my key is {SECRET}"}).encode()
+    request = RecordedRequest(False, body, len(body))
+    assert checker.begin("0001-kept.json", request)  # a stream, checked as it passes
+    assert checker.chunk("0001-kept.json", b"data: {}\n\n")
+    assert not checker.chunk("0001-kept.json", b"x")  # no room: its live checks stop there
+    checker.end("0002-dropped.json", _exchange(), _answer(), request)  # no room: nothing taken in yet
     assert events == [Dropped("0002-dropped.json", events[0].reason)] and "still waiting" in events[0].reason
     checker.start()
     deadline = time.monotonic() + DEADLINE_S
     while checker.pending:
         assert time.monotonic() < deadline, "the checker took nothing in"
         time.sleep(0.01)  # poll interval while the process takes the messages in
-    checker.end("0001-kept.json", _exchange(), _answer())
+    checker.end("0001-kept.json", _exchange(), _answer(), None)
     checker.close()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["0001-kept.json"]
     written = (tmp_path / "0001-kept.json").read_text()
