@@ -92,7 +92,8 @@ def _selection(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str
 @_conventions
 def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, baseline_file: Path | None,
         conventions: Conventions, **selection: Any) -> None:
-    """Run scenarios (default: the built-in ones) against a target, in both stream modes."""
+    """Run scenarios (default: the built-in ones) against a target, non-streamed and streamed (--mode
+    websocket or all adds WebSocket mode)."""
     with redacted_consoles() as redactor:
         selected = _selection(**selection)
         from . import executing  # the files are read first: see the module's docstring

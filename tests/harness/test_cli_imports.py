@@ -1,4 +1,4 @@
-"""`parity --version` and `parity check-exchange` load only what they need: not the reference
+"""`parity --version`, `parity -h` and `parity check-exchange` load only what they need: not the reference
 gateway, the fixtures, uvicorn or the MCP SDK, and (with the SDK schemas cached) not even the
 openai SDK. Each command runs in a fresh interpreter, which then lists what it imported."""
 
@@ -9,6 +9,10 @@ import os
 import sys
 from pathlib import Path
 
+import click
+import pytest
+
+from responses_parity.harness.cli import COMMANDS, main
 from responses_parity.harness.engine import child_process
 
 EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
@@ -32,11 +36,19 @@ def heavy(modules: list[str]) -> list[str]:
     return [name for name in modules if any(name == top or name.startswith(f"{top}.") for top in HEAVY)]
 
 
-def test_version_imports_no_command(tmp_path: Path) -> None:
-    run = run_parity(tmp_path, "--version")
-    assert run["exit_code"] == 0 and "parity, version" in run["output"]
+@pytest.mark.parametrize(("argument", "said"), [("--version", "parity, version"), ("-h", "Commands:")])
+def test_version_and_help_import_no_command(tmp_path: Path, argument: str, said: str) -> None:
+    run = run_parity(tmp_path, argument)
+    assert run["exit_code"] == 0 and said in run["output"]
     assert not [name for name in run["modules"] if name.startswith("responses_parity.harness.commands.")]
     assert heavy(run["modules"]) == []
+
+
+def test_each_command_listed_by_help_is_summed_up_by_the_start_of_its_own_help() -> None:
+    context = click.Context(main)
+    for name, (_, summary) in COMMANDS.items():
+        command = main.get_command(context, name)
+        assert command is not None and " ".join((command.help or "").split()).startswith(summary), name
 
 
 def test_check_exchange_imports_neither_servers_nor_the_sdk_once_the_schemas_are_cached(tmp_path: Path) -> None:
