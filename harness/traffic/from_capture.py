@@ -19,11 +19,12 @@ from typing import Any
 
 import yaml
 
-from ...fixtures.mcp import FIXTURE_SERVERS, fixture_tools
+from ...fixtures.mcp import FIXTURE_SERVERS
 from ...openai_contract.documents import DocumentError
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
 from ..model.contract import project_answer
 from ..scenario.expectations import expectation_of
+from ..scenario.fixture_names import fixture_tools
 from ..scenario.loader import parse_yaml, scenario_from
 from ..scenario.placeholders import escaped
 from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 
 from responses_parity.harness.cli import COMMANDS, main
 from responses_parity.harness.engine import child_process
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
 HEAVY = ("mcp", "uvicorn", "openai", "responses_parity.fixtures", "responses_parity.reference_impl.app")
@@ -62,18 +64,20 @@ def test_check_exchange_imports_neither_servers_nor_the_sdk_once_the_schemas_are
 
 
 def test_validate_imports_neither_servers_nor_the_sdks_once_the_names_are_cached(tmp_path: Path) -> None:
-    """A scenario that names no MCP fixture tool is validated without the `mcp` SDK, and with the
-    SDK's names cached without the `openai` SDK (the scripted model's turn types, from the
-    fixtures, it needs): `parity validate` on a folder of files answers in well under a second."""
+    """Scenarios are validated, the names of OpenAI's types and of the MCP fixtures' tools
+    cached, with neither the `openai` nor the `mcp` SDK (the scripted model's turn types, from
+    the fixtures, it needs): `parity validate` on a folder of files answers in well under a
+    second."""
     folder = tmp_path / "scenarios"
     folder.mkdir()
     (folder / "text.yaml").write_text(
         "id: text\ntitle: text\nevidence: {recordings: [stream-text__openllmetry__1]}\nsteps:\n  - id: ask\n"
         '    request: {model: "{{model}}", input: "Hi"}\n    model: [{text: Hello}]\n'
         "    expect: {status: completed, output: [message]}\n")
+    shutil.copy(builtin_scenarios_dir() / "mcp-call.yaml", folder)  # names the calc fixture's tools
     cold = run_parity(tmp_path, "validate", str(folder))
-    assert cold["exit_code"] == 0 and "1 scenario(s) valid" in cold["output"], cold["output"]
-    assert "openai" in cold["modules"]  # reading the names needs the SDK once
+    assert cold["exit_code"] == 0 and "2 scenario(s) valid" in cold["output"], cold["output"]
+    assert "openai" in cold["modules"] and "mcp" in cold["modules"]  # reading the names needs the SDKs once
     warm = run_parity(tmp_path, "validate", str(folder))
     assert warm["output"] == cold["output"]
     assert [name for name in heavy(warm["modules"]) if not name.startswith("responses_parity.fixtures")] == []

@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from ....fixtures.mcp import fixture_tools
 from ....fixtures.recording import fingerprint
 from ...model.findings import Finding
 from ...model.observed import Observed
 from .. import vocabulary
+from ..fixture_names import fixture_tools
 from ..strict import Strict
 from .spec import Checks, Stated, UpstreamExpectation, WhenWritten, did_you_mean, list_diff, subset_mismatches
 
