@@ -20,7 +20,7 @@ from .errors import HarnessError
 from .judge.against import Against, load_against
 from .judge.results import ScenarioResult
 from .options import PYTEST_OPTIONS, OptionError, TargetOptions, modes, target_options
-from .report.documents import Counted, tally_of, tally_line
+from .report.documents import Counted, result_entry, tally_of, tally_line
 from .report.junit import counted, describe, properties
 from .scenario.loader import SCENARIO_SUFFIXES, LoadedScenario, builtin_scenarios_dir, load_file
 from .wire.redaction import Redactor
@@ -142,7 +142,7 @@ class ScenarioItem(pytest.Item):
             pytest.exit(str(refused), returncode=pytest.ExitCode.USAGE_ERROR)
         self.user_properties.extend(properties(Counted.of(self.result)))
         if self.result.outcome == "could_not_run":
-            pytest.fail(describe(self.result, self.redactor), pytrace=False)
+            pytest.fail(self._described(self.result), pytrace=False)
 
     def runtest(self) -> None:
         assert self.result is not None
@@ -151,12 +151,15 @@ class ScenarioItem(pytest.Item):
         if self.result.outcome == "fail":
             raise ScenarioFailed(self.result)
         if self.result.outcome == "known":
-            pytest.xfail(describe(self.result, self.redactor))
+            pytest.xfail(self._described(self.result))
+
+    def _described(self, result: ScenarioResult) -> str:
+        return describe(result_entry(result), result.target, self.redactor)
 
     def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
         if not isinstance(excinfo.value, ScenarioFailed):
             return str(super().repr_failure(excinfo))
-        return describe(excinfo.value.result, self.redactor)
+        return self._described(excinfo.value.result)
 
     def reportinfo(self) -> tuple[Path, int, str]:
         return self.path, 0, f"scenario {self.loaded.scenario.id} [{self.mode}]"

@@ -7,8 +7,9 @@ import json
 import sys
 import time
 from datetime import datetime, UTC
+from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -39,10 +40,12 @@ def run_against(against: str | None, golden_dir: Path | None, baseline_file: Pat
 
 
 def run(selected: Selection, redactor: Redactor, conventions: Conventions, *, report_dir: Path,
-        chosen: Against) -> NoReturn:
-    """`parity run`: the selection against its target, held also against `chosen`, reported."""
+        chosen: Against, shard: dict[str, Any] | None = None) -> NoReturn:
+    """`parity run`: the selection against its target, held also against `chosen`, reported
+    (as one shard of a split run when `shard` says which: `RunInfo.shard`)."""
     console = _console(conventions)
     results, info = _execute(selected, redactor, console, conventions, chosen)
+    info = replace(info, shard=shard)
     _finish(selected.catalogue, results, info, console, conventions, report_dir=report_dir)
 
 
@@ -106,10 +109,10 @@ def _finish(catalogue: Catalogue, results: list[ScenarioResult], info: RunInfo, 
     """Report the run (console, report folder, JUnit XML, the JSON document) and exit with its
     code. When nothing could run, the previous report stays in place."""
     counts = tally(results)
-    nothing_ran = counts["could_not_run"] == len(results)
+    nothing_ran = bool(results) and counts["could_not_run"] == len(results)  # a shard may have no unit
     document = results_document(results, info) if nothing_ran else write_reports(report_dir, results, info)
     if conventions.junitxml is not None:
-        write_junit(conventions.junitxml, results, info)
+        write_junit(conventions.junitxml, document, info.redactor)
     console.finished(results, tally_line(counts), info.not_run,
                                  None if nothing_ran else report_dir / "report.md")
     if conventions.json_document:

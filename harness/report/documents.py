@@ -35,6 +35,9 @@ class RunInfo:
     file_errors: tuple[str, ...] = ()
     not_run: int = 0
     """Selected units the run never started: it stopped at its first failure (`--exitfirst`)."""
+    shard: dict[str, Any] | None = None
+    """For one shard of a run split over machines (`shards.py`): which, and every unit of the
+    whole run in order, so that `parity merge` can put the shards together."""
 
 
 def _exchange_name(result: ScenarioResult, step: StepResult) -> str:
@@ -127,6 +130,12 @@ class Counted:
         return cls(result.outcome, result.scenario.openai_counterpart,
                    sum(finding.known for _, finding in result.findings))
 
+    @classmethod
+    def of_entry(cls, entry: dict[str, Any]) -> Counted:
+        """The same, of a scenario run as a results document holds it (`result_entry`)."""
+        return cls(entry["outcome"], entry["openai_counterpart"],
+                   sum(bool(finding["known"]) for step in entry["steps"] for finding in step["findings"]))
+
 
 def tally(results: Iterable[ScenarioResult]) -> dict[str, Any]:
     """The one summary of a run that the console, the reports and the pytest plugin all show
@@ -175,20 +184,25 @@ def results_document(results: list[ScenarioResult], info: RunInfo) -> dict[str, 
         "summary": tally(results) | {"file_errors": len(info.file_errors), "not_run": info.not_run},
         "file_errors": list(info.file_errors),
         "coverage": coverage(results),
-        "results": [{
-            "scenario": result.scenario.id,
-            "title": result.scenario.title,
-            "path": result.path,
-            "mode": result.mode,
-            "outcome": result.outcome,
-            "attempt": result.attempt,
-            "unsupported": result.unsupported,
-            "openai_counterpart": result.scenario.openai_counterpart,
-            "duration_s": round(result.duration_s, 3),
-            "evidence": result.scenario.evidence.model_dump(exclude_defaults=True),
-            "steps": [_step_document(result, step) for step in result.steps],
-        } for result in results],
-    })
+        "results": [result_entry(result) for result in results],
+    } | ({"shard": info.shard} if info.shard is not None else {}))
+
+
+def result_entry(result: ScenarioResult) -> dict[str, Any]:
+    """One scenario run as the results document holds it."""
+    return {
+        "scenario": result.scenario.id,
+        "title": result.scenario.title,
+        "path": result.path,
+        "mode": result.mode,
+        "outcome": result.outcome,
+        "attempt": result.attempt,
+        "unsupported": result.unsupported,
+        "openai_counterpart": result.scenario.openai_counterpart,
+        "duration_s": round(result.duration_s, 3),
+        "evidence": result.scenario.evidence.model_dump(exclude_defaults=True),
+        "steps": [_step_document(result, step) for step in result.steps],
+    }
 
 
 _MARK = {"pass": "pass", "known": "known", "fail": "**FAIL**", "could_not_run": "**could not run**",
@@ -268,20 +282,26 @@ def markdown(document: dict[str, Any]) -> str:
 
 def write_reports(directory: Path, results: list[ScenarioResult], info: RunInfo) -> dict[str, Any]:
     """Write the report folder (replacing what a previous run left there); returns the document."""
+    document = results_document(results, info)
+    exchanges = write_document_reports(directory, document, info.redactor)
+    for result in results:
+        for step in result.steps:
+            if step.outcome != "pass" and step.exchange is not None:
+                saved = step.exchange.to_file() | {"observed": step.observed.to_dict() if step.observed else None}
+                info.redactor.write_json(exchanges / _exchange_name(result, step), saved)
+    return document
+
+
+def write_document_reports(directory: Path, document: dict[str, Any], redactor: Redactor) -> Path:
+    """Write a results document's files to the report folder (`results.json`, `results.jsonl`,
+    `report.md`, `report.html`), emptying its `exchanges/` folder, which it returns."""
     directory.mkdir(parents=True, exist_ok=True)
     exchanges = directory / "exchanges"
     exchanges.mkdir(exist_ok=True)
     for old in exchanges.glob("*.json"):
         old.unlink()
-    document = results_document(results, info)
-    write_json, write_text = info.redactor.write_json, info.redactor.write_text
-    write_json(directory / "results.json", document)
-    write_text(directory / "results.jsonl", "".join(json.dumps(unit) + "\n" for unit in document["results"]))
-    write_text(directory / "report.md", markdown(document))
-    write_text(directory / "report.html", render_html(document))
-    for result in results:
-        for step in result.steps:
-            if step.outcome != "pass" and step.exchange is not None:
-                saved = step.exchange.to_file() | {"observed": step.observed.to_dict() if step.observed else None}
-                write_json(exchanges / _exchange_name(result, step), saved)
-    return document
+    redactor.write_json(directory / "results.json", document)
+    redactor.write_text(directory / "results.jsonl", "".join(json.dumps(unit) + "\n" for unit in document["results"]))
+    redactor.write_text(directory / "report.md", markdown(document))
+    redactor.write_text(directory / "report.html", render_html(document))
+    return exchanges

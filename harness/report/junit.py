@@ -17,12 +17,13 @@ import platform
 import re
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
-from ..judge.results import ScenarioResult
 from ..model.findings import Severity
 from ..wire.redaction import Redactor
-from .documents import Counted, RunInfo
+from .documents import Counted
 
 _NOT_XML = re.compile("[^\u0009\u000a\u000d\u0020-\u007e\u0080-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 _PROPERTY = "parity_"
@@ -33,16 +34,17 @@ def _xml_text(text: str) -> str:
     return _NOT_XML.sub(lambda match: f"#x{ord(match.group()):02X}", text)
 
 
-def describe(result: ScenarioResult, redactor: Redactor) -> str:
-    """What a scenario run that did not pass says: its outcome, then each step that could not
-    run and each finding of warning severity or above, one line each, secrets removed."""
-    lines = [f"scenario {result.scenario.id} [{result.mode}] on {result.target}: {result.outcome.replace('_', ' ')}"]
-    for step in result.steps:
-        if step.error:
-            lines.append(f"  {step.step_id}: could not run: {step.error}")
-        lines += [f"  {'  caused by it: ' if f.consequence else ''}{step.step_id}: {f.severity}"
-                  f"{' (known)' if f.known else ''} {f.kind} ({f.rule}): {f.message}"
-                  for f in step.findings if f.severity >= Severity.WARNING]
+def describe(entry: dict[str, Any], target: str, redactor: Redactor) -> str:
+    """What a scenario run that did not pass says (`entry` as a results document holds it,
+    `documents.result_entry`): its outcome, then each step that could not run and each finding
+    of warning severity or above, one line each, secrets removed."""
+    lines = [f"scenario {entry['scenario']} [{entry['mode']}] on {target}: {entry['outcome'].replace('_', ' ')}"]
+    for step in entry["steps"]:
+        if step["error"]:
+            lines.append(f"  {step['step']}: could not run: {step['error']}")
+        lines += [f"  {'  caused by it: ' if f.get('consequence') else ''}{step['step']}: {f['severity']}"
+                  f"{' (known)' if f['known'] else ''} {f['kind']} ({f['rule']}): {f['message']}"
+                  for f in step["findings"] if Severity.named(f["severity"]) >= Severity.WARNING]
     return redactor.redact_text("\n".join(lines))
 
 
@@ -70,44 +72,47 @@ def _classname(path: str) -> str:
     return relative.as_posix().strip("/").replace("/", ".")
 
 
-def _testcase(result: ScenarioResult, redactor: Redactor) -> ET.Element:
+def _testcase(entry: dict[str, Any], target: str, redactor: Redactor) -> ET.Element:
     def text(value: str) -> str:
         return _xml_text(redactor.redact_text(value))
 
-    case = ET.Element("testcase", classname=text(_classname(result.path)),
-                      name=text(f"{result.scenario.id}[{result.mode}]"), time=f"{result.duration_s:.3f}")
+    case = ET.Element("testcase", classname=text(_classname(entry["path"])),
+                      name=text(f"{entry['scenario']}[{entry['mode']}]"), time=f"{entry['duration_s']:.3f}")
     listed = ET.SubElement(case, "properties")
-    for name, value in properties(Counted.of(result)):
+    for name, value in properties(Counted.of_entry(entry)):
         ET.SubElement(listed, "property", name=name, value=value)
-    if result.outcome == "unsupported":
-        reason = f"unsupported by the target: {result.unsupported}"
-        ET.SubElement(case, "skipped", type="unsupported", message=text(reason)).text = text(f"{result.path}: {reason}")
-    elif result.outcome == "known":  # as pytest reports an expected failure
-        described = describe(result, redactor)
+    if entry["outcome"] == "unsupported":
+        reason = f"unsupported by the target: {entry['unsupported']}"
+        skipped = ET.SubElement(case, "skipped", type="unsupported", message=text(reason))
+        skipped.text = text(f"{entry['path']}: {reason}")
+    elif entry["outcome"] == "known":  # as pytest reports an expected failure
+        described = describe(entry, target, redactor)
         ET.SubElement(case, "skipped", type="pytest.xfail", message=_xml_text(described.splitlines()[0])).text = \
             _xml_text(described)
-    elif result.outcome != "pass":
-        described = describe(result, redactor)
-        ET.SubElement(case, "failure" if result.outcome == "fail" else "error",
+    elif entry["outcome"] != "pass":
+        described = describe(entry, target, redactor)
+        ET.SubElement(case, "failure" if entry["outcome"] == "fail" else "error",
                       message=_xml_text(described.splitlines()[0])).text = _xml_text(described)
     return case
 
 
-def junit_xml(results: Iterable[ScenarioResult], info: RunInfo, suite_name: str = "responses-parity") -> str:
-    """The run as one JUnit XML document. Secrets are removed from each text before it is put
-    in the document (the marker that replaces them is escaped there like any text)."""
-    cases = [_testcase(result, info.redactor) for result in results]
+def junit_xml(document: dict[str, Any], redactor: Redactor, suite_name: str = "responses-parity") -> str:
+    """A run's results document (`documents.results_document`) as one JUnit XML document.
+    Secrets are removed from each text before it is put in the document (the marker that
+    replaces them is escaped there like any text)."""
+    cases = [_testcase(entry, document["target"]["name"], redactor) for entry in document["results"]]
     counts = {tag: sum(1 for case in cases if case.find(tag) is not None) for tag in ("error", "failure", "skipped")}
+    started = datetime.fromisoformat(document["started_at"]).astimezone().isoformat()
     suite = ET.Element("testsuite", name=suite_name, errors=str(counts["error"]), failures=str(counts["failure"]),
-                       skipped=str(counts["skipped"]), tests=str(len(cases)), time=f"{info.duration_s:.3f}",
-                       timestamp=info.started_at.astimezone().isoformat(), hostname=_xml_text(platform.node()))
+                       skipped=str(counts["skipped"]), tests=str(len(cases)), time=f"{document['duration_s']:.3f}",
+                       timestamp=started, hostname=_xml_text(platform.node()))
     suite.extend(cases)
     root = ET.Element("testsuites", name=suite_name)
     root.append(suite)
     return '<?xml version="1.0" encoding="utf-8"?>' + ET.tostring(root, encoding="unicode")
 
 
-def write_junit(path: Path, results: Iterable[ScenarioResult], info: RunInfo) -> None:
+def write_junit(path: Path, document: dict[str, Any], redactor: Redactor) -> None:
     """Write `junit_xml` to `path`, making its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(junit_xml(results, info), encoding="utf-8")
+    path.write_text(junit_xml(document, redactor), encoding="utf-8")

@@ -18,7 +18,7 @@ from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.judge.results import ScenarioResult, StepResult
 from responses_parity.harness.model.findings import Finding, Kind, Severity
-from responses_parity.harness.report.documents import RunInfo
+from responses_parity.harness.report.documents import RunInfo, results_document
 from responses_parity.harness.report.junit import junit_xml
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load_file
 from responses_parity.harness.wire.redaction import Redactor
@@ -72,7 +72,8 @@ def test_a_character_xml_cannot_hold_is_written_visibly_and_a_secret_not_at_all(
     assert not isinstance(scenario, list)
     finding = Finding(Kind.WIRE, Severity.ERROR, "wire.json", "the gateway said \x00\x1b[31m sk-0123456789abcdef")
     result = ScenarioResult(scenario, str(path), "nonstream", "gateway", [StepResult("ask", findings=[finding])])
-    xml = junit_xml([result], RunInfo(Target("gateway", "http://127.0.0.1:9"), datetime.now(UTC), 1.0, Redactor()))
+    info = RunInfo(Target("gateway", "http://127.0.0.1:9"), datetime.now(UTC), 1.0, Redactor())
+    xml = junit_xml(results_document([result], info), Redactor())
     failure = ElementTree.fromstring(xml.encode()).find(".//failure")
     assert failure is not None
     assert "the gateway said #x00#x1B[31m <redacted>" in (failure.text or "")

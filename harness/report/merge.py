@@ -1,0 +1,89 @@
+"""The results documents of the shards of one run (`parity run --shard I/N`) put together as
+the one run's document: its scenario runs in the order one machine would have run them, the
+tally and coverage counted over all of them, started when the first shard started and lasting
+as long as the longest, the target's URL the first shard's. Only timings (and an embedded
+gateway's URL) can differ from what one machine writes.
+
+Each shard's document says which shard it is and lists every unit of the whole run
+(`RunInfo.shard`); the documents must be the N shards of the same run (the same target and
+units, each shard once) and hold every unit exactly once, or `MergeError` says what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+from .documents import Counted, tally_of
+
+
+class MergeError(ValueError):
+    """The documents are not the shards of one run; the text says why."""
+
+
+def merge(documents: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """One run's document from its shards' (`(where, document)`: `where` names each in errors)."""
+    shards = [(where, _shard_of(where, document)) for where, document in documents]
+    if not shards:
+        raise MergeError("no results document to merge")
+    first_where, first = shards[0]
+    count, units = first["count"], first["units"]
+    target = documents[0][1]["target"]
+    for where, shard in shards:
+        if (shard["count"], shard["units"]) != (count, units):
+            raise MergeError(f"{where} is a shard of another run than {first_where} (other shards or units)")
+    for where, document in documents:  # its URL may differ: an embedded gateway listens where it can
+        if (document["target"]["name"], document["target"]["model"]) != (target["name"], target["model"]):
+            raise MergeError(f"{where} ran against {document['target']['name']} ({document['target']['model']}), "
+                             f"{first_where} against {target['name']} ({target['model']})")
+    indexes = Counter(shard["index"] for _, shard in shards)
+    if twice := sorted(index for index, seen in indexes.items() if seen > 1):
+        raise MergeError(f"shard(s) {', '.join(map(str, twice))} of {count} given more than once")
+    if missing := sorted(set(range(1, count + 1)) - set(indexes)):
+        raise MergeError(f"shard(s) {', '.join(map(str, missing))} of {count} missing")
+    position = {unit: index for index, unit in enumerate(units)}
+    entries = [entry for _, document in documents for entry in document["results"]]
+    ran = Counter(f"{entry['scenario']}[{entry['mode']}]" for entry in entries)
+    if strays := sorted(unit for unit, seen in ran.items() if seen > 1 or unit not in position):
+        raise MergeError(f"unit(s) run twice or outside the run: {', '.join(strays)}")
+    entries.sort(key=lambda entry: position[f"{entry['scenario']}[{entry['mode']}]"])
+    head = documents[0][1]
+    return {
+        "tool": head["tool"],
+        "scenario_format": head["scenario_format"],
+        "sdk": head["sdk"],
+        "target": target,
+        "started_at": min(document["started_at"] for _, document in documents),
+        "duration_s": max(document["duration_s"] for _, document in documents),
+        "summary": tally_of(map(Counted.of_entry, entries)) | {
+            "file_errors": len(head["file_errors"]),
+            "not_run": sum(document["summary"]["not_run"] for _, document in documents)},
+        "file_errors": head["file_errors"],
+        "coverage": {name: _coverage([document["coverage"][name] for _, document in documents])
+                     for name in head["coverage"]},
+        "results": entries,
+    }
+
+
+def _shard_of(where: str, document: Any) -> dict[str, Any]:
+    shard = document.get("shard") if isinstance(document, dict) else None
+    if not isinstance(shard, dict) or not all(key in shard for key in ("index", "count", "units")):
+        raise MergeError(f"{where} is not the results document of a shard (parity run --shard I/N writes one)")
+    if not isinstance(document.get("results"), list):
+        raise MergeError(f"{where} holds no results")
+    return shard
+
+
+def _coverage(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One coverage entry (`documents.coverage`) from the shards' own."""
+    seen: Counter[str] = Counter()
+    universe: set[str] = set()
+    unknown: set[str] = set()
+    for part in parts:
+        seen.update(part["exercised"])
+        universe |= set(part["exercised"]) | set(part["not_exercised"])
+        unknown |= set(part["unknown_to_sdk"])
+    return {"exercised": {kind: seen[kind] for kind in sorted(universe) if seen[kind]},
+            "not_exercised": sorted(kind for kind in universe if not seen[kind]),
+            "unknown_to_sdk": sorted(unknown)}
