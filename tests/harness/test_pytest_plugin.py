@@ -13,8 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import uvicorn.protocols.http.httptools_impl
-import uvicorn.protocols.websockets.websockets_impl  # noqa: F401
+import uvicorn.protocols.http.httptools_impl  # noqa: F401
 from click.testing import CliRunner
 from test_cli import COULD_NOT_RUN, FAILING, PASSING
 
@@ -23,7 +22,7 @@ from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.stack import Stack
 
 pytest_plugins = ["pytester"]
-# uvicorn's HTTP and WebSocket protocols are imported before any in-process pytest run below:
+# uvicorn's httptools protocol is imported before any in-process pytest run below:
 # pytester drops the modules a run imported once it ends, and a later run's server would then
 # catch httptools' upgrade exception as a class of the dropped module (its WebSocket upgrade
 # answered with nothing) when this file runs on its own.
