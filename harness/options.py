@@ -145,7 +145,13 @@ TARGET_OPTIONS = (TARGET, API_KEY, HEADER, MODEL, RESPONSES_PATH, CHAT_PATH, TIM
 """What `target_options` reads."""
 SELECTION_OPTIONS = (SCENARIO, TAG, MODE, JOBS, REPORT_DIR)
 JUDGE_OPTIONS = (AGAINST, GOLDEN_DIR, BASELINE)
-PYTEST_OPTIONS = (*TARGET_OPTIONS, MODE, *JUDGE_OPTIONS)
+SHARD = Option("shard", metavar="I/N",
+               help="Run only the I-th of N parts of the selection (split by scenario, the same on every machine); "
+                    "`parity merge` puts the parts' reports together.")
+SHARD_DURATIONS = Option("shard-durations", type=Path,
+                         help="A previous run's results.json, whose durations balance the shards.")
+SHARD_OPTIONS = (SHARD, SHARD_DURATIONS)
+PYTEST_OPTIONS = (*TARGET_OPTIONS, MODE, *JUDGE_OPTIONS, *SHARD_OPTIONS)
 """The options of the pytest plugin (`--parity-NAME`): pytest selects tests (`-k`), runs them
 in parallel (`-n`, pytest-xdist) and reports (`--junitxml`) itself."""
 

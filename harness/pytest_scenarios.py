@@ -15,6 +15,7 @@ from ..fixtures.mcp import FIXTURE_SERVERS
 from ..openai_contract.documents import MAX_YAML_BYTES
 from .defaults import Mode
 from .engine.session import Session, open_session
+from .engine.shards import shard_part
 from .engine.targets import TargetRefuses
 from .errors import HarnessError
 from .judge.against import Against, load_against
@@ -38,6 +39,9 @@ class _Run:
     options: TargetOptions
     modes: tuple[Mode, ...]
     against: Against = field(default_factory=Against)
+    shard: str | None = None
+    """`--parity-shard I/N`: only that part of the collected scenario runs runs (`engine.shards`)."""
+    shard_durations: Path | None = None
     counted: list[Counted] = field(default_factory=list)
     _session: Session | None = None
     _context: Any = field(default=None, repr=False)
@@ -48,6 +52,20 @@ class _Run:
             self._context = open_session(self.options, FIXTURE_SERVERS)
             self._session = self._context.__enter__()
         return self._session
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """Deselect the scenario runs of the other shards (the split `parity run --shard` makes)."""
+        scenarios = [item for item in items if isinstance(item, ScenarioItem)]
+        part = shard_part([(item.loaded, item.mode) for item in scenarios], self.shard, self.shard_durations)
+        if part is None:
+            return
+        mine = {(loaded.scenario.id, mode) for loaded, mode in part[1]}
+        others = [item for item in scenarios if (item.loaded.scenario.id, item.mode) not in mine]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            dropped = set(others)
+            items[:] = [item for item in items if item not in dropped]
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when == "teardown" and (unit := counted(report.user_properties)) is not None:
@@ -73,12 +91,14 @@ def pytest_configure(config: pytest.Config) -> None:
     values = {option.dest: config.getoption(option.pytest_dest) for option in PYTEST_OPTIONS}
     try:
         options = target_options(values)
+        shard_part([], values["shard"], values["shard_durations"])  # a wrong one is a usage error now
         chosen = load_against(values["against"], values["golden_dir"], values["baseline_file"])
     except OptionError as problem:
         raise pytest.UsageError(f"{problem.option.pytest_flag}: {problem.problem}") from problem
     except HarnessError as problem:
         raise pytest.UsageError(str(problem)) from problem
-    run = config.stash[_RUN] = _Run(options, modes(values["mode"]), chosen)
+    run = config.stash[_RUN] = _Run(options, modes(values["mode"]), chosen, values["shard"],
+                                    values["shard_durations"])
     config.pluginmanager.register(run, "responses_parity.run")
     if config.getoption("parity_builtin"):
         config.args.append(str(builtin_scenarios_dir()))

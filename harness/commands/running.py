@@ -18,11 +18,10 @@ from typing import Any
 
 import click
 
+from ..engine.shards import shard_part, unit_key
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MODE, PROFILE_DIR,
-                       RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, TAG, TARGET_OPTIONS, TARGETS, OptionError,
-                       TargetOptions, modes, target_options)
-from ...openai_contract.documents import DocumentError, read_json
-from ..engine.shards import Shard, durations_of, split, unit_key
+                       RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS, TARGETS,
+                       OptionError, TargetOptions, modes, target_options)
 from ..scenario.loader import Catalogue, LoadedScenario, units_of
 from ..scenario.model import Mode
 from .catalogue import load_catalogue
@@ -92,43 +91,31 @@ def _selection(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str
 @click_options(*SELECTION_OPTIONS, *TARGET_OPTIONS, *JUDGE_OPTIONS)
 @click.option("--junitxml", type=click.Path(path_type=Path), default=None,
               help="Also write the run as JUnit XML here, shaped as pytest writes it.")
-@click.option("--shard", "shard_text", metavar="I/N", default=None,
-              help="Run only the I-th of N parts of the selection (split by scenario, the same on every machine), "
-                   "for `parity merge` to put together with the others.")
-@click.option("--shard-durations", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="A previous run's results.json: its durations balance the shards.")
+@click_options(*SHARD_OPTIONS)
 @_conventions
 def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, baseline_file: Path | None,
-        shard_text: str | None, shard_durations: Path | None, conventions: Conventions, **selection: Any) -> None:
+        shard: str | None, shard_durations: Path | None, conventions: Conventions, **selection: Any) -> None:
     """Run scenarios (default: the built-in ones) against a target, non-streamed and streamed (--mode
     websocket or all adds WebSocket mode)."""
     with redacted_consoles() as redactor:
         selected = _selection(**selection)
-        shard = _shard(selected, shard_text, shard_durations)
+        part = _shard(selected, shard, shard_durations)
         from . import executing  # the files are read first: see the module's docstring
-        executing.run(selected if shard is None else shard[0], redactor, conventions, report_dir=report_dir,
+        executing.run(selected if part is None else part[0], redactor, conventions, report_dir=report_dir,
                       chosen=executing.run_against(against, golden_dir, baseline_file),
-                      shard=None if shard is None else shard[1])
+                      shard=None if part is None else part[1])
 
 
 def _shard(selected: Selection, text: str | None, durations_file: Path | None
            ) -> tuple[Selection, dict[str, Any]] | None:
     """This machine's part of the selection, and what its results document says of the split."""
-    if text is None:
-        if durations_file is not None:
-            raise click.UsageError("--shard-durations balances shards: give --shard too")
-        return None
     try:
-        shard = Shard.parse(text)
-    except ValueError as problem:
-        raise click.BadParameter(str(problem), param_hint="--shard") from problem
-    durations: dict[str, float] = {}
-    if durations_file is not None:
-        try:
-            durations = durations_of(read_json(durations_file))
-        except (OSError, DocumentError) as problem:
-            raise click.BadParameter(f"{durations_file}: {problem}", param_hint="--shard-durations") from problem
-    mine = split(selected.units, shard.count, durations)[shard.index - 1]
+        part = shard_part(selected.units, text, durations_file)
+    except OptionError as problem:
+        raise click.BadParameter(problem.problem, param_hint=f"--{problem.option.name}") from problem
+    if part is None:
+        return None
+    shard, mine = part
     every = [unit_key(loaded.scenario.id, mode) for loaded, mode in selected.units]
     return replace(selected, units=mine), {"index": shard.index, "count": shard.count, "units": every}
 

@@ -16,8 +16,11 @@ import re
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from ...openai_contract.documents import DocumentError, read_json
+from ..options import SHARD, SHARD_DURATIONS, OptionError
 from ..scenario.loader import LoadedScenario
 from ..scenario.model import Mode
 
@@ -73,6 +76,27 @@ def split(units: Sequence[Unit], count: int, durations: Mapping[str, float] | No
         shards[index].append(scenario)
         heapq.heappush(loads, (load + weight(scenario), index))
     return [[unit for unit in units if unit[0].scenario.id in chosen] for chosen in map(set, shards)]
+
+
+def shard_part(units: Sequence[Unit], text: str | None, durations_file: Path | None
+               ) -> tuple[Shard, list[Unit]] | None:
+    """The shard `--shard` names and its units (None when it names none); `OptionError` for a
+    shard that is not one, or durations that cannot be read."""
+    if text is None:
+        if durations_file is not None:
+            raise OptionError(SHARD_DURATIONS, "balances shards: give the shard too")
+        return None
+    try:
+        shard = Shard.parse(text)
+    except ValueError as problem:
+        raise OptionError(SHARD, str(problem)) from problem
+    durations: dict[str, float] = {}
+    if durations_file is not None:
+        try:
+            durations = durations_of(read_json(durations_file))
+        except (OSError, DocumentError) as problem:
+            raise OptionError(SHARD_DURATIONS, f"{durations_file}: {problem}") from problem
+    return shard, split(units, shard.count, durations)[shard.index - 1]
 
 
 def durations_of(document: Any) -> dict[str, float]:

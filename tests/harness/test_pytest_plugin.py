@@ -43,6 +43,22 @@ def test_outcomes_and_the_tally_are_the_clis(pytester: pytest.Pytester) -> None:
                                  "*cannot resolve*ask.output has 1 output item(s), no [[]7]*"])
 
 
+def test_parity_shard_runs_the_part_parity_run_would(pytester: pytest.Pytester) -> None:
+    for name in ("one", "two", "three", "four"):
+        pytester.makefile(".yaml", **{name: PASSING.replace("id: passing", f"id: {name}")})
+    parts = []
+    for index in (1, 2):
+        result = pytester.runpytest("--parity", "--parity-mode", "nonstream", "--parity-shard", f"{index}/2",
+                                    "-p", "no:cacheprovider", "-p", "no:asyncio", "-v")
+        parts.append({line.split("::")[1].split()[0] for line in result.outlines if " PASSED" in line})
+        result.assert_outcomes(passed=2, deselected=2)
+    assert not parts[0] & parts[1]
+    assert parts[0] | parts[1] == {f"{name}[nonstream]" for name in ("one", "two", "three", "four")}
+    wrong = pytester.runpytest("--parity", "--parity-shard", "3/2", "-p", "no:cacheprovider", "-p", "no:asyncio")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR
+    wrong.stderr.fnmatch_lines(["*--parity-shard*I must be from 1 to N*"])
+
+
 def test_parity_mode_all_adds_a_test_over_the_websocket(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", passing=PASSING)
     result = pytester.runpytest("--parity", "--parity-mode", "all", "-p", "no:cacheprovider", "-p", "no:asyncio", "-v")
