@@ -56,7 +56,6 @@ class Checker:
 
     def __init__(self, captures: Path, on_event: Callable[[ProxyEvent], None], redactor: Redactor,
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES) -> None:
-        self.captures = captures
         self.on_event = on_event
         self.max_pending_bytes = max_pending_bytes
         context = multiprocessing.get_context("spawn")
@@ -148,20 +147,25 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
     while (item := inbox.get()) is not None:
         cost, message = item
         kind, name = message[0], message[1]
-        if kind == "secrets":
-            redactor.add(*name)
-        elif kind == "begin":
-            exchanges[name] = _begun(redactor, message[2])
-        elif kind == "chunk" and (open_ := exchanges.get(name)) is not None:
-            for finding in _live(open_, message[2]):
-                outbox.put(Found(name, _redacted(open_.redactor, finding)))
-        elif kind == "end":
-            request = message[4]
-            open_ = exchanges.pop(name, None) if request is None else _begun(redactor, request)
-            for event in _finished(folder, name, open_, message[2], message[3]) if open_ is not None else ():
-                outbox.put(event)
-        elif kind == "forget":
+        try:
+            if kind == "secrets":
+                redactor.add(*name)
+            elif kind == "begin":
+                exchanges[name] = _begun(redactor, message[2])
+            elif kind == "chunk" and (open_ := exchanges.get(name)) is not None:
+                for finding in _live(open_, message[2]):
+                    outbox.put(Found(name, _redacted(open_.redactor, finding)))
+            elif kind == "end":
+                request = message[4]
+                open_ = exchanges.pop(name, None) if request is None else _begun(redactor, request)
+                for event in _finished(folder, name, open_, message[2], message[3]) if open_ is not None else ():
+                    outbox.put(event)
+            elif kind == "forget":
+                exchanges.pop(name, None)
+        except Exception as problem:  # one exchange's failure (a full disk, say) ends only it
             exchanges.pop(name, None)
+            (folder / f"{name}.partial").unlink(missing_ok=True)
+            outbox.put(Dropped(str(name), f"the checker failed on it: {type(problem).__name__}: {problem}"))
         taken, count = taken + cost, count + 1
         if count % ACK_EVERY == 0 or inbox.empty():
             outbox.put(taken)

@@ -50,3 +50,19 @@ def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(
     assert json.loads(written)["response"]["body"]["status"] == "completed"
     assert isinstance(events[-1], Recorded) and events[-1].capture == "0001-kept.json"
     assert not [event for event in events if isinstance(event, Dropped) and event.capture == "0001-kept.json"]
+
+
+def test_an_exchange_the_checker_cannot_write_is_dropped_and_said_and_the_next_is_written(tmp_path: Path) -> None:
+    events: list[ProxyEvent] = []
+    checker = Checker(tmp_path, events.append, Redactor())
+    checker.start()
+    unwritable = _exchange()
+    unwritable.meta["not json"] = {1, 2}  # a set: writing the capture fails
+    body = b'{"model": "m", "input": "hi"}'
+    checker.end("0001-unwritable.json", unwritable, _answer(), RecordedRequest(False, body, len(body)))
+    checker.end("0002-fine.json", _exchange(), _answer(), RecordedRequest(False, body, len(body)))
+    checker.close()
+    dropped = [event for event in events if isinstance(event, Dropped)]
+    assert [event.capture for event in dropped] == ["0001-unwritable.json"]
+    assert "the checker failed on it: TypeError" in dropped[0].reason
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["0002-fine.json"]
