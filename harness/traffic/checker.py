@@ -67,6 +67,11 @@ class Checker:
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._hear, name="parity-proxy-checker-events", daemon=True)
 
+    @property
+    def pid(self) -> int | None:
+        """The checker process's, once started."""
+        return self._process.pid
+
     def start(self) -> None:
         self._process.start()
         self._reader.start()
@@ -75,6 +80,7 @@ class Checker:
         """Let the process take in, check and write everything sent so far, then end it."""
         self._inbox.put(None)
         self._process.join()
+        self._outbox.put(None)  # ends the reader if the process could not say it ended (it was killed)
         self._reader.join()
 
     def learn(self, secrets: list[str]) -> None:
@@ -96,8 +102,10 @@ class Checker:
         size = sum(map(len, answer)) + (len(request.body) if request is not None else 0)
         if not self._send(("end", name, exchange, answer, request), size):
             self._send(("forget", name), 0, always=True)
-            self.on_event(Dropped(name, f"{self._pending:,} bytes of earlier exchanges were still waiting to be "
-                                        "checked and written"))
+            ended = self._process.exitcode
+            why = (f"the checker process ended (exit code {ended})" if ended is not None
+                   else f"{self._pending:,} bytes of earlier exchanges were still waiting to be checked and written")
+            self.on_event(Dropped(name, why))
 
     @property
     def pending(self) -> int:

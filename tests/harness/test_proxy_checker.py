@@ -5,8 +5,12 @@ queued. The relay's use of it runs in test_recording_proxy.py and test_bounded_p
 from __future__ import annotations
 
 import json
+import os
+import signal
 import time
 from pathlib import Path
+
+import psutil
 
 from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker, RecordedRequest
 from responses_parity.harness.traffic.forwarding import Dropped, ProxyEvent, Recorded
@@ -66,3 +70,21 @@ def test_an_exchange_the_checker_cannot_write_is_dropped_and_said_and_the_next_i
     assert [event.capture for event in dropped] == ["0001-unwritable.json"]
     assert "the checker failed on it: TypeError" in dropped[0].reason
     assert sorted(path.name for path in tmp_path.iterdir()) == ["0002-fine.json"]
+
+
+def test_a_checker_process_that_was_killed_is_said_and_closing_does_not_hang(tmp_path: Path) -> None:
+    events: list[ProxyEvent] = []
+    checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=MESSAGE_COST)
+    checker.start()
+    assert checker.pid is not None
+    os.kill(checker.pid, signal.SIGKILL)  # as an out-of-memory killer would
+    deadline = time.monotonic() + DEADLINE_S
+    while psutil.pid_exists(checker.pid) and psutil.Process(checker.pid).status() != psutil.STATUS_ZOMBIE:
+        assert time.monotonic() < deadline, "the checker process outlived SIGKILL"
+        time.sleep(0.01)  # poll interval while the kernel ends it
+    body = b"{}"
+    checker.end("0001-a.json", _exchange(), _answer(), RecordedRequest(False, body, len(body)))  # fits the bound
+    checker.end("0002-b.json", _exchange(), _answer(), RecordedRequest(False, body, len(body)))  # nothing taken in
+    checker.close()  # returns: the reader is ended though the process could not say so
+    assert [(type(event), event.capture) for event in events] == [(Dropped, "0002-b.json")]
+    assert "the checker process ended (exit code -9)" in events[0].reason
