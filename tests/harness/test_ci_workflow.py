@@ -47,11 +47,15 @@ def test_the_readme_shows_the_workflow_file_as_it_is() -> None:
     assert shown == [WORKFLOW.read_text()]
 
 
+def _workflow_schema() -> dict[str, Any]:
+    """GitHub's workflow schema, as check-jsonschema ships it."""
+    return json.loads((resources.files("check_jsonschema.builtin_schemas.vendor") / "github-workflows.json")
+                      .read_text())
+
+
 def test_the_workflow_is_one_github_actions_accepts() -> None:
-    schema_file = resources.files("check_jsonschema.builtin_schemas.vendor") / "github-workflows.json"
-    schema = json.loads(schema_file.read_text())
     errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-              for e in jsonschema.Draft7Validator(schema).iter_errors(workflow())]
+              for e in jsonschema.Draft7Validator(_workflow_schema()).iter_errors(workflow())]
     assert errors == []
     for name, job in workflow()["jobs"].items():
         for index, step in enumerate(job["steps"]):
@@ -135,3 +139,15 @@ def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, ste
     assert uploaded == ["reports/latest", "logs"]
     assert (checkout / "reports" / "latest" / "report.html").is_file()
     assert "reference gateway listening on http://127.0.0.1:8080" in (checkout / "logs" / "gateway.log").read_text()
+
+
+def test_the_readme_s_split_run_is_a_workflow_github_actions_accepts_that_merges_every_shard() -> None:
+    blocks = re.findall(r"^```yaml\n(.*?)^```$", README.read_text(), re.MULTILINE | re.DOTALL)
+    [split] = [parse_yaml(block) for block in blocks if block.startswith("# a split run")]
+    split = {"name": "split", "on": "push"} | split  # the jobs of a workflow, as the README says
+    assert [error.message for error in jsonschema.Draft7Validator(_workflow_schema()).iter_errors(split)] == []
+    shards = split["jobs"]["shard"]["strategy"]["matrix"]["shard"]
+    runs = [step["run"] for job in split["jobs"].values() for step in job["steps"] if "run" in step]
+    assert f"--shard ${{{{ matrix.shard }}}}/{len(shards)}" in " ".join(runs)
+    assert split["jobs"]["report"]["needs"] == "shard" and any(run.startswith("parity merge reports/shard-*")
+                                                                for run in runs)
