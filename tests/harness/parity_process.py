@@ -5,10 +5,12 @@ at the end."""
 
 from __future__ import annotations
 
+import fcntl
 import re
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -54,6 +56,19 @@ class ParityProcess:
 
     def stop(self) -> None:
         self.process.stop()
+
+
+@contextmanager
+def the_documented_ports() -> Iterator[None]:
+    """Held while a test serves on the fixed ports the documentation names (8642-8646, 8080):
+    two such tests in parallel workers would each find the ports free, then collide. A lock
+    file all workers share, taken in turn (the kernel drops it if a worker dies)."""
+    with open(Path(tempfile.gettempdir()) / "responses-parity-documented-ports.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @contextmanager

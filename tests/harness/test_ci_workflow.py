@@ -20,6 +20,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from parity_process import the_documented_ports
 
 from responses_parity.harness.engine.child_process import ChildProcess
 from responses_parity.harness.scenario.loader import parse_yaml
@@ -97,11 +98,13 @@ def checkout(tmp_path: Path) -> Path:
 @pytest.fixture
 def steps_run() -> Iterator[list[ChildProcess]]:
     """The steps run, each a `ChildProcess` (a background server stays in its step's process
-    group); each group is stopped at the end: SIGTERM, then SIGKILL after a grace period."""
+    group); each group is stopped at the end: SIGTERM, then SIGKILL after a grace period. The
+    job's fixed ports are this test's until then (`the_documented_ports`)."""
     processes: list[ChildProcess] = []
-    yield processes
-    for process in processes:
-        process.stop()
+    with the_documented_ports():
+        yield processes
+        for process in processes:
+            process.stop()
 
 
 def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, steps_run: list[ChildProcess]) -> None:

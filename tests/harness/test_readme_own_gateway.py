@@ -10,7 +10,7 @@ import socket
 from pathlib import Path
 
 import pytest
-from parity_process import command_line, running
+from parity_process import command_line, running, the_documented_ports
 
 from responses_parity.harness.engine import child_process
 
@@ -50,10 +50,10 @@ def test_the_readme_section_gets_no_failure_from_the_reference_gateway(tmp_path:
     gateway = next(line for line in commands if line.startswith("parity serve reference "))
     run = next(line for line in commands if line.startswith("parity run --target "))
     gateway_port = int(re.search(r"--target http://127\.0\.0\.1:(\d+)", run)[1])
-    if taken := [port for port in (*SERVED_PORTS, gateway_port) if busy(port)]:
-        pytest.skip(f"the README's commands use ports {SERVED_PORTS[0]}-{SERVED_PORTS[-1]} and {gateway_port}, "
-                    f"and something listens on {taken}")
-    with running(tmp_path) as start:
+    with the_documented_ports(), running(tmp_path) as start:
+        if taken := [port for port in (*SERVED_PORTS, gateway_port) if busy(port)]:
+            pytest.skip(f"the README's commands use ports {SERVED_PORTS[0]}-{SERVED_PORTS[-1]} and {gateway_port}, "
+                        f"and something listens on {taken}")
         fixtures = start(command_line(serve), "serve", cwd=tmp_path)
         fixtures.wait_for(r"^serving until Ctrl-C$")
         assert fixtures.output() == printed_settings(section())
