@@ -346,7 +346,11 @@ class RecordingProxy:
             message = self._silent()
             self._failed(recording, message)
             if stream and between_events:
-                await send({"type": "http.response.body", "body": _error_event(message, recording), "more_body": True})
+                chat = recording is not None and recording.request.chat
+                number = None if recording is None or chat else \
+                    await anyio.to_thread.run_sync(recording.next_sequence_number)  # reads what was kept
+                await send({"type": "http.response.body", "body": _error_event(message, chat, number),
+                            "more_body": True})
         except aiohttp.ClientError as error:
             self._failed(recording, f"the upstream {self.upstream} broke off its answer: {failure_reason(error)}")
         underway.done = True  # from here on, the client's leaving ends nothing
@@ -424,13 +428,12 @@ def _is_stream(answer: aiohttp.ClientResponse) -> bool:
     return "text/event-stream" in answer.headers.get("content-type", "")
 
 
-def _error_event(message: str, recording: _Recording | None) -> bytes:
-    """The event OpenAI ends a failed stream with: a Responses `error` event (numbered on
-    from the stream's events when they are numbered), or a chat completion chunk's `error`."""
+def _error_event(message: str, chat: bool, number: int | None) -> bytes:
+    """The event OpenAI ends a failed stream with: a Responses `error` event (numbered `number`
+    when the stream's events are numbered), or a chat completion chunk's `error`."""
     error = {"message": message, "type": "server_error", "param": None, "code": "upstream_timeout"}
-    if recording is not None and recording.request.chat:
+    if chat:
         return f"data: {json.dumps({'error': error})}\n\n".encode()
-    number = recording.next_sequence_number() if recording is not None and recording.live else None
     event = {"type": "error", "code": "upstream_timeout", "message": message, "param": None,
              **({"sequence_number": number} if number is not None else {})}
     return f"event: error\ndata: {json.dumps(event)}\n\n".encode()
