@@ -6,7 +6,8 @@ gateway's URL) can differ from what one machine writes.
 
 Each shard's document says which shard it is and lists every unit of the whole run
 (`RunInfo.shard`); the documents must be the N shards of the same run (the same target and
-units, each shard once) and hold every unit exactly once, or `MergeError` says what is wrong.
+units, each shard once) and hold every unit exactly once, and each must hold what is read of it
+(`_SHARD_DOCUMENT`: a results file is input like any other), or `MergeError` says what is wrong.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
-from .documents import Counted, tally_of
+from jsonschema import Draft202012Validator
+
+from .documents import OUTCOMES, Counted, tally_of
 
 
 class MergeError(ValueError):
@@ -67,12 +70,42 @@ def merge(documents: Sequence[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _shard_of(where: str, document: Any) -> dict[str, Any]:
-    shard = document.get("shard") if isinstance(document, dict) else None
-    if not isinstance(shard, dict) or not all(key in shard for key in ("index", "count", "units")):
+    """The document's `shard`, once the document holds all that `merge` reads, as it reads it."""
+    if not isinstance(document, dict) or not isinstance(document.get("shard"), dict):
         raise MergeError(f"{where} is not the results document of a shard (parity run --shard I/N writes one)")
-    if not isinstance(document.get("results"), list):
-        raise MergeError(f"{where} holds no results")
-    return shard
+    if problem := next(_SHARD_DOCUMENT.iter_errors(document), None):
+        at = "/".join(map(str, problem.absolute_path)) or "the document"
+        raise MergeError(f"{where}: {at}: {problem.message}")
+    return document["shard"]
+
+
+def _object(required: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": list(required), "properties": required}
+
+
+_STRING, _NUMBER, _INTEGER, _LIST = {"type": "string"}, {"type": "number"}, {"type": "integer"}, {"type": "array"}
+_COVERAGE = _object({"exercised": {"type": "object", "additionalProperties": _INTEGER},
+                     "not_exercised": {"type": "array", "items": _STRING},
+                     "unknown_to_sdk": {"type": "array", "items": _STRING}})
+_SHARD_DOCUMENT = Draft202012Validator(_object({
+    "tool": {"type": "object"}, "scenario_format": {}, "sdk": {"type": "object"},
+    "target": _object({"name": _STRING, "model": _STRING}),
+    "started_at": _STRING, "duration_s": _NUMBER, "file_errors": {"type": "array", "items": _STRING},
+    "summary": _object({"not_run": _INTEGER}),
+    "coverage": {"type": "object", "additionalProperties": _COVERAGE},
+    "shard": _object({"index": _INTEGER, "count": _INTEGER, "units": {"type": "array", "items": _STRING}}),
+    "results": {"type": "array", "items": _object({
+        "scenario": _STRING, "mode": _STRING, "outcome": {"enum": list(OUTCOMES)}, "path": _STRING,
+        "duration_s": _NUMBER, "unsupported": {}, "openai_counterpart": {"type": "boolean"},
+        "steps": {"type": "array", "items": _object({
+            "step": _STRING, "outcome": _STRING, "error": {}, "inferred": {}, "exchange_file": {},
+            "stream": {"type": ["object", "null"]},
+            "findings": {"type": "array", "items": _object({
+                "known": {"type": "boolean"}, "severity": _STRING, "kind": _STRING, "rule": _STRING,
+                "message": _STRING})}})}})},
+}))
+"""What `merge` and the reports it writes read of a shard's results document
+(`documents.results_document`)."""
 
 
 def _coverage(parts: list[dict[str, Any]]) -> dict[str, Any]:

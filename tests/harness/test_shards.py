@@ -69,6 +69,12 @@ def test_shards_merged_give_what_one_run_gives(tmp_path: Path, stack: Stack) -> 
     assert twice.exit_code == 2 and "shard(s) 3 of 3 given more than once" in twice.output
     not_a_shard = CliRunner().invoke(main, ["merge", str(tmp_path / "whole"), "--report-dir", str(tmp_path / "x")])
     assert not_a_shard.exit_code == 2 and "is not the results document of a shard" in not_a_shard.output
+    broken = json.loads((tmp_path / "shard1" / "results.json").read_text())
+    broken["results"][0]["steps"][0]["findings"] = [{"known": "no"}]
+    (tmp_path / "shard1" / "results.json").write_text(json.dumps(broken))
+    refused = CliRunner().invoke(main, ["merge", *(str(tmp_path / f"shard{i}") for i in (1, 2, 3)),
+                                        "--report-dir", str(tmp_path / "x")])
+    assert refused.exit_code == 2 and "shard1/results.json: results/0/steps/0/findings/0" in refused.output
 
 
 def test_the_split_is_stable_covers_every_unit_once_and_balances_durations() -> None:
