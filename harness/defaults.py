@@ -3,7 +3,6 @@ that imports nothing heavy: pytest reads the plugin's options in every run, used
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Literal
 
@@ -31,7 +30,3 @@ DEFAULT_GOLDEN_DIR = Path("fixtures/goldens")
 """Where `parity record` writes golden sets, and where `--against` looks first."""
 
 
-def cache_dir() -> Path:
-    """Where the tool keeps what it builds once (gateway installs, the SDK's schemas):
-    `PARITY_CACHE_DIR`, else `~/.cache/responses-parity`."""
-    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")

@@ -11,25 +11,30 @@ which OpenAI's OpenAPI description states, are added from the data the project s
 `OBSERVED_BOUNDS`). `jsonschema` checks a body against it; `first_violation` turns the first
 violation, in body order, into OpenAI's 400 as a `Violation` (its code, its `param` path as
 `input[0].content`, its wording, per the contract notes §4.2).
+
+Deriving JSON Schema from the SDK's types imports the SDK and pydantic and takes about half a
+second, so what is derived (`sdk_descriptions`: each body's schema and the SDK's literal value
+sets the gateway checks against) is kept on disk (`json_cache`, `sdk-requests/`) under a name
+made of the openai and pydantic versions and a hash of this module: the gateway and the harness
+start without importing the SDK, and a new SDK, pydantic or list of bodies derives it anew.
 """
 
 from __future__ import annotations
 
+import copy
+import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, cached_property
-from typing import Any
+from importlib import import_module, metadata
+from pathlib import Path
+from typing import Any, get_args
 
 from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
-from openai.types.chat import completion_create_params
-from openai.types.conversations import conversation_create_params, conversation_update_params, item_create_params
-from openai.types import vector_store_create_params, vector_store_search_params, vector_store_update_params
-from openai.types.responses import input_token_count_params, response_compact_params, response_create_params
-from openai.types.vector_stores import file_batch_create_params, file_create_params, file_update_params
-from pydantic import TypeAdapter
 
 from . import openai_bounds
+from .json_cache import cache_dir, load_or_build
 from .violations import Violation, invalid_type, invalid_value, json_type, missing, unknown
 
 Schema = dict[str, Any]
@@ -373,11 +378,75 @@ def _as_openai_requires(definition: Schema) -> Schema:
     return definition
 
 
-def _build(typed_dict: Any, body: str, extra: dict[str, Schema] | None = None,
-           path_parameters: tuple[str, ...] = ()) -> RequestSchema:
-    """The description of one body (a name of `openai_bounds.BODIES`) from the SDK's type of its
+SDK_BODIES: dict[str, str] = {
+    "responses": "openai.types.responses.response_create_params:ResponseCreateParamsBase",
+    "responses.compact": "openai.types.responses.response_compact_params:ResponseCompactParams",
+    "responses.input_tokens": "openai.types.responses.input_token_count_params:InputTokenCountParams",
+    "chat": "openai.types.chat.completion_create_params:CompletionCreateParamsBase",
+    "conversations.create": "openai.types.conversations.conversation_create_params:ConversationCreateParams",
+    "conversations.update": "openai.types.conversations.conversation_update_params:ConversationUpdateParams",
+    "conversations.add_items": "openai.types.conversations.item_create_params:ItemCreateParams",
+    "vector_stores.create": "openai.types.vector_store_create_params:VectorStoreCreateParams",
+    "vector_stores.update": "openai.types.vector_store_update_params:VectorStoreUpdateParams",
+    "vector_stores.search": "openai.types.vector_store_search_params:VectorStoreSearchParams",
+    "vector_stores.files.create": "openai.types.vector_stores.file_create_params:FileCreateParams",
+    "vector_stores.files.update": "openai.types.vector_stores.file_update_params:FileUpdateParams",
+    "vector_stores.file_batches.create": "openai.types.vector_stores.file_batch_create_params:FileBatchCreateParams",
+}
+"""Each body (a name of `openai_bounds.BODIES`) and the SDK type of its parameters."""
+SDK_LITERALS: dict[str, str] = {
+    "ResponseIncludable": "openai.types.responses:ResponseIncludable",
+    "FilePurpose": "openai.types:FilePurpose",
+}
+"""The SDK's value sets the gateway checks a query or form field against, by type name."""
+
+
+def _sdk_type(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(import_module(module), name)
+
+
+def derive_sdk_descriptions() -> dict[str, dict[str, Any]]:
+    """From the installed SDK: each body's JSON Schema as pydantic derives it (`bodies`), and
+    the values of each literal type (`literals`)."""
+    from pydantic import TypeAdapter
+
+    return {"bodies": {body: TypeAdapter(_sdk_type(path)).json_schema() for body, path in SDK_BODIES.items()},
+            "literals": {name: list(get_args(_sdk_type(path))) for name, path in SDK_LITERALS.items()}}
+
+
+def sdk_descriptions_file() -> Path:
+    """Where the installed SDK's descriptions, as this module derives them, are kept."""
+    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
+    name = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}-{code}.json"
+    return cache_dir() / "sdk-requests" / name
+
+
+def _complete(value: Any) -> bool:
+    bodies, literals = (value.get("bodies"), value.get("literals")) if isinstance(value, dict) else (None, None)
+    return isinstance(bodies, dict) and all(isinstance(bodies.get(body), dict) for body in SDK_BODIES) and \
+        isinstance(literals, dict) and all(isinstance(literals.get(name), list) and
+                                           all(isinstance(each, str) for each in literals[name])
+                                           for name in SDK_LITERALS)
+
+
+@cache
+def sdk_descriptions() -> dict[str, dict[str, Any]]:
+    """`derive_sdk_descriptions()`, read from its cache file when that holds it, else derived
+    and saved there. Callers copy what they change."""
+    return load_or_build(sdk_descriptions_file(), derive_sdk_descriptions, _complete)
+
+
+def sdk_literal(name: str) -> tuple[str, ...]:
+    """The values of the SDK's literal type `name` (a key of `SDK_LITERALS`)."""
+    return tuple(sdk_descriptions()["literals"][name])
+
+
+def _build(body: str, extra: dict[str, Schema] | None = None, path_parameters: tuple[str, ...] = ()
+           ) -> RequestSchema:
+    """The description of one body (a name of `SDK_BODIES`) from the SDK's type of its
     parameters (`path_parameters` are the URL's, not the body's)."""
-    raw = TypeAdapter(typed_dict).json_schema()
+    raw = copy.deepcopy(sdk_descriptions()["bodies"][body])
     definitions = {name: _as_openai_requires(d) for name, d in raw.pop("$defs", {}).items()}
     tightened_definitions = {name: _tighten(d, definitions) for name, d in definitions.items()}
     schema = _tighten(raw, definitions)
@@ -396,44 +465,36 @@ _STREAM = {"stream": {"type": ["boolean", "null"]}}
 @cache
 def responses_schema() -> RequestSchema:
     """`POST /v1/responses`."""
-    return _build(response_create_params.ResponseCreateParamsBase, "responses", _STREAM)
+    return _build("responses", _STREAM)
 
 
 @cache
 def compact_schema() -> RequestSchema:
     """`POST /v1/responses/compact`."""
-    return _build(response_compact_params.ResponseCompactParams, "responses.compact")
+    return _build("responses.compact")
 
 
 @cache
 def input_tokens_schema() -> RequestSchema:
     """`POST /v1/responses/input_tokens`."""
-    return _build(input_token_count_params.InputTokenCountParams, "responses.input_tokens")
+    return _build("responses.input_tokens")
 
 
 @cache
 def chat_schema() -> RequestSchema:
     """`POST /v1/chat/completions`."""
-    return _build(completion_create_params.CompletionCreateParamsBase, "chat", _STREAM)
+    return _build("chat", _STREAM)
 
 
 @cache
 def conversation_schemas() -> dict[str, RequestSchema]:
     """The Conversations API's bodies: `create`, `update`, `add_items`."""
-    return {"create": _build(conversation_create_params.ConversationCreateParams, "conversations.create"),
-            "update": _build(conversation_update_params.ConversationUpdateParams, "conversations.update"),
-            "add_items": _build(item_create_params.ItemCreateParams, "conversations.add_items")}
+    return {name: _build(f"conversations.{name}") for name in ("create", "update", "add_items")}
 
 
 @cache
 def vector_store_schemas() -> dict[str, RequestSchema]:
     """The Vector Stores API's bodies, by name in `openai_bounds.BODIES` (`vector_stores.create`,
     `vector_stores.files.create`, `vector_stores.search`, ...)."""
-    return {"vector_stores.create": _build(vector_store_create_params.VectorStoreCreateParams, "vector_stores.create"),
-            "vector_stores.update": _build(vector_store_update_params.VectorStoreUpdateParams, "vector_stores.update"),
-            "vector_stores.search": _build(vector_store_search_params.VectorStoreSearchParams, "vector_stores.search"),
-            "vector_stores.files.create": _build(file_create_params.FileCreateParams, "vector_stores.files.create"),
-            "vector_stores.files.update": _build(file_update_params.FileUpdateParams, "vector_stores.files.update",
-                                                 path_parameters=("vector_store_id",)),
-            "vector_stores.file_batches.create": _build(file_batch_create_params.FileBatchCreateParams,
-                                                        "vector_stores.file_batches.create")}
+    return {body: _build(body, path_parameters=("vector_store_id",) if body == "vector_stores.files.update" else ())
+            for body in SDK_BODIES if body.startswith("vector_stores.")}

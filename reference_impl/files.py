@@ -23,9 +23,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import get_args
 
-from openai.types import FilePurpose
 from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -36,14 +34,13 @@ from starlette.types import Message, Receive
 
 from ..openai_contract import openai_bounds
 from ..openai_contract.request_body import RequestTooLarge, check_declared_size
+from ..openai_contract.request_schema import sdk_literal
 from .errors import GatewayError, InvalidRequest, RateLimited
 from .ids import new_file_id
 from .pagination import list_query, page_object
 from .refusals import invalid_type, invalid_value, missing, unknown
 from .store import FileStore, StoredFile
 
-PURPOSES: tuple[str, ...] = get_args(FilePurpose)
-"""What an upload may say it is for (the `openai` SDK's `FilePurpose`)."""
 MAX_FILE_BYTES = 64 * 2**20
 """The gateway keeps a file's bytes in its database; OpenAI accepts up to 512 MB."""
 _FORM_OVERHEAD_BYTES = 2**20
@@ -166,8 +163,8 @@ def _described(form: FormData) -> tuple[UploadFile, StoredFile]:
         raise invalid_type("file", "a file", upload)
     if not isinstance(purpose, str):
         raise invalid_type("purpose", "a string", purpose)
-    if purpose not in PURPOSES:
-        raise invalid_value("purpose", purpose, PURPOSES)
+    if purpose not in (purposes := sdk_literal("FilePurpose")):  # what an upload may say it is for
+        raise invalid_value("purpose", purpose, purposes)
     created_at = int(time.time())
     expires_at = _expires_at(form, purpose, created_at)
     size = upload.size or 0

@@ -11,6 +11,9 @@ reached or answered with an HTTP error); a destination the policy blocks is
 Listings are read leniently: a tool whose `inputSchema` is missing, null or not an object is
 dropped and logged (the SDK would reject the whole listing), and a server left with no valid
 tool is logged as a warning.
+
+The `mcp` SDK is imported when a session is first opened, not with this module: a gateway
+whose requests name no MCP server, and the harness starting one, do not pay for it.
 """
 
 from __future__ import annotations
@@ -24,24 +27,21 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from http import HTTPStatus
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import httpx2
 import jsonschema
-from mcp import Client, MCPError, types
-from mcp.client.session import ClientSession
-from mcp.client.sse import sse_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
-from pydantic import TypeAdapter
+
+if TYPE_CHECKING:
+    from mcp import Client, types
+    from mcp.client.session import ClientSession
 
 from .errors import BlockedDestination
 from .mcp_sessions import SessionPool, session_key
 from .outbound import DestinationBlocked
 
 logger = logging.getLogger("responses_parity.reference_impl.mcp")
-_RAW = TypeAdapter(dict[str, Any])
 _MAX_PAGES = 100
 _MAX_ERAS = 256
 T = TypeVar("T")
@@ -172,8 +172,9 @@ class McpConnector:
     safe: a listing always, a call only when its request never reached the server. HTTP clients
     come from one factory, where the outbound-address guard plugs in. `aclose` closes every session."""
 
-    def __init__(self, timeout_s: float, http_client_factory: HttpClientFactory = create_mcp_http_client,
+    def __init__(self, timeout_s: float, http_client_factory: HttpClientFactory | None = None,
                  pool: SessionPool[Client] | None = None) -> None:
+        """`http_client_factory`: where HTTP clients come from (default: the SDK's own)."""
         self._timeout_s = timeout_s
         self._factory = http_client_factory
         self._pool: SessionPool[Client] = pool if pool is not None else SessionPool()
@@ -189,6 +190,9 @@ class McpConnector:
         await self._pool.aclose()
 
     def _http_client(self, **kwargs: Any) -> httpx2.AsyncClient:
+        if self._factory is None:
+            from mcp.shared._httpx_utils import create_mcp_http_client
+            self._factory = create_mcp_http_client
         client = self._factory(**kwargs)
         client.event_hooks = {"request": [_note_request], "response": [_note_response]}
         return client
@@ -198,6 +202,10 @@ class McpConnector:
         """A connected client for the session `key` (entered and left in the pool's owner task). It
         opens in the mode the server negotiated with the key's last session, when there was one, so
         without a discovery probe."""
+        from mcp import Client
+        from mcp.client.sse import sse_client
+        from mcp.client.streamable_http import streamable_http_client
+
         opening = _Exchange()
         _EXCHANGE.set(opening)
         era = self._eras.get(key, _Era("auto"))
@@ -301,6 +309,7 @@ class McpConnector:
                 return CallResult(None, None, "", blocked)
             http_failures = _statuses(error, exchange)
             message = _describe(error, http_failures)
+            from mcp import MCPError
             protocol = next((leaf for leaf in _leaves(error) if isinstance(leaf, MCPError)), None)
             if protocol is not None and not http_failures:
                 return CallResult(None, {"type": "mcp_protocol_error", "code": protocol.code,
@@ -325,13 +334,17 @@ async def _raw_listing(client: Client, cursor: str | None) -> dict[str, Any]:
     does (stamp the protocol envelope, send) without the validation. It uses two names the SDK
     keeps private (`_stamp`, `_dispatcher`; its own subscriptions module uses `_stamp` the same
     way); the `mcp>=2.3,<3` pin holds them still, and the MCP host tests fail if they move."""
+    from mcp import types
+
     params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
     data = types.ListToolsRequest(params=params).model_dump(by_alias=True, mode="json", exclude_none=True)
     options: dict[str, Any] = {}
     session = client.session
     session._stamp(data, options)
     raw = await session._dispatcher.send_raw_request("tools/list", data.get("params"), options)
-    return _RAW.validate_python(raw)
+    if not isinstance(raw, dict):
+        raise ValueError(f"its tools/list result is {type(raw).__name__}, not an object")
+    return raw
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
@@ -345,6 +358,7 @@ def _leaves(error: BaseException) -> list[BaseException]:
 def _lost(error: BaseException, exchange: _Exchange) -> bool:
     """Whether the failure means the session is gone: its connection closed, the transport failed,
     or the server answered HTTP 404 (it does not know the session)."""
+    from mcp import MCPError, types
     return 404 in exchange.failures or any(
         isinstance(leaf, httpx2.TransportError) or (isinstance(leaf, MCPError) and leaf.code == types.CONNECTION_CLOSED)
         for leaf in _leaves(error))

@@ -5,15 +5,13 @@ OpenAI's 400 naming the parameter: `include` (the SDK's `ResponseIncludable` val
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import get_args
 
-from openai.types.responses import ResponseIncludable
 from starlette.datastructures import QueryParams
 
+from ..openai_contract.request_schema import sdk_literal
 from .errors import InvalidRequest
 from .refusals import invalid_value
 
-INCLUDABLE: tuple[str, ...] = get_args(ResponseIncludable)
 _SHOWN = 40
 """How much of a bad value an error message repeats."""
 
@@ -26,8 +24,8 @@ def included(query: QueryParams) -> frozenset[str]:
     """The `include` values, each one OpenAI describes."""
     values = [*query.getlist("include"), *query.getlist("include[]")]
     for value in values:
-        if value not in INCLUDABLE:
-            raise invalid_value("include", _shown(value), INCLUDABLE)
+        if value not in (includable := sdk_literal("ResponseIncludable")):
+            raise invalid_value("include", _shown(value), includable)
     return frozenset(values)
 
 

@@ -29,7 +29,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..defaults import LOOPBACK, cache_dir
+from ...openai_contract.json_cache import cache_dir
+from ..defaults import LOOPBACK
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
 from ..wire.redaction import redact_text

@@ -42,9 +42,8 @@ from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 
-from ..defaults import cache_dir
 from ..model.findings import Finding, Kind, Severity
-from ..wire.json_cache import load_or_build
+from ...openai_contract.json_cache import cache_dir, load_or_build
 
 BREAKING_IF_MISSING = frozenset({"id", "type", "call_id"})
 """Fields whose absence stops a client: it cannot tell what a thing is or answer it."""

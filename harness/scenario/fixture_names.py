@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...fixtures import mcp as mcp_fixtures
-from ..defaults import cache_dir
-from ..wire.json_cache import load_or_build
+from ...openai_contract.json_cache import cache_dir, load_or_build
 
 
 def cache_file() -> Path:

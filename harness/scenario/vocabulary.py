@@ -19,8 +19,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ..defaults import cache_dir
-from ..wire.json_cache import load_or_build
+from ...openai_contract.json_cache import cache_dir, load_or_build
 
 __all__ = ["EVENT_TYPES_BEYOND_THE_SDK", "RESPONSE_FIELDS_BEYOND_THE_SDK", "chat_finish_reasons", "event_types",
            "incomplete_reasons", "input_item_types", "item_fields", "item_statuses", "output_item_types",

@@ -21,7 +21,7 @@ from responses_parity.harness.cli import main
 from responses_parity.harness.engine import child_process
 from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.probe.answers import ANSWERS_FILE, read_answers
-from responses_parity.harness.wire.json_cache import load_or_build
+from responses_parity.openai_contract.json_cache import load_or_build
 from responses_parity.openai_contract.documents import MAX_DEPTH, MAX_JSON_BYTES, MAX_VALUES, MAX_YAML_BYTES
 
 pytest_plugins = ["pytester"]

@@ -1,16 +1,20 @@
-"""The SDK's schemas are derived once and kept on disk: a warm cache gives what a cold one
-gave, without deriving; a corrupt, truncated or foreign cache file is derived anew and
-replaced, never an error."""
+"""The SDK's schemas, names and request descriptions are derived once and kept on disk: a warm
+cache gives what a cold one gave, without deriving; a corrupt, truncated or foreign cache file
+is derived anew and replaced, never an error."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from responses_parity.harness.judge import schemas
 from responses_parity.harness.scenario import vocabulary
+from responses_parity.openai_contract import request_schema
 
 
 @pytest.fixture
@@ -64,3 +68,53 @@ def test_the_sdk_names_are_read_once_and_kept_as_the_schemas_are(tmp_path: Path,
     assert json.loads(names.read_text()) == cold
     assert "message" in cold["output_item_types"] and "completed" in cold["response_statuses"]
     assert "call_id" in cold["item_fields"]["function_call"]
+
+
+def test_the_request_descriptions_are_derived_once_and_kept_as_the_schemas_are(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path))
+    kept = request_schema.sdk_descriptions_file()
+    assert kept.parent == tmp_path / "sdk-requests" and kept.name.startswith("openai-")
+    cold = request_schema.derive_sdk_descriptions()
+    assert request_schema.load_or_build(kept, request_schema.derive_sdk_descriptions,
+                                        request_schema._complete) == cold
+    assert json.loads(kept.read_text()) == cold
+    assert set(cold["bodies"]) == set(request_schema.SDK_BODIES)
+    assert "reasoning.encrypted_content" in cold["literals"]["ResponseIncludable"]
+    assert "assistants" in cold["literals"]["FilePurpose"]
+
+    def must_not_derive() -> None:
+        raise AssertionError("derived although the cache holds the descriptions")
+
+    monkeypatch.setattr(request_schema, "derive_sdk_descriptions", must_not_derive)
+    assert request_schema.load_or_build(kept, request_schema.derive_sdk_descriptions,
+                                        request_schema._complete) == cold
+    incomplete = cold | {"literals": {"ResponseIncludable": ["file_search_call.results"]}}
+    kept.write_text(json.dumps(incomplete))
+    with pytest.raises(AssertionError, match="derived although"):  # not accepted: derived anew
+        request_schema.load_or_build(kept, request_schema.derive_sdk_descriptions, request_schema._complete)
+
+
+def test_with_a_warm_cache_the_gateway_checks_requests_without_importing_the_sdks(tmp_path: Path) -> None:
+    """What start-up saves: a warm cache spares the gateway importing openai (its request
+    descriptions) and mcp (until a request names an MCP server)."""
+    script = (
+        "import sys\n"
+        "from starlette.testclient import TestClient\n"
+        "from responses_parity.reference_impl import GatewayConfig, build_gateway_app\n"
+        "app = build_gateway_app(GatewayConfig(upstream_url='http://127.0.0.1:9/v1', store_path=':memory:'))\n"
+        "with TestClient(app) as client:\n"
+        "    answer = client.post('/v1/responses', json={'model': 'm', 'input': 'hi', 'temperature': 9})\n"
+        "    assert answer.status_code == 400, answer.text\n"
+        "    assert answer.json()['error']['param'] == 'temperature', answer.text\n"
+        "    assert client.get('/v1/responses/resp_1?include=nope').status_code == 400\n"
+        "print(sorted({name.split('.')[0] for name in sys.modules} & {'openai', 'mcp', 'pydantic'}))\n")
+    env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path)}
+    cold = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert cold.returncode == 0, cold.stderr
+    assert "openai" in cold.stdout  # the first start derives the descriptions
+    warm = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
+                          check=False)
+    assert warm.returncode == 0, warm.stderr
+    assert "openai" not in warm.stdout and "mcp" not in warm.stdout, warm.stdout

@@ -26,7 +26,8 @@ from responses_parity.harness.probe.verdict import judged
 from responses_parity.harness.wire.decode import read_body
 from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.files import EXPIRY_RANGE_S, FORM_FIELDS, PURPOSES
+from responses_parity.openai_contract.request_schema import sdk_literal
+from responses_parity.reference_impl.files import EXPIRY_RANGE_S, FORM_FIELDS
 
 MCP = {"type": "mcp", "server_label": "calc", "server_url": "https://mcp.example.org/mcp", "require_approval": "never"}
 FUNCTION = {"type": "function", "name": "f", "parameters": {"type": "object"}}
@@ -173,7 +174,8 @@ def form_refused(parts: list[Part]) -> bool | None:
     fields = {name: content for name, content, _ in parts}
     if names.count("file") != 1 or next(part for part in parts if part[0] == "file")[2] is None:
         return True
-    if fields.get("purpose", b"").decode(errors="replace") not in PURPOSES or set(fields) - set(FORM_FIELDS):
+    purpose = fields.get("purpose", b"").decode(errors="replace")
+    if purpose not in sdk_literal("FilePurpose") or set(fields) - set(FORM_FIELDS):
         return True
     anchor, seconds = fields.get("expires_after[anchor]"), fields.get("expires_after[seconds]")
     if anchor is None and seconds is None:

@@ -1,7 +1,8 @@
 """A JSON value that is costly to compute, kept in a file: built once, written atomically (a
 temporary file renamed into place, so a reader never sees half a file and writers racing
 each other leave one whole file), and built again, never an error, when the file is missing,
-unreadable or not what is expected. A cache that cannot be written is only slower."""
+unreadable or not what is expected. A cache that cannot be written is only slower. The harness
+and the reference gateway keep theirs in one folder (`cache_dir`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ...openai_contract.documents import read_json
+from .documents import read_json
+
+
+def cache_dir() -> Path:
+    """Where the tool keeps what it builds once (gateway installs, the SDK's schemas):
+    `PARITY_CACHE_DIR`, else `~/.cache/responses-parity`."""
+    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")
 
 
 def load_or_build(path: Path, build: Callable[[], Any], accept: Callable[[Any], bool]) -> Any:
