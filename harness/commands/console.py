@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
 from rich.console import Console
+from rich.control import strip_control_codes
 from rich.markup import escape
 
 from ..wire.redaction import RedactedStream, Redactor
@@ -21,8 +22,11 @@ tables still fit the terminal's width, or 80 columns when there is none."""
 
 
 def say(line: str) -> None:
-    """One line on standard output, as it is (no markup)."""
-    out.print(escape(line), soft_wrap=True)
+    """One line on standard output, as it is (no markup), without the control codes `out`
+    would strip. Written straight to the stream, not rendered: `parity proxy` says a line per
+    exchange, at its traffic's rate, and rich's rendering cost the relay a sixth of its time."""
+    sys.stdout.write(strip_control_codes(line) + "\n")
+    sys.stdout.flush()
 
 
 def warning(message: str) -> None:

@@ -14,6 +14,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import write_scenario
+from rich.markup import escape
 from starlette.applications import Starlette
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -328,3 +329,11 @@ def test_a_target_that_refuses_the_runs_credentials_is_one_early_error_that_show
     assert "the target refuses the run's credentials, so every scenario would fail alike; give its key with " \
            "--api-key, or its headers with --header" in text
     assert "sk-refused-0123456789" not in output and "key <redacted> is not valid" in output
+
+
+def test_a_line_said_is_written_as_is_without_the_control_codes_rich_strips(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    console.say("[bold]not markup[/bold] a\x07b\x08c\rd")
+    console.out.print(escape("[bold]not markup[/bold] a\x07b\x08c\rd"))
+    said, printed = capsys.readouterr().out.splitlines()
+    assert said == printed == "[bold]not markup[/bold] abcd"
