@@ -5,15 +5,17 @@ The relay (`proxy.py`) tells this process about each recorded exchange: a stream
 (`begin`: the request as recorded) and its chunks as they pass (`chunk`: checked as their
 events complete, `judge.live_checks`), and every exchange's end (`end`: the exchange's head,
 how it ended, the answer as recorded, and the request when no `begin` carried it: one message
-for an exchange that is not a stream); and the run's secrets as the relay
-learns them, before any message they concern. Here each exchange is read, judged, and written
+for an exchange that is not a stream); of a WebSocket-mode connection, its opening, every frame
+as it passed and its close (`socket_recording.py` keeps, judges and writes it); and the run's
+secrets as the relay learns them, before any message they concern. Here each exchange is read, judged, and written
 to the capture folder (whole or not at all, secrets removed); the events the relay reports
 (`Found`, `Recorded`) come back and are handed to `on_event` from a thread of the relay's process.
 
 Bounded: at most `max_pending_bytes` of messages are on their way here and not yet taken in (a
 message counts its bytes, and at least `MESSAGE_COST`). What does not fit is dropped, never
 queued: a stream's chunk (the live checks of that exchange stop; the whole answer is still
-judged at its end), or a whole exchange (`Dropped`: neither checked nor written).
+judged at its end), a connection's frame (the relay sends none of its later ones, and its file
+says how many were not recorded), or a whole exchange (`Dropped`: neither checked nor written).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from ..wire.decode import Unreadable, read_body, read_json, read_stream
 from ..wire.exchange import Exchange
 from ..wire.redaction import Redactor, tool_secrets
 from .forwarding import Dropped, Found, ProxyEvent, Recorded
+from .socket_recording import SocketOpened, SocketRecording
 
 MESSAGE_COST = 1024
 """What a message counts for at least, whatever bytes it carries (its envelope, its pickling)."""
@@ -107,6 +110,18 @@ class Checker:
                    else f"{self._pending:,} bytes of earlier exchanges were still waiting to be checked and written")
             self.on_event(Dropped(name, why))
 
+    def socket_opened(self, name: str, opened: SocketOpened) -> None:
+        self._send(("socket", name, opened), 0, always=True)
+
+    def frame(self, name: str, direction: str, frame: str | bytes) -> bool:
+        """A frame of the connection `name` passed, `sent` by the client or `received` from the
+        upstream (False: dropped, no room)."""
+        return self._send(("frame", name, direction, frame), len(frame))
+
+    def socket_closed(self, name: str, close: dict[str, Any] | None, unsent: int) -> None:
+        """The connection closed as `close` says; `unsent` of its last frames were dropped."""
+        self._send(("socket_end", name, close, unsent), 0, always=True)
+
     @property
     def pending(self) -> int:
         """Bytes sent and not yet taken in by the process."""
@@ -151,6 +166,7 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
     folder = Path(captures)
     folder.mkdir(parents=True, exist_ok=True)
     exchanges: dict[str, _Open] = {}
+    sockets: dict[str, SocketRecording] = {}
     taken = count = 0
     while (item := inbox.get()) is not None:
         cost, message = item
@@ -170,8 +186,17 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
                     outbox.put(event)
             elif kind == "forget":
                 exchanges.pop(name, None)
+            elif kind == "socket":
+                sockets[name] = SocketRecording(name, message[2], redactor)
+            elif kind == "frame" and (connection := sockets.get(name)) is not None:
+                for event in connection.take(message[2], message[3]):
+                    outbox.put(event)
+            elif kind == "socket_end" and (connection := sockets.pop(name, None)) is not None:
+                for event in connection.finish(folder, message[2], message[3]):
+                    outbox.put(event)
         except Exception as problem:  # one exchange's failure (a full disk, say) ends only it
             exchanges.pop(name, None)
+            sockets.pop(name, None)
             (folder / f"{name}.partial").unlink(missing_ok=True)
             outbox.put(Dropped(str(name), f"the checker failed on it: {type(problem).__name__}: {problem}"))
         taken, count = taken + cost, count + 1

@@ -43,8 +43,8 @@ body's values are never secrets of the run: its MCP tools' `authorization` and h
 findings only, and values under secret-looking keys are blanked where they sit.
 
 The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForwarded`,
-`Dropped`, `forwarding.py`); it prints nothing. WebSocket connections are still read, checked
-and written in worker threads of the proxy's process (`FINISHING` at once, `socket_proxy.py`).
+`Dropped`, `forwarding.py`); it prints nothing. WebSocket-mode connections are relayed frame by
+frame (`socket_proxy.py`), and recorded and checked in the same checker process.
 """
 
 from __future__ import annotations
@@ -82,15 +82,12 @@ from ..wire.exchange import Exchange
 from ..wire.redaction import Redactor
 from .checker import Checker, RecordedRequest
 from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Found, NotForwarded, ProxyEvent,
-                         ProxyLimits, Recorded)
+                         ProxyLimits)
 from .socket_proxy import relay_connection
 
 _NOT_ADDED = ("User-Agent", "Accept", "Content-Type")
 """Headers the upstream client would add to a request that lacks them: it sends the client's own."""
 RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
-FINISHING = 2
-"""Ended WebSocket connections read, checked and written at once (in worker threads); the
-others wait."""
 
 
 @dataclass
@@ -174,7 +171,6 @@ class RecordingProxy:
         self.redactor.add(upstream_url.password, *self.credentials.values([], upstream_url.query))
         self._numbers = itertools.count(1)
         self._client: aiohttp.ClientSession | None = None
-        self._finishing: anyio.CapacityLimiter | None = None
         self._checker: Checker | None = None
         self._stopping: anyio.Event | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
@@ -186,7 +182,6 @@ class RecordingProxy:
     @asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
         self.captures.mkdir(parents=True, exist_ok=True)
-        self._finishing = anyio.CapacityLimiter(FINISHING)
         self._stopping, self._token = anyio.Event(), anyio.lowlevel.current_token()
         # No deadline on a whole answer (a stream lasts as long as the client and the upstream
         # want), one on each read (`_send_while_client_waits` bounds the wait for the head); one
@@ -221,15 +216,18 @@ class RecordingProxy:
         assert self._stopping is not None
         return self._stopping
 
+    @property
+    def checker(self) -> Checker:
+        """Where what is relayed goes to be checked and written (while the proxy serves)."""
+        assert self._checker is not None
+        return self._checker
+
     def next_number(self) -> int:
         """The number of the next capture file."""
         return next(self._numbers)
 
     def not_forwarded(self, method: str, path: str, reason: str) -> None:
         self.on_event(NotForwarded(method, path, reason))
-
-    def recorded(self, name: str, exchange: Exchange) -> None:
-        self.on_event(Recorded(name, exchange))
 
     async def _relay_socket(self, client: WebSocket) -> None:
         await relay_connection(self, client)
@@ -403,13 +401,6 @@ class RecordingProxy:
         """Each finding on the exchange recorded as `capture`, its secrets removed by `redactor`."""
         for finding in findings:
             self.on_event(Found(capture, replace(finding, message=redactor.redact_text(finding.message))))
-
-    async def off_the_loop(self, work: Callable[[], None]) -> None:
-        """`work` (reading, checking and writing what was recorded: a long stream takes a while)
-        in a worker thread, `FINISHING` at once; it runs to its end even when the caller is
-        cancelled."""
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(work, limiter=self._finishing)
 
     def _end(self, recording: _Recording) -> None:
         """Hand the ended exchange to the checker, which reads, checks and writes it."""

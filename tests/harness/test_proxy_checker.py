@@ -1,5 +1,5 @@
 """The proxy's checker process (`traffic/checker.py`): what it takes in is checked and written
-with the run's secrets removed; what does not fit in its bound is dropped and said, never
+with the run's secrets removed (WebSocket connections too); what does not fit in its bound is dropped and said, never
 queued. The relay's use of it runs in test_recording_proxy.py and test_bounded_proxy.py."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 import psutil
 
 from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker, RecordedRequest
-from responses_parity.harness.traffic.forwarding import Dropped, ProxyEvent, Recorded
+from responses_parity.harness.traffic.forwarding import Dropped, Found, ProxyEvent, Recorded
+from responses_parity.harness.traffic.socket_recording import SocketOpened
 from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.harness.wire.redaction import Redactor
 
@@ -88,3 +89,31 @@ def test_a_checker_process_that_was_killed_is_said_and_closing_does_not_hang(tmp
     checker.close()  # returns: the reader is ended though the process could not say so
     assert [(type(event), event.capture) for event in events] == [(Dropped, "0002-b.json")]
     assert "the checker process ended (exit code -9)" in events[0].reason
+
+
+def test_a_socket_connection_is_kept_judged_and_written_and_frames_without_room_are_said(tmp_path: Path) -> None:
+    events: list[ProxyEvent] = []
+    checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=4 * MESSAGE_COST + 10)
+    name, url = "0001-ws-v1-responses.json", "ws://127.0.0.1:9/v1/responses"
+    tool = {"type": "mcp", "server_label": "calc", "server_url": "http://127.0.0.1:9/mcp", "authorization": SECRET}
+    create = json.dumps({"type": "response.create", "model": "m", "input": "hi", "tools": [tool]})
+    checker.socket_opened(name, SocketOpened(url, "/v1/responses", limit=2**20))
+    assert checker.frame(name, "sent", create)
+    assert checker.frame(name, "received", "not JSON")  # a finding once the create's answer ends
+    assert checker.frame(name, "received", json.dumps({"type": "response.completed", "sequence_number": 1,
+                                                       "response": {"id": "resp_1", "object": "response",
+                                                                    "status": "completed", "output": []}}))
+    assert not checker.frame(name, "sent", create)  # no room: the relay sends none of the rest
+    checker.socket_closed(name, {"code": 1000, "reason": "", "initiator": "client"}, unsent=3)
+    checker.start()
+    checker.close()
+    written = (tmp_path / name).read_text()
+    assert SECRET not in written
+    document = json.loads(written)
+    assert [m["direction"] for m in document["messages"]] == ["sent", "received", "received"]
+    assert "the last 3 frame(s) were forwarded and not recorded: the checks were behind" in document["meta"]["note"]
+    found = [event.finding.message for event in events if isinstance(event, Found)]
+    assert any("frame 0 is a text frame that is not a JSON object" in message for message in found), found
+    assert not any("closed before the answer" in message for message in found)  # its frames were not sent here
+    assert isinstance(events[-1], Recorded) and events[-1].exchange.meta["ended"] == \
+        "1 create(s), closed by the client (1000)"
