@@ -28,7 +28,7 @@ COMMANDS = {
     "init": ("catalogue:init_command", "Write a scenarios folder"),
     "list": ("catalogue:list_command", "List scenarios: id, modes, tags and title."),
     "matrix": ("running:matrix_command", "Run the same scenarios against several gateways"),
-    "merge": ("merge:merge_command", "Put the shards of a run back together"),
+    "merge": ("merge:merge_command", "Put the parts of a split run, matrix or probe run back together"),
     "probe": ("probe:probe_command", "Send generated request probes"),
     "profiles": ("catalogue:profiles_command", "List the target profiles"),
     "proxy": ("traffic:proxy_command", "Forward a client's traffic to UPSTREAM unchanged"),

@@ -149,7 +149,8 @@ SHARD = Option("shard", metavar="I/N",
                help="Run only the I-th of N parts of the selection (split by scenario, the same on every machine); "
                     "`parity merge` puts the parts' reports together.")
 SHARD_DURATIONS = Option("shard-durations", type=Path,
-                         help="A previous run's results.json, whose durations balance the shards.")
+                         help="A previous run's results.json (or a matrix's matrix.json), whose durations balance "
+                              "the shards; the same file on every machine.")
 SHARD_OPTIONS = (SHARD, SHARD_DURATIONS)
 PYTEST_OPTIONS = (*TARGET_OPTIONS, MODE, *JUDGE_OPTIONS, *SHARD_OPTIONS)
 """The options of the pytest plugin (`--parity-NAME`): pytest selects tests (`-k`), runs them
@@ -182,6 +183,8 @@ PROBE_AGAINST = Option("against", default=REFERENCE, metavar="TARGET|DIR",
 PROBE_TIMEOUT = replace(TIMEOUT, default=20.0, help="Seconds one probe may take, from sending it to the last byte "
                                                     "of its answer (a target that takes longer has hung).")
 PROBE_JOBS = replace(JOBS, help="Probes in flight at once.")
+PROBE_SHARD = replace(SHARD, help="Send only the I-th of N parts of the selected probes (dealt by id, the same on "
+                                  "every machine); its --json document is the part `parity merge` puts together.")
 
 PROXY_UPSTREAM = Option("upstream", required=True,
                         help="Base URL requests are forwarded to (a gateway's, or https://api.openai.com): "

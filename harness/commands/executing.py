@@ -22,7 +22,7 @@ from ..judge.results import ScenarioResult
 from ..options import TargetOptions
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
 from ..report.junit import write_junit
-from ..report.matrix import build_matrix, run_matrix, write_matrix
+from ..report.matrix import Matrix, build_matrix, run_matrix, write_matrix
 from ..scenario.loader import Catalogue, LoadedScenario
 from ..scenario.model import Mode
 from ..wire.redaction import Redactor
@@ -63,21 +63,32 @@ def record(selected: Selection, redactor: Redactor, conventions: Conventions, *,
 
 
 def matrix(names: list[str], catalogue: Catalogue, units: list[tuple[LoadedScenario, Mode]], base: TargetOptions,
-           redactor: Redactor, *, jobs: int, report_dir: Path, output: Path, command: str) -> NoReturn:
-    """`parity matrix`: the units against each target named, one after another, and the matrix;
-    exit 1 when a target could not run at all."""
+           redactor: Redactor, *, jobs: int, report_dir: Path, output: Path, command: str,
+           shard: dict[str, Any] | None = None) -> NoReturn:
+    """`parity matrix`: the units against each target named, one after another, and the matrix
+    (as one shard of a split matrix when `shard` says which: `Matrix.shard`); see `finish_matrix`."""
     out.print(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
     runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=say, on_event=RunConsole(DEFAULT).progress,
-                      redactor=redactor)
-    html = write_matrix(build_matrix(runs, command), output, redactor)
-    for one in runs:
-        counts = one.document["summary"]["parity"] if one.document else None
-        state = f"parity {counts['pass']}/{counts['runs']}" if counts else "[red]could not run[/red]"
-        out.print(f"{one.name}: {state}")
-    out.print(f"matrix: {output} and {html}")
-    if catalogue.errors:
+                      redactor=redactor, shard=None if shard is None else _run_shard(shard))
+    finish_matrix(build_matrix(runs, command, shard), output, redactor, file_errors=bool(catalogue.errors))
+
+
+def _run_shard(shard: dict[str, Any]) -> dict[str, Any]:
+    """What each target's results document says of a matrix's shard: what a run's says (`RunInfo.shard`)."""
+    return {key: shard[key] for key in ("index", "count", "units")}
+
+
+def finish_matrix(built: Matrix, output: Path, redactor: Redactor, *, file_errors: bool) -> NoReturn:
+    """Write the matrix to `output` (and beside it), say how each target did, and exit: 2 when a
+    scenario file could not be read, 1 when a target could not run at all, else 0 (divergences
+    are what the matrix reports, not a failure)."""
+    html = write_matrix(built, output, redactor)
+    for one in built.runs:
+        out.print(f"{one.name}: {one.state}", markup=False)
+    out.print(f"matrix: {output} and {html}", markup=False)
+    if file_errors:
         sys.exit(EXIT_USAGE)
-    sys.exit(EXIT_FAILED if any(one.failure for one in runs) else EXIT_OK)
+    sys.exit(EXIT_FAILED if any(one.failure for one in built.runs) else EXIT_OK)
 
 
 def _console(conventions: Conventions) -> RunConsole:

@@ -1,5 +1,6 @@
 """`parity probe`: generated request probes sent to a target and compared with another target,
-or with recorded answers."""
+or with recorded answers; with `--shard I/N`, a part of them (`parity merge` puts the parts'
+documents together: `probe/parts.py`)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ from pathlib import Path
 import click
 
 from ..defaults import DEFAULT_MODEL, REFERENCE
+from ..engine.shards import Shard, shard_part
 from ..errors import HarnessError
-from ..options import PROBE_AGAINST, PROBE_JOBS, PROBE_TIMEOUT, TARGET_OPTIONS, TIMEOUT, OptionError, target_options
-from ..probe.generate import DEFECTS, all_probes, select
+from ..options import (PROBE_AGAINST, PROBE_JOBS, PROBE_SHARD, PROBE_TIMEOUT, TARGET_OPTIONS, TIMEOUT, OptionError,
+                       target_options)
+from ..probe.generate import DEFECTS, Probe, all_probes, select
+from ..probe.parts import part_fields
 from ..probe.report import console_lines, document, markdown
 from ..probe.run import run_probes
 from ..probe.send import BASE_INPUT
@@ -35,18 +39,19 @@ DEFAULT_SEED = 17
               help="Only probes with this kind of defect (repeatable).")
 @click.option("--field", "fields", multiple=True, metavar="PREFIX",
               help="Only probes on fields that start with PREFIX, e.g. tools or 'GET /v1/responses' (repeatable).")
-@click_options(PROBE_JOBS)
+@click_options(PROBE_JOBS, PROBE_SHARD)
 @click.option("--list", "list_only", is_flag=True, help="Print the selected probes (id, field) and send nothing.")
 @json_option("Print the comparison as JSON on standard output; everything for people goes to standard error.")
 @click.option("--report", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
               help="Write the comparison as a Markdown report.")
 def probe_command(*, against: str, record: Path | None, count: int | None, seed: int, defects: tuple[str, ...],
-                  fields: tuple[str, ...], jobs: int, list_only: bool, as_json: bool, report: Path | None,
-                  **target: object) -> None:
+                  fields: tuple[str, ...], jobs: int, shard: str | None, list_only: bool, as_json: bool,
+                  report: Path | None, **target: object) -> None:
     """Send generated request probes (each a valid request with one defect: a missing, mistyped,
     out-of-range, unknown or oversized value, conflicting parameters, a bad id) to --target and
     to --against, and report where their answers differ: status class, error envelope, type,
-    code and param, grouped per field. Exits 1 when any probe's answers differ."""
+    code and param, grouped per field. Exits 1 when any probe's answers differ. With --shard
+    I/N (and --json), only a part of them: `parity merge` puts the parts' documents together."""
     try:
         options = target_options(target)
     except OptionError as problem:
@@ -56,8 +61,13 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
                      and (not fields or probe.field.startswith(fields)))
     if not matching:
         raise click.UsageError("no probe matches --defect and --field")
-    probes = select(matching, seed, count)
-    selection = f"{len(probes)} of {len(generated)} generated" + (f", chosen by seed {seed}" if count else "")
+    selected = select(matching, seed, count)
+    selection = f"{len(selected)} of {len(generated)} generated" + (f", chosen by seed {seed}" if count else "")
+    probes, part = selected, _shard(selected, shard)
+    if part is not None:
+        probes = part[1]
+        if not as_json and not list_only:
+            raise click.UsageError("--shard: give --json too: its document is the part `parity merge` puts together")
     if list_only:
         for probe in probes:
             say(f"{probe.id}  {probe.field}")
@@ -69,18 +79,40 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
     progress = (lambda line: err.print(line, soft_wrap=True, markup=False)) if as_json else say
     with redacted_consoles() as redactor:
         command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written
+        shown = selection if part is None else f"{selection}; shard {part[0]}"
         try:
             comparison = run_probes(options, against, probes, jobs=jobs, redactor=redactor, record=record,
                                     say=progress)
         except HarnessError as problem:
             error(str(problem))
             sys.exit(EXIT_USAGE)
-        for line in console_lines(comparison, selection):
+        for line in console_lines(comparison, shown):
             progress(line)
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
-            redactor.write_text(report, markdown(comparison, selection, command))
+            redactor.write_text(report, markdown(comparison, shown, command))
             progress(f"wrote {report}")
         if as_json:
-            click.echo(json.dumps(redactor.redact(document(comparison, selection, command)), indent=2))
+            whole = {} if part is None else part_fields(comparison, part[0], selected, selection,
+                                                        "parity " + shlex.join(_unsplit(sys.argv[1:])))
+            click.echo(json.dumps(redactor.redact(document(comparison, shown, command) | whole), indent=2))
     sys.exit(EXIT_FAILED if comparison.divergences else EXIT_OK)
+
+
+def _shard(probes: list[Probe], text: str | None) -> tuple[Shard, list[Probe]] | None:
+    """The shard `--shard` names and its probes, dealt one by one by id; None when none is named."""
+    try:
+        return shard_part(probes, text, None, group=lambda probe: probe.id)
+    except OptionError as problem:
+        raise click.BadParameter(problem.problem, param_hint="--shard") from problem
+
+
+def _unsplit(words: list[str]) -> list[str]:
+    """A shard's command line without its `--shard I/N`: the whole run's."""
+    kept: list[str] = []
+    for word in words:
+        if kept[-1:] == ["--shard"]:
+            kept.pop()
+        elif not word.startswith("--shard="):
+            kept.append(word)
+    return kept

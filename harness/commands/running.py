@@ -1,7 +1,8 @@
-"""Commands that run scenarios against targets: `run`, `record` and `matrix`. Their options
-are declared in `harness/options.py` (the pytest plugin reads the same declarations); the
-conventions of talking to the user (`--json`, `-q`, `-v`, `-x`, `--junitxml`) are pytest's,
-which has them itself.
+"""Commands that run scenarios against targets: `run`, `record` and `matrix` (`run` and `matrix`
+split over machines with `--shard I/N`: `engine/shards.py`; `parity merge` puts the parts
+together). Their options are declared in `harness/options.py` (the pytest plugin reads the same
+declarations); the conventions of talking to the user (`--json`, `-q`, `-v`, `-x`,
+`--junitxml`) are pytest's, which has them itself.
 
 Each command reads its scenario files, and names every one that cannot be read, before it
 imports what runs them (`executing`: the gateway, the fixtures and the SDKs behind them, seconds
@@ -11,14 +12,14 @@ from __future__ import annotations
 
 import functools
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ..engine.shards import shard_part, unit_key
+from ..engine.shards import Unit, shard_part, unit_key
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MODE, PROFILE_DIR,
                        RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS, TARGETS,
                        OptionError, TargetOptions, modes, target_options)
@@ -99,25 +100,26 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
     websocket or all adds WebSocket mode)."""
     with redacted_consoles() as redactor:
         selected = _selection(**selection)
-        part = _shard(selected, shard, shard_durations)
+        part = _shard(selected.units, shard, shard_durations)
         from . import executing  # the files are read first: see the module's docstring
-        executing.run(selected if part is None else part[0], redactor, conventions, report_dir=report_dir,
-                      chosen=executing.run_against(against, golden_dir, baseline_file),
+        executing.run(selected if part is None else replace(selected, units=part[0]), redactor, conventions,
+                      report_dir=report_dir, chosen=executing.run_against(against, golden_dir, baseline_file),
                       shard=None if part is None else part[1])
 
 
-def _shard(selected: Selection, text: str | None, durations_file: Path | None
-           ) -> tuple[Selection, dict[str, Any]] | None:
-    """This machine's part of the selection, and what its results document says of the split."""
+def _shard(units: list[Unit], text: str | None, durations_file: Path | None
+           ) -> tuple[list[Unit], dict[str, Any]] | None:
+    """This machine's part of the selected units, and what its results document says of the
+    split (`RunInfo.shard`); None when `--shard` is not given."""
     try:
-        part = shard_part(selected.units, text, durations_file)
+        part = shard_part(units, text, durations_file)
     except OptionError as problem:
         raise click.BadParameter(problem.problem, param_hint=f"--{problem.option.name}") from problem
     if part is None:
         return None
     shard, mine = part
-    every = [unit_key(loaded.scenario.id, mode) for loaded, mode in selected.units]
-    return replace(selected, units=mine), {"index": shard.index, "count": shard.count, "units": every}
+    every = [unit_key(loaded.scenario.id, mode) for loaded, mode in units]
+    return mine, {"index": shard.index, "count": shard.count, "units": every}
 
 
 @click.command("record")
@@ -156,23 +158,38 @@ def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click_options(TARGETS, SCENARIO, TAG, MODE, MATRIX_JOBS, MATRIX_TIMEOUT)
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/matrix.md"),
-              show_default=True, help="The matrix in Markdown; the HTML goes beside it.")
-@click_options(MATRIX_REPORT_DIR, PROFILE_DIR)
+              show_default=True, help="The matrix in Markdown; the HTML and the matrix.json `parity merge` reads go "
+                                      "beside it.")
+@click_options(MATRIX_REPORT_DIR, PROFILE_DIR, *SHARD_OPTIONS)
 def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...], tags: tuple[str, ...], mode: str,
-                   jobs: int, timeout_s: float, output: Path, report_dir: Path, profile_dirs: tuple[Path, ...]) -> None:
+                   jobs: int, timeout_s: float, output: Path, report_dir: Path, profile_dirs: tuple[Path, ...],
+                   shard: str | None, shard_durations: Path | None) -> None:
     """Run the same scenarios against several gateways, one after another, and write the matrix.
 
     Profiled gateways are installed on first use (minutes), started against a fresh scripted
     upstream, run and stopped. Exit 1 if a target could not run at all; divergences are what
-    the matrix reports, not a failure of the command."""
+    the matrix reports, not a failure of the command. With --shard I/N, every target runs the
+    same part of the scenarios: `parity merge` puts the parts together, also parts of other
+    targets (a job matrix of gateway x shard)."""
     names = [name.strip() for name in targets.split(",") if name.strip()]
     if not names:
         raise click.UsageError("--targets names no target")
-    command = " ".join(["parity matrix", f"--targets {','.join(names)}", *(f"-s {i}" for i in ids),
-                        *(f"-t {t}" for t in tags), *([f"--mode {mode}"] if mode != "both" else []),
-                        f"--output {output}", f"--report-dir {report_dir}"])
+    selection = " ".join([*(f"-s {i}" for i in ids), *(f"-t {t}" for t in tags),
+                          *([f"--mode {mode}"] if mode != "both" else [])])
     with redacted_consoles() as redactor:
         catalogue, units = _units(paths, ids, tags, mode)
+        part = _shard(units, shard, shard_durations)
         from . import executing  # the files are read first: see the module's docstring
-        executing.matrix(names, catalogue, units, TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs),
-                         redactor, jobs=jobs, report_dir=report_dir, output=output, command=command)
+        executing.matrix(names, catalogue, units if part is None else part[0],
+                         TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs), redactor, jobs=jobs,
+                         report_dir=report_dir, output=output,
+                         command=matrix_command_line(names, selection, output, report_dir, shard),
+                         shard=None if part is None else part[1] | {"selection": selection})
+
+
+def matrix_command_line(targets: Sequence[str], selection: str, output: Path, report_dir: Path,
+                        shard: str | None = None) -> str:
+    """The command line a matrix says it was made by: its targets, the options that selected its
+    scenario runs (`-s`, `-t`, `--mode` words), its shard and where it was written."""
+    return " ".join(["parity matrix", f"--targets {','.join(targets)}", *([selection] if selection else []),
+                     *([f"--shard {shard}"] if shard else []), f"--output {output}", f"--report-dir {report_dir}"])

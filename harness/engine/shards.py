@@ -1,12 +1,15 @@
-"""One run split over several machines: `--shard I/N` runs the I-th of N parts of the selected
-units, and `parity merge` puts the parts' results back together as one run's.
+"""One run split over several machines: `--shard I/N` runs the I-th of N parts of what was
+selected (`parity run` and `parity matrix` the scenario runs, `parity probe` the probes), and
+`parity merge` puts the parts' results back together as one run's.
 
-The split is by scenario (all the modes of a scenario run on one shard), stable for a given
-catalogue and balanced: scenarios are dealt heaviest first to the shard with the least work so
-far (ties to the lowest shard), a scenario weighing its recorded duration when one is known
-(`--shard-durations`, a previous run's results.json) and otherwise its number of units times
-the median known duration (one per unit when none is known). Every shard computes the same
-split from the same catalogue, so none needs to hear from the others.
+The split deals groups of items whole (`deal`): scenario runs by scenario (all the modes of a
+scenario run on one shard), probes one by one (by id). It is stable for a given selection and
+balanced: groups are dealt heaviest first (then by name) to the shard with the least work so
+far (ties to the lowest shard), a group weighing its recorded duration when one is known
+(`--shard-durations`: a previous run's results.json, or a matrix's matrix.json) and otherwise
+its number of items times the median known duration (one per item when none is known). Every
+shard computes the same split from the same selection and durations, so none needs to hear from
+the others (`parity merge` refuses shards that split otherwise: a unit run twice, or by none).
 """
 
 from __future__ import annotations
@@ -14,10 +17,11 @@ from __future__ import annotations
 import heapq
 import re
 import statistics
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ...openai_contract.documents import DocumentError, read_json
 from ..options import SHARD, SHARD_DURATIONS, OptionError
@@ -28,6 +32,7 @@ _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 MAX_SHARDS = 1000
 
 Unit = tuple[LoadedScenario, Mode]
+Item = TypeVar("Item")
 
 
 @dataclass(frozen=True)
@@ -58,30 +63,44 @@ def unit_key(scenario_id: str, mode: str) -> str:
     return f"{scenario_id}[{mode}]"
 
 
-def split(units: Sequence[Unit], count: int, durations: Mapping[str, float] | None = None) -> list[list[Unit]]:
-    """The units of each of `count` shards, each in the order of `units` (see the module)."""
-    by_scenario: dict[str, list[Unit]] = {}
-    for unit in units:
-        by_scenario.setdefault(unit[0].scenario.id, []).append(unit)
+def scenario_of(unit: Unit) -> str:
+    """The group a scenario run is dealt in: its scenario."""
+    return unit[0].scenario.id
+
+
+def deal(items: Sequence[Item], group: Callable[[Item], str], count: int,
+         durations: Mapping[str, float] | None = None) -> list[list[Item]]:
+    """The items of each of `count` shards, each in the order of `items`, every group (`group`
+    names an item's) dealt whole by its weight in `durations` (see the module)."""
+    by_group = Counter(map(group, items))
     known = dict(durations or {})
-    per_unit = statistics.median(known.values()) if known else 1.0
+    per_item = statistics.median(known.values()) if known else 1.0
 
-    def weight(scenario: str) -> float:
-        return known.get(scenario, per_unit * len(by_scenario[scenario]))
+    def weight(name: str) -> float:
+        return known.get(name, per_item * by_group[name])
 
-    shards: list[list[str]] = [[] for _ in range(count)]
+    shard_of: dict[str, int] = {}
     loads = [(0.0, index) for index in range(count)]
-    for scenario in sorted(by_scenario, key=lambda name: (-weight(name), name)):
+    for name in sorted(by_group, key=lambda name: (-weight(name), name)):
         load, index = heapq.heappop(loads)
-        shards[index].append(scenario)
-        heapq.heappush(loads, (load + weight(scenario), index))
-    return [[unit for unit in units if unit[0].scenario.id in chosen] for chosen in map(set, shards)]
+        shard_of[name] = index
+        heapq.heappush(loads, (load + weight(name), index))
+    shards: list[list[Item]] = [[] for _ in range(count)]
+    for item in items:
+        shards[shard_of[group(item)]].append(item)
+    return shards
 
 
-def shard_part(units: Sequence[Unit], text: str | None, durations_file: Path | None
-               ) -> tuple[Shard, list[Unit]] | None:
-    """The shard `--shard` names and its units (None when it names none); `OptionError` for a
-    shard that is not one, or durations that cannot be read."""
+def split(units: Sequence[Unit], count: int, durations: Mapping[str, float] | None = None) -> list[list[Unit]]:
+    """The scenario runs of each of `count` shards, dealt by scenario (`deal`)."""
+    return deal(units, scenario_of, count, durations)
+
+
+def shard_part(items: Sequence[Item], text: str | None, durations_file: Path | None,
+               group: Callable[[Item], str] = scenario_of) -> tuple[Shard, list[Item]] | None:
+    """The shard `--shard` names and its items, dealt by `group` (default: scenario runs by
+    scenario), or None when it names none; `OptionError` for a shard that is not one, or
+    durations that cannot be read."""
     if text is None:
         if durations_file is not None:
             raise OptionError(SHARD_DURATIONS, "balances shards: give the shard too")
@@ -93,10 +112,25 @@ def shard_part(units: Sequence[Unit], text: str | None, durations_file: Path | N
     durations: dict[str, float] = {}
     if durations_file is not None:
         try:
-            durations = durations_of(read_json(durations_file))
+            durations = recorded_durations(durations_file)
         except (OSError, DocumentError) as problem:
             raise OptionError(SHARD_DURATIONS, f"{durations_file}: {problem}") from problem
-    return shard, split(units, shard.count, durations)[shard.index - 1]
+    return shard, deal(items, group, shard.count, durations)[shard.index - 1]
+
+
+def recorded_durations(path: Path) -> dict[str, float]:
+    """Each scenario's duration in a results document (`durations_of`) or, summed over its
+    targets (a matrix runs them one after another), in the results documents of a matrix's
+    `matrix.json`; `OSError` or `DocumentError` for a file that cannot be read."""
+    document = read_json(path)
+    targets = document.get("targets") if isinstance(document, dict) else None
+    if not isinstance(targets, list):
+        return durations_of(document)
+    found: Counter[str] = Counter()
+    for target in targets:
+        if isinstance(target, dict) and isinstance(target.get("report"), str):
+            found.update(durations_of(read_json(path.parent / target["report"] / "results.json")))
+    return dict(found)
 
 
 def durations_of(document: Any) -> dict[str, float]:

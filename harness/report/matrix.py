@@ -4,8 +4,11 @@ model alone and a short account of what each gets right and wrong.
 
 `run_matrix` runs the targets and writes each one's full report folder; `build_matrix` turns
 those reports' documents (`results.json`) into the matrix, so a matrix can also be rebuilt
-from saved reports. One redactor learns the secrets of every target and writes everything.
-Rendering is `matrix.md.j2` / `matrix.html.j2`.
+from saved reports: `matrix.json` (`matrix_document`) says what else it was built from (the
+command, each target as described, why one could not run, its report folder), and, for one
+shard of a split matrix, which (`matrix_merge.py` puts the shards together). One redactor
+learns the secrets of every target and writes everything. Rendering is `matrix.md.j2` /
+`matrix.html.j2`.
 """
 
 from __future__ import annotations
@@ -150,6 +153,29 @@ class TargetRun:
     report_dir: Path | None = None
     lacks_declared: bool = True
     """False for a gateway known only by its URL: nothing says what it lacks."""
+    target: str = ""
+    """The target as `--targets` named it (a profile file's path, say), when not `name`."""
+
+    @property
+    def state(self) -> str:
+        """How it did, in a few words: `parity 3/4`, or `could not run`."""
+        if self.document is None:
+            return "could not run"
+        counts = self.document["summary"]["parity"]
+        return f"parity {counts['pass']}/{counts['runs']}"
+
+    def to_dict(self, report: str | None) -> dict[str, Any]:
+        """What `matrix.json` keeps of it, with where its report folder is (`of_dict`)."""
+        return {"target": self.target or self.name, "name": self.name, "title": self.title, "failure": self.failure,
+                "rewrites": self.rewrites, "lacks": self.lacks, "notes": self.notes,
+                "lacks_declared": self.lacks_declared, "report": report}
+
+    @classmethod
+    def of_dict(cls, data: dict[str, Any]) -> TargetRun:
+        """The target as described in `matrix.json`, without its report (`to_dict`)."""
+        return cls(data["name"], data["title"], failure=data["failure"], rewrites=list(data["rewrites"]),
+                   lacks=dict(data["lacks"]), notes=list(data["notes"]), lacks_declared=data["lacks_declared"],
+                   target=data["target"])
 
     def hosted_tools(self) -> list[HostedTool]:
         """Per hosted tool (`HOSTED_TOOLS`), whether the gateway runs it, from `lacks`."""
@@ -163,27 +189,29 @@ def describe_target(name: str, profile_dirs: Sequence[Path] = ()) -> TargetRun:
     """A target's title, rewrites, lacks and notes, from its profile if it has one; a profile
     at another version (`smg@1.12.0`) is a target of its own, named with its version."""
     if name == REFERENCE:
-        return TargetRun(name, "reference gateway (embedded, this project's executable spec)")
+        return TargetRun(name, "reference gateway (embedded, this project's executable spec)", target=name)
     if name == OPENAI:
-        return TargetRun(name, "OpenAI (live)")
+        return TargetRun(name, "OpenAI (live)", target=name)
     try:
         profile = find_profile(name, profile_dirs)
     except ProfileError:
         profile = None  # reported when the run tries to open it
     if profile is None:
-        return TargetRun(name, name, lacks_declared=False)
+        return TargetRun(name, name, lacks_declared=False, target=name)
     return TargetRun(f"{profile.name}@{profile.version}" if "@" in name else profile.name, profile.title,
-                     rewrites=profile.rewrite.describe(), lacks=dict(profile.lacks), notes=list(profile.notes))
+                     rewrites=profile.rewrite.describe(), lacks=dict(profile.lacks), notes=list(profile.notes),
+                     target=name)
 
 
 def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mode]], base: TargetOptions,
                report_root: Path, *, jobs: int = 2, say: Callable[[str], None] = lambda line: None,
                on_event: Callable[[UnitFinished], None] | None = None,
-               redactor: Redactor | None = None) -> list[TargetRun]:
+               redactor: Redactor | None = None, shard: dict[str, Any] | None = None) -> list[TargetRun]:
     """Run `units` against each target in turn (each started, run and stopped before the next:
     a 2-core machine runs one gateway at a time), writing each one's report to
-    `report_root/<target>`. A target that cannot be installed or started is recorded with why,
-    and the others still run. `redactor` (default: a new one) learns each target's secrets."""
+    `report_root/<target>` (as one shard of a split run when `shard` says which: `RunInfo.shard`).
+    A target that cannot be installed or started is recorded with why, and the others still
+    run. `redactor` (default: a new one) learns each target's secrets."""
     redactor = redactor or Redactor()
     mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     runs = []
@@ -202,7 +230,7 @@ def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mod
             continue
         run.report_dir = report_root / run.name
         run.document = write_reports(run.report_dir, results,
-                                     RunInfo(session.target, started, time.monotonic() - clock, redactor))
+                                     RunInfo(session.target, started, time.monotonic() - clock, redactor, shard=shard))
         runs.append(run)
     return runs
 
@@ -283,6 +311,9 @@ class Matrix:
     rows: list[Row]
     generated_at: str
     command: str
+    shard: dict[str, Any] | None = None
+    """For one shard of a split matrix: which, every unit of the whole, and the options that
+    selected them (`parity matrix` words: `-s`, `-t`, `--mode`)."""
 
     def summaries(self) -> dict[str, Summary]:
         return {run.name: summary_of(run.document) for run in self.runs if run.document is not None}
@@ -312,7 +343,7 @@ class Matrix:
         return found
 
 
-def build_matrix(runs: list[TargetRun], command: str) -> Matrix:
+def build_matrix(runs: list[TargetRun], command: str, shard: dict[str, Any] | None = None) -> Matrix:
     results: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}
     meta: dict[str, dict[str, Any]] = {}
     for run in runs:
@@ -327,7 +358,7 @@ def build_matrix(runs: list[TargetRun], command: str) -> Matrix:
                 meta[scenario]["evidence"])
             for scenario, cells in sorted(results.items(), key=lambda pair: (not meta[pair[0]]["openai_counterpart"],
                                                                             pair[0]))]
-    return Matrix(runs, modes, rows, datetime.now(UTC).isoformat(timespec="seconds"), command)
+    return Matrix(runs, modes, rows, datetime.now(UTC).isoformat(timespec="seconds"), command, shard)
 
 
 def _md_cell(text: Any) -> str:
@@ -359,12 +390,24 @@ def render_matrix(matrix: Matrix, template: Literal["md", "html"], home: Path) -
     return _environment(template == "html").get_template(f"matrix.{template}.j2").render(context)
 
 
+def matrix_document(matrix: Matrix, home: Path) -> dict[str, Any]:
+    """What `matrix.json` holds: how the matrix was made, its targets (`TargetRun.to_dict`, their
+    report folders relative to `home`) and, for a shard, which (`Matrix.shard`)."""
+    reports = report_links(matrix, home)
+    return {"command": matrix.command, "generated_at": matrix.generated_at,
+            "targets": [run.to_dict(reports.get(run.name)) for run in matrix.runs]} | \
+        ({"shard": matrix.shard} if matrix.shard else {})
+
+
 def write_matrix(matrix: Matrix, markdown_path: Path, redactor: Redactor | None = None) -> Path:
-    """Write the matrix as Markdown to `markdown_path` and as HTML beside it, through `redactor`
-    (default: one that knows no secret by value); returns the HTML path."""
+    """Write the matrix as Markdown to `markdown_path`, and as HTML and its document
+    (`matrix_document`) beside it, through `redactor` (default: one that knows no secret by
+    value); returns the HTML path."""
     redactor = redactor or Redactor()
-    markdown_path.parent.mkdir(parents=True, exist_ok=True)
-    redactor.write_text(markdown_path, render_matrix(matrix, "md", markdown_path.parent))
+    home = markdown_path.parent
+    home.mkdir(parents=True, exist_ok=True)
+    redactor.write_text(markdown_path, render_matrix(matrix, "md", home))
     html_path = markdown_path.with_suffix(".html")
-    redactor.write_text(html_path, render_matrix(matrix, "html", markdown_path.parent))
+    redactor.write_text(html_path, render_matrix(matrix, "html", home))
+    redactor.write_json(markdown_path.with_suffix(".json"), matrix_document(matrix, home))
     return html_path

@@ -6,7 +6,8 @@ gateway's URL) can differ from what one machine writes.
 
 Each shard's document says which shard it is and lists every unit of the whole run
 (`RunInfo.shard`); the documents must be the N shards of the same run (the same target and
-units, each shard once) and hold every unit exactly once, and each must hold what is read of it
+units, each shard once) and hold every unit exactly once (but those a shard that stopped at its
+first failure did not start), and each must hold what is read of it
 (`_SHARD_DOCUMENT`: a results file is input like any other), or `MergeError` says what is wrong.
 """
 
@@ -23,6 +24,9 @@ from .documents import OUTCOMES, Counted, tally_of
 
 class MergeError(ValueError):
     """The documents are not the shards of one run; the text says why."""
+
+
+_SAME_SPLIT = " (the shards must split the run alike: give every one the same --shard-durations, or none)"
 
 
 def merge(documents: Sequence[tuple[str, Any]]) -> dict[str, Any]:
@@ -49,7 +53,10 @@ def merge(documents: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     entries = [entry for _, document in documents for entry in document["results"]]
     ran = Counter(f"{entry['scenario']}[{entry['mode']}]" for entry in entries)
     if strays := sorted(unit for unit, seen in ran.items() if seen > 1 or unit not in position):
-        raise MergeError(f"unit(s) run twice or outside the run: {', '.join(strays)}")
+        raise MergeError(f"unit(s) run twice or outside the run: {', '.join(strays)}{_SAME_SPLIT}")
+    unrun = [unit for unit in units if unit not in ran]
+    if len(unrun) != sum(document["summary"]["not_run"] for _, document in documents):
+        raise MergeError(f"unit(s) no shard ran: {', '.join(unrun[:10])}{_SAME_SPLIT}")
     entries.sort(key=lambda entry: position[f"{entry['scenario']}[{entry['mode']}]"])
     head = documents[0][1]
     return {
@@ -79,28 +86,29 @@ def _shard_of(where: str, document: Any) -> dict[str, Any]:
     return document["shard"]
 
 
-def _object(required: dict[str, Any]) -> dict[str, Any]:
+def object_schema(required: dict[str, Any]) -> dict[str, Any]:
+    """The JSON Schema of an object that has (at least) these properties, each as its schema says."""
     return {"type": "object", "required": list(required), "properties": required}
 
 
 _STRING, _NUMBER, _INTEGER, _LIST = {"type": "string"}, {"type": "number"}, {"type": "integer"}, {"type": "array"}
-_COVERAGE = _object({"exercised": {"type": "object", "additionalProperties": _INTEGER},
+_COVERAGE = object_schema({"exercised": {"type": "object", "additionalProperties": _INTEGER},
                      "not_exercised": {"type": "array", "items": _STRING},
                      "unknown_to_sdk": {"type": "array", "items": _STRING}})
-_SHARD_DOCUMENT = Draft202012Validator(_object({
+_SHARD_DOCUMENT = Draft202012Validator(object_schema({
     "tool": {"type": "object"}, "scenario_format": {}, "sdk": {"type": "object"},
-    "target": _object({"name": _STRING, "model": _STRING}),
+    "target": object_schema({"name": _STRING, "model": _STRING}),
     "started_at": _STRING, "duration_s": _NUMBER, "file_errors": {"type": "array", "items": _STRING},
-    "summary": _object({"not_run": _INTEGER}),
+    "summary": object_schema({"not_run": _INTEGER}),
     "coverage": {"type": "object", "additionalProperties": _COVERAGE},
-    "shard": _object({"index": _INTEGER, "count": _INTEGER, "units": {"type": "array", "items": _STRING}}),
-    "results": {"type": "array", "items": _object({
+    "shard": object_schema({"index": _INTEGER, "count": _INTEGER, "units": {"type": "array", "items": _STRING}}),
+    "results": {"type": "array", "items": object_schema({
         "scenario": _STRING, "mode": _STRING, "outcome": {"enum": list(OUTCOMES)}, "path": _STRING,
         "duration_s": _NUMBER, "unsupported": {}, "openai_counterpart": {"type": "boolean"},
-        "steps": {"type": "array", "items": _object({
+        "steps": {"type": "array", "items": object_schema({
             "step": _STRING, "outcome": _STRING, "error": {}, "inferred": {}, "exchange_file": {},
             "stream": {"type": ["object", "null"]},
-            "findings": {"type": "array", "items": _object({
+            "findings": {"type": "array", "items": object_schema({
                 "known": {"type": "boolean"}, "severity": _STRING, "kind": _STRING, "rule": _STRING,
                 "message": _STRING})}})}})},
 }))
