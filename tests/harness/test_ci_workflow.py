@@ -2,13 +2,19 @@
 GitHub Actions accepts (checked against the workflow schema that check-jsonschema ships, never
 fetched), and its `gateway` job works as written: its `run:` steps are run literally, in
 order, each in a shell of its own as a runner runs them, in a copy of the checkout, and the
-scenarios run against the reference gateway started as a separate process get no failure."""
+scenarios run against the reference gateway started as a separate process get no failure.
+The README's workflows that split a run and a matrix (gateway x shard) over machines are of
+that shape too, and run here job by job, their artifacts passed on as GitHub passes them: the
+merged matrix is the unsplit one."""
 
 from __future__ import annotations
 
+import glob
+import itertools
 import json
 import os
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -20,8 +26,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from click.testing import CliRunner
 from parity_process import the_documented_ports
 
+from responses_parity.harness.cli import main
 from responses_parity.harness.engine.child_process import ChildProcess
 from responses_parity.harness.scenario.loader import parse_yaml
 
@@ -144,13 +152,104 @@ def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, ste
     assert "reference gateway listening on http://127.0.0.1:8080" in (checkout / "logs" / "gateway.log").read_text()
 
 
-def test_the_readme_s_split_run_is_a_workflow_github_actions_accepts_that_merges_every_shard() -> None:
+SPLIT_WORKFLOWS = ("# a split run", "# a split matrix")
+"""How the README's workflows that split over machines begin: the jobs of a workflow each."""
+
+
+def readme_workflow(title: str) -> dict[str, Any]:
+    """The README's workflow that begins with `title`, made a workflow of its jobs, as the README says."""
     blocks = re.findall(r"^```yaml\n(.*?)^```$", README.read_text(), re.MULTILINE | re.DOTALL)
-    [split] = [parse_yaml(block) for block in blocks if block.startswith("# a split run")]
-    split = {"name": "split", "on": "push"} | split  # the jobs of a workflow, as the README says
+    [jobs] = [parse_yaml(block) for block in blocks if block.startswith(title)]
+    return {"name": "split", "on": "push"} | jobs
+
+
+@pytest.mark.parametrize("title", SPLIT_WORKFLOWS)
+def test_the_readme_s_split_workflows_are_ones_github_actions_accepts_that_merge_every_shard(title: str) -> None:
+    split = readme_workflow(title)
     assert [error.message for error in jsonschema.Draft7Validator(_workflow_schema()).iter_errors(split)] == []
-    shards = split["jobs"]["shard"]["strategy"]["matrix"]["shard"]
+    [(name, job)] = [(name, job) for name, job in split["jobs"].items() if "strategy" in job]
+    shards = job["strategy"]["matrix"]["shard"]
     runs = [step["run"] for job in split["jobs"].values() for step in job["steps"] if "run" in step]
     assert f"--shard ${{{{ matrix.shard }}}}/{len(shards)}" in " ".join(runs)
-    assert split["jobs"]["report"]["needs"] == "shard" and any(run.startswith("parity merge reports/shard-*")
-                                                                for run in runs)
+    assert split["jobs"]["report"]["needs"] == name and any(run.startswith("parity merge ") for run in runs)
+
+
+def with_values(step: dict[str, Any], context: dict[str, str]) -> dict[str, Any]:
+    """A step with each `${{ matrix.NAME }}` in it replaced by its value in `context`."""
+    return json.loads(re.sub(r"\$\{\{ matrix\.(\w+) \}\}", lambda match: context[match[1]], json.dumps(step)))
+
+
+def run_here(workflow: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPatch,
+             extra: dict[str, list[str]]) -> dict[str, list[int]]:
+    """Run a workflow's jobs here, in the order written (each after those it needs), every
+    combination of a job's matrix in a folder of its own (a runner of its own), `${{ matrix.NAME }}`
+    replaced by its value. Its `parity` steps run in this process, globs expanded as bash expands
+    them, with `extra` words after each command's own (by command); artifacts go to a folder and
+    come back as GitHub keeps them (the files under the path uploaded; each artifact downloaded
+    to PATH/NAME); checkout, Python and the install are this environment's. Returns each job's
+    `parity` exit codes."""
+    store, codes = root / "artifacts", {}
+    for name, job in workflow["jobs"].items():
+        axes = job.get("strategy", {}).get("matrix", {})
+        for values in itertools.product(*axes.values()):
+            context = dict(zip(axes, map(str, values), strict=True))
+            runner = root / "-".join([name, *context.values()])
+            runner.mkdir(parents=True)
+            monkeypatch.chdir(runner)
+            for written in job["steps"]:
+                step = with_values(written, context)
+                uses, given = step.get("uses", ""), step.get("with", {})
+                if uses.startswith("actions/upload-artifact@"):
+                    shutil.copytree(runner / given["path"], store / given["name"])
+                elif uses.startswith("actions/download-artifact@"):
+                    for artifact in sorted(store.glob(given["pattern"])):
+                        shutil.copytree(artifact, runner / given["path"] / artifact.name)
+                elif step.get("run", "").startswith("parity "):
+                    words = [found for word in shlex.split(step["run"])[1:]
+                             for found in (sorted(glob.glob(word)) if "*" in word else [word])]
+                    result = CliRunner().invoke(main, [*words, *extra.get(words[0], [])])
+                    assert result.exit_code in (0, 1), f"{step['run']}: {result.output}"
+                    codes.setdefault(name, []).append(result.exit_code)
+    return codes
+
+
+SCENARIOS = ["-s", "text-basic", "-s", "function-call", "-s", "background-poll"]
+"""A few scenarios, for the README's workflows run here (one the child gateway's profile lacks)."""
+
+
+def test_the_readme_s_split_run_runs_here_and_merges_every_shard(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    codes = run_here(readme_workflow("# a split run"), tmp_path, monkeypatch, {"run": SCENARIOS})
+    assert codes == {"shard": [0, 0, 0, 0], "report": [0]}
+    merged = json.loads((tmp_path / "report" / "reports" / "latest" / "results.json").read_text())
+    assert sorted((entry["scenario"], entry["mode"]) for entry in merged["results"]) == \
+        sorted((scenario, mode) for scenario in SCENARIOS[1::2] for mode in ("nonstream", "stream"))
+    assert (tmp_path / "report" / "reports" / "junit.xml").is_file()
+
+
+def test_the_readme_s_split_matrix_runs_here_as_gateway_x_shard_and_merges_into_the_unsplit_matrix(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The job matrix's gateways are two this machine starts: the reference gateway, embedded
+    and in a child process from a profile (the README's would be installed, minutes each)."""
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    shutil.copy(REPOSITORY / "tests" / "harness" / "profiles" / "reference-process.yaml", profiles)
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
+    workflow = readme_workflow("# a split matrix")
+    workflow["jobs"]["matrix"]["strategy"]["matrix"]["gateway"] = ["reference", "reference-process"]
+    extra = [*SCENARIOS, "--profile-dir", str(profiles)]
+    codes = run_here(workflow, tmp_path / "jobs", monkeypatch, {"matrix": extra})
+    assert codes == {"matrix": [0] * 8, "report": [0]}
+    unsplit = CliRunner().invoke(main, ["matrix", "--targets", "reference,reference-process", *extra,
+                                        "--output", str(tmp_path / "unsplit.md"), "--report-dir",
+                                        str(tmp_path / "unsplit")])
+    assert unsplit.exit_code == 0, unsplit.output
+    merged = tmp_path / "jobs" / "report" / "reports" / "latest"
+    assert [target["name"] for target in json.loads((merged / "matrix.json").read_text())["targets"]] == \
+        ["reference", "reference-process"]
+    for name in ("reference", "reference-process"):
+        one, together = (json.loads((folder / name / "results.json").read_text())
+                         for folder in (tmp_path / "unsplit", merged / "matrix"))
+        assert [(r["scenario"], r["mode"], r["outcome"]) for r in together["results"]] == \
+            [(r["scenario"], r["mode"], r["outcome"]) for r in one["results"]]
+        assert together["summary"] == one["summary"]
