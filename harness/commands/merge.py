@@ -17,7 +17,8 @@ from ...openai_contract.documents import DocumentError, read_json
 from ..options import REPORT_DIR
 from ..report.documents import tally_line, write_document_reports
 from ..report.junit import write_junit
-from ..report.merge import MergeError, merge
+from ..engine.shards import MergeError
+from ..report.merge import merge
 from ..wire.redaction import Redactor
 from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, out, say
@@ -132,12 +133,12 @@ def _merge_matrix(documents: list[Part], report_dir: Path) -> NoReturn:
 
 def _merge_probes(documents: list[Part], report_dir: Path) -> NoReturn:
     """The probe run's report and document as `--report <report_dir>/probe.md` and `--json` write them."""
-    from ..probe.parts import PartError, merge_parts
+    from ..probe.parts import merge_parts
     from ..probe.report import console_lines, document, markdown
 
     try:
         merged = merge_parts([(str(path), part) for path, part in documents])
-    except PartError as problem:
+    except MergeError as problem:
         raise click.UsageError(str(problem)) from problem
     comparison = merged.comparison
     redactor = Redactor()

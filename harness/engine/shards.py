@@ -21,12 +21,15 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ...openai_contract.documents import DocumentError, read_json
 from ..options import SHARD, SHARD_DURATIONS, OptionError
 from ..scenario.loader import LoadedScenario
 from ..scenario.model import Mode
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
 
 _SHARD = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*$")
 MAX_SHARDS = 1000
@@ -143,3 +146,19 @@ def durations_of(document: Any) -> dict[str, float]:
                 isinstance(entry.get("duration_s"), int | float):
             found[entry["scenario"]] = found.get(entry["scenario"], 0.0) + float(entry["duration_s"])
     return found
+
+
+class MergeError(ValueError):
+    """The documents are not the parts of one split run, matrix or probe run; the text says why."""
+
+
+def shard_of(where: object, document: Any, schema: Draft202012Validator, what: str, made_by: str) -> dict[str, Any]:
+    """A part's `shard`, once its document (`what`, `made_by` the command that writes one)
+    holds all that its merge reads, as `schema` says (a part is input like any other); else a
+    `MergeError` naming the place that does not."""
+    if not isinstance(document, dict) or not isinstance(document.get("shard"), dict):
+        raise MergeError(f"{where} is not the {what} of a shard ({made_by})")
+    if problem := next(schema.iter_errors(document), None):
+        at = "/".join(map(str, problem.absolute_path)) or "the document"
+        raise MergeError(f"{where}: {at}: {problem.message}")
+    return document["shard"]

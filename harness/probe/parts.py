@@ -6,7 +6,7 @@ comparison one machine would have made, so that its report and document are that
 The parts must be the N shards of one probe run (the same target compared with the same, the
 same probes, each shard once), hold every selected probe exactly once (answered or not sent),
 name only probes this version generates, and each must hold what is read of it (`_PART`), or
-`PartError` says what is wrong.
+`MergeError` says what is wrong.
 """
 
 from __future__ import annotations
@@ -19,14 +19,10 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from ..defaults import DEFAULT_MODEL
-from ..engine.shards import Shard
+from ..engine.shards import MergeError, Shard, shard_of
 from .compare import Comparison
 from .generate import Probe, all_probes
 from .send import BASE_INPUT, Outcome
-
-
-class PartError(ValueError):
-    """The documents are not the parts of one probe run; the text says why."""
 
 
 @dataclass(frozen=True)
@@ -54,37 +50,33 @@ def merge_parts(parts: Sequence[tuple[str, Any]]) -> Merged:
     """The whole run from its shards' documents (`(where, document)`: `where` names each in
     errors); its selection and command are shard 1's."""
     if not parts:
-        raise PartError("no probe document to merge")
+        raise MergeError("no probe document to merge")
     for where, document in parts:
-        if not isinstance(document, dict) or not isinstance(document.get("shard"), dict):
-            raise PartError(f"{where} is not the document of a shard (parity probe --shard I/N --json prints one)")
-        if problem := next(_PART.iter_errors(document), None):
-            at = "/".join(map(str, problem.absolute_path)) or "the document"
-            raise PartError(f"{where}: {at}: {problem.message}")
+        shard_of(where, document, _PART, "document", "parity probe --shard I/N --json prints one")
     first_where, first = parts[0]
     count, selected = first["shard"]["count"], first["shard"]["probes"]
     for where, document in parts:
         if (document["shard"]["count"], document["shard"]["probes"]) != (count, selected):
-            raise PartError(f"{where} is a shard of another probe run than {first_where} (other shards or probes)")
+            raise MergeError(f"{where} is a shard of another probe run than {first_where} (other shards or probes)")
         if (document["target"], document["against"]) != (first["target"], first["against"]):
-            raise PartError(f"{where} compared {document['target']} with {document['against']}, {first_where} "
+            raise MergeError(f"{where} compared {document['target']} with {document['against']}, {first_where} "
                             f"{first['target']} with {first['against']}")
     indexes = Counter(document["shard"]["index"] for _, document in parts)
     if twice := sorted(index for index, seen in indexes.items() if seen > 1):
-        raise PartError(f"shard(s) {', '.join(map(str, twice))} of {count} given more than once")
+        raise MergeError(f"shard(s) {', '.join(map(str, twice))} of {count} given more than once")
     if missing := sorted(set(range(1, count + 1)) - set(indexes)):
-        raise PartError(f"shard(s) {', '.join(map(str, missing))} of {count} missing")
+        raise MergeError(f"shard(s) {', '.join(map(str, missing))} of {count} missing")
     if strays := sorted(index for index in indexes if not 1 <= index <= count):
-        raise PartError(f"shard(s) {', '.join(map(str, strays))} of {count} are no shards of it")
+        raise MergeError(f"shard(s) {', '.join(map(str, strays))} of {count} are no shards of it")
     seen = Counter(probe for _, document in parts for probe in [*document["answers"], *document["skipped"]])
     chosen = set(selected)
     if wrong := sorted(probe for probe, times in seen.items() if times > 1 or probe not in chosen):
-        raise PartError(f"probe(s) answered twice or not selected: {', '.join(wrong[:10])}")
+        raise MergeError(f"probe(s) answered twice or not selected: {', '.join(wrong[:10])}")
     if unanswered := [probe for probe in selected if probe not in seen]:
-        raise PartError(f"probe(s) neither answered nor skipped by any shard: {', '.join(unanswered[:10])}")
+        raise MergeError(f"probe(s) neither answered nor skipped by any shard: {', '.join(unanswered[:10])}")
     generated = {probe.id: probe for probe in all_probes(DEFAULT_MODEL, BASE_INPUT)}
     if unknown := [probe for probe in selected if probe not in generated]:
-        raise PartError(f"probe(s) this version of parity does not generate: {', '.join(unknown[:10])}")
+        raise MergeError(f"probe(s) this version of parity does not generate: {', '.join(unknown[:10])}")
     answers = {probe: answer for _, document in parts for probe, answer in document["answers"].items()}
     skipped = {probe: why for _, document in parts for probe, why in document["skipped"].items()}
     head = next(document for _, document in parts if document["shard"]["index"] == 1)

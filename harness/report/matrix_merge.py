@@ -22,7 +22,8 @@ from jsonschema import Draft202012Validator
 
 from ...openai_contract.documents import DocumentError, read_json
 from .matrix import TargetRun
-from .merge import MergeError, merge, object_schema
+from ..engine.shards import MergeError, shard_of
+from .merge import merge, object_schema
 
 
 @dataclass(frozen=True)
@@ -44,7 +45,8 @@ def merge_matrix(parts: Sequence[tuple[Path, Any]]) -> MergedMatrix:
     """One matrix from its shards' `(matrix.json path, its document)`."""
     if not parts:
         raise MergeError("no matrix document to merge")
-    shards = [(path, _shard_of(path, document)) for path, document in parts]
+    shards = [(path, shard_of(path, document, _PART, "matrix document", "parity matrix --shard I/N writes one"))
+              for path, document in parts]
     first_path, first = shards[0]
     for path, shard in shards:
         if (shard["count"], shard["units"], shard["selection"]) != (first["count"], first["units"], first["selection"]):
@@ -85,16 +87,6 @@ def _target(shards: list[tuple[Path, dict[str, Any]]]) -> MergedTarget:
     run = TargetRun.of_dict(shards[0][1])
     run.document = merge(documents)
     return MergedTarget(run, folders)
-
-
-def _shard_of(path: Path, document: Any) -> dict[str, Any]:
-    """The document's `shard`, once the document holds all that `merge_matrix` reads, as it reads it."""
-    if not isinstance(document, dict) or not isinstance(document.get("shard"), dict):
-        raise MergeError(f"{path} is not the matrix document of a shard (parity matrix --shard I/N writes one)")
-    if problem := next(_PART.iter_errors(document), None):
-        at = "/".join(map(str, problem.absolute_path)) or "the document"
-        raise MergeError(f"{path}: {at}: {problem.message}")
-    return document["shard"]
 
 
 _STRING, _INTEGER = {"type": "string"}, {"type": "integer"}

@@ -19,19 +19,16 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from ..engine.shards import MergeError, shard_of
 from .documents import OUTCOMES, Counted, tally_of
-
-
-class MergeError(ValueError):
-    """The documents are not the shards of one run; the text says why."""
-
 
 _SAME_SPLIT = " (the shards must split the run alike: give every one the same --shard-durations, or none)"
 
 
 def merge(documents: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """One run's document from its shards' (`(where, document)`: `where` names each in errors)."""
-    shards = [(where, _shard_of(where, document)) for where, document in documents]
+    shards = [(where, shard_of(where, document, _SHARD_DOCUMENT, "results document",
+                               "parity run --shard I/N writes one")) for where, document in documents]
     if not shards:
         raise MergeError("no results document to merge")
     first_where, first = shards[0]
@@ -74,16 +71,6 @@ def merge(documents: Sequence[tuple[str, Any]]) -> dict[str, Any]:
                      for name in head["coverage"]},
         "results": entries,
     }
-
-
-def _shard_of(where: str, document: Any) -> dict[str, Any]:
-    """The document's `shard`, once the document holds all that `merge` reads, as it reads it."""
-    if not isinstance(document, dict) or not isinstance(document.get("shard"), dict):
-        raise MergeError(f"{where} is not the results document of a shard (parity run --shard I/N writes one)")
-    if problem := next(_SHARD_DOCUMENT.iter_errors(document), None):
-        at = "/".join(map(str, problem.absolute_path)) or "the document"
-        raise MergeError(f"{where}: {at}: {problem.message}")
-    return document["shard"]
 
 
 def object_schema(required: dict[str, Any]) -> dict[str, Any]:
