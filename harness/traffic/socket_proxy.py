@@ -78,12 +78,14 @@ async def relay_connection(proxy: RecordingProxy, client: WebSocket) -> None:
     limit = proxy.limits.max_recorded_request_bytes + proxy.limits.max_answer_bytes
     proxy.checker.socket_opened(name, SocketOpened(base + shown, shown, limit))
     relay = _Relay(proxy, proxy.checker, name, shown, client, upstream)
-    async with upstream, anyio.create_task_group() as relaying:
-        relay.scope = relaying.cancel_scope
-        relaying.start_soon(relay.upward)
-        relaying.start_soon(relay.downward)
-        relaying.start_soon(relay.stop_when_the_proxy_stops)
-    proxy.checker.socket_closed(name, relay.close, relay.unsent)
+    try:
+        async with upstream, anyio.create_task_group() as relaying:
+            relay.scope = relaying.cancel_scope
+            relaying.start_soon(relay.upward)
+            relaying.start_soon(relay.downward)
+            relaying.start_soon(relay.stop_when_the_proxy_stops)
+    finally:  # what was relayed is written however the relay ended
+        proxy.checker.socket_closed(name, relay.close, relay.unsent)
 
 
 @dataclass
