@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath, PureWindowsPath
 from typing import Any
 
 from jsonschema import Draft202012Validator
@@ -58,6 +58,7 @@ def merge_matrix(parts: Sequence[tuple[Path, Any]]) -> MergedMatrix:
     found: dict[str, dict[int, list[tuple[Path, dict[str, Any]]]]] = {}
     for path, document in parts:
         for entry in document["targets"]:
+            _confined(path, entry)
             found.setdefault(entry["name"], {}).setdefault(document["shard"]["index"], []).append((path, entry))
     problems = [f"target {name}: shard(s) {', '.join(map(str, twice))} of {count} given more than once"
                 for name, by_index in found.items() if (twice := sorted(i for i, seen in by_index.items()
@@ -68,6 +69,18 @@ def merge_matrix(parts: Sequence[tuple[Path, Any]]) -> MergedMatrix:
         raise MergeError("; ".join(problems))
     return MergedMatrix([_target([by_index[index][0] for index in sorted(by_index)]) for by_index in found.values()],
                         first["selection"])
+
+
+def _confined(path: Path, entry: dict[str, Any]) -> None:
+    """A target's merged report is written under its name, and read from its report folder: the
+    name leads nowhere but below the merge's folder, and the report folder lies within the folder
+    of its `matrix.json` (a part names no place elsewhere)."""
+    name, report = entry["name"], entry["report"]
+    if not name or "\0" in name or any(written.is_absolute() or ".." in written.parts
+                                        for written in (PurePosixPath(name), PureWindowsPath(name))):
+        raise MergeError(f"{path}: target {name!r}: its name would write its report outside the merged folder")
+    if report is not None and not (path.parent / report).resolve().is_relative_to(path.parent.resolve()):
+        raise MergeError(f"{path}: target {name}: its report folder {report!r} is outside {path.parent}")
 
 
 def _target(shards: list[tuple[Path, dict[str, Any]]]) -> MergedTarget:

@@ -184,7 +184,14 @@ def test_matrix_shards_merged_give_what_one_matrix_gives_also_from_a_job_matrix_
            "alike: give every one the same --shard-durations, or none)" in refused("both-1", "child-2", "other-2")
     assert "is a part of a matrix and both-1/matrix/reference/results.json of a run" in refused(
         "both-1", "both-1/matrix/reference")
-    assert not Path("refused").exists()
+    for field, value, problem in (("name", "../../escaped", "its name would write its report outside"),
+                                  ("report", "../../whole/matrix/reference", "is outside hostile-2")):
+        hostile = json.loads(Path("reference-2/matrix.json").read_text())
+        hostile["targets"][0][field] = value  # a part is input like any other: it names no place elsewhere
+        Path("hostile-2").mkdir(exist_ok=True)
+        Path("hostile-2/matrix.json").write_text(json.dumps(hostile))
+        assert problem in refused("both-1", "child-2", "hostile-2"), field
+    assert not Path("refused").exists() and not Path("escaped").exists()
 
 
 def test_probe_shards_merged_give_what_one_probe_run_gives(tmp_path: Path, stack: Stack,
