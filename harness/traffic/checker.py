@@ -24,7 +24,7 @@ import multiprocessing
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -178,7 +178,7 @@ def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None
                 exchanges[name] = _begun(redactor, message[2])
             elif kind == "chunk" and (open_ := exchanges.get(name)) is not None:
                 for finding in _live(open_, message[2]):
-                    outbox.put(Found(name, _redacted(open_.redactor, finding)))
+                    outbox.put(Found.redacted(name, finding, open_.redactor))
             elif kind == "end":
                 request = message[4]
                 open_ = exchanges.pop(name, None) if request is None else _begun(redactor, request)
@@ -250,7 +250,7 @@ def _finished(folder: Path, name: str, open_: _Open, exchange: Exchange, pieces:
     elif exchange.transport_error is None and not exchange.disconnected:
         findings = judge(Case(exchange, open_.chat)).findings
         unseen = open_.live.unseen(findings) if open_.live is not None else findings
-        events += [Found(name, _redacted(open_.redactor, finding)) for finding in unseen]
+        events += [Found.redacted(name, finding, open_.redactor) for finding in unseen]
     partial = folder / f"{name}.partial"  # a reader of the folder never sees half a file
     open_.redactor.write_json(partial, exchange.to_file())
     partial.replace(folder / name)
@@ -263,10 +263,6 @@ def _summary(exchange: Exchange) -> Exchange:
     return Exchange(method=exchange.method, url=exchange.url, status=exchange.status,
                     sse="" if exchange.streamed else None, transport_error=exchange.transport_error,
                     disconnected=exchange.disconnected, meta=exchange.meta)
-
-
-def _redacted(redactor: Redactor, finding: Finding) -> Finding:
-    return replace(finding, message=redactor.redact_text(finding.message))
 
 
 def _json_or_text(body: bytes) -> Any:

@@ -5,14 +5,14 @@ events it reports through `on_event` (it prints nothing)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from urllib.parse import unquote_plus
 
 from ...openai_contract.request_body import MAX_BODY_BYTES
 from ..defaults import DEFAULT_MAX_ANSWER_BYTES
 from ..model.findings import Finding
 from ..wire.exchange import Exchange
-from ..wire.redaction import REDACTED, SECRET_KEYS
+from ..wire.redaction import REDACTED, SECRET_KEYS, Redactor
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer",
                         "transfer-encoding", "upgrade", "host", "accept-encoding"})
@@ -94,6 +94,11 @@ class Found:
 
     capture: str
     finding: Finding
+
+    @classmethod
+    def redacted(cls, capture: str, finding: Finding, redactor: Redactor) -> Found:
+        """`finding` on `capture`, its message without the secrets `redactor` knows."""
+        return cls(capture, replace(finding, message=redactor.redact_text(finding.message)))
 
 
 @dataclass(frozen=True)

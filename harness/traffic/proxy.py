@@ -55,7 +55,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -319,8 +319,7 @@ class RecordingProxy:
         """The answer's head, then its bytes as they arrive, then its end; an upstream that falls
         silent or breaks off is a finding (a stream silent between events gets an `error` event)."""
         recording, send = underway.recording, underway.send
-        assert self._checker is not None
-        checker = self._checker
+        checker = self.checker
         stream = _is_stream(upstream)
         if recording is not None:
             recording.exchange.status = upstream.status
@@ -360,8 +359,7 @@ class RecordingProxy:
         an automaton)."""
         if not self.redactor.knows(*credentials):
             await anyio.to_thread.run_sync(lambda: self.redactor.add(*credentials))
-            assert self._checker is not None
-            self._checker.learn(credentials)
+            self.checker.learn(credentials)
 
     def _start_recording(self, method: str, path: str, body: bytes) -> _Recording | None:
         """A recording of this exchange when its path is one the harness knows (`path` with
@@ -395,17 +393,16 @@ class RecordingProxy:
         if recording is not None:
             recording.exchange.transport_error = message
             finding = Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)
-            self.report(recording.name, self.redactor, [finding])
+            self.report(recording.name, [finding])
 
-    def report(self, capture: str, redactor: Redactor, findings: list[Finding]) -> None:
-        """Each finding on the exchange recorded as `capture`, its secrets removed by `redactor`."""
+    def report(self, capture: str, findings: list[Finding]) -> None:
+        """Each finding on the exchange recorded as `capture`, the run's secrets removed."""
         for finding in findings:
-            self.on_event(Found(capture, replace(finding, message=redactor.redact_text(finding.message))))
+            self.on_event(Found.redacted(capture, finding, self.redactor))
 
     def _end(self, recording: _Recording) -> None:
         """Hand the ended exchange to the checker, which reads, checks and writes it."""
-        assert self._checker is not None
-        self._checker.end(recording.name, recording.exchange, recording.chunks,
+        self.checker.end(recording.name, recording.exchange, recording.chunks,
                           None if recording.begun else recording.request)
         recording.chunks = []
 

@@ -71,7 +71,7 @@ async def relay_connection(proxy: RecordingProxy, client: WebSocket) -> None:
     except (InvalidStatus, WebSocketException, OSError, TimeoutError) as refused:
         status = refused.response.status_code if isinstance(refused, InvalidStatus) else 502
         message = f"the upstream {proxy.upstream} refused the WebSocket upgrade: {_reason(refused)}"
-        proxy.report(name, proxy.redactor, [Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)])
+        proxy.report(name, [Finding(Kind.TRANSPORT, Severity.ERROR, UPSTREAM_FAILED, message)])
         await _refuse(client, status, message)
         return
     await client.accept()

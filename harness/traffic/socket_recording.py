@@ -13,7 +13,7 @@ judges each create once its answer ends, and writes the file when the connection
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -103,8 +103,7 @@ class SocketRecording:
 
     def _found(self, findings: list[Finding]) -> list[ProxyEvent]:
         redactor = self.create_redactor or self.redactor
-        return [Found(self.name, replace(finding, message=redactor.redact_text(finding.message)))
-                for finding in findings]
+        return [Found.redacted(self.name, finding, redactor) for finding in findings]
 
     def _document(self, close: dict[str, Any] | None, unsent: int) -> dict[str, Any]:
         notes = [f"{self.dropped} frame(s) after the first {len(self.messages)} were forwarded and not recorded "
