@@ -7,10 +7,12 @@ and the reference gateway keep theirs in one folder (`cache_dir`)."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
 from collections.abc import Callable
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,15 @@ def cache_dir() -> Path:
     """Where the tool keeps what it builds once (gateway installs, the SDK's schemas):
     `PARITY_CACHE_DIR`, else `~/.cache/responses-parity`."""
     return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")
+
+
+def sdk_cache_file(folder: str, source: str) -> Path:
+    """The file in `folder` for what the module at `source` derives from the installed `openai`
+    SDK: named after the openai and pydantic versions and a hash of that module, so a new SDK,
+    pydantic or deriving code derives it anew."""
+    code = hashlib.sha256(Path(source).read_bytes()).hexdigest()[:16]
+    versions = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}"
+    return cache_dir() / folder / f"{versions}-{code}.json"
 
 
 def load_or_build(path: Path, build: Callable[[], Any], accept: Callable[[Any], bool]) -> Any:

@@ -22,11 +22,10 @@ start without importing the SDK, and a new SDK, pydantic or list of bodies deriv
 from __future__ import annotations
 
 import copy
-import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import cache, cached_property
-from importlib import import_module, metadata
+from importlib import import_module
 from pathlib import Path
 from typing import Any, get_args
 
@@ -34,7 +33,7 @@ from jsonschema import Draft202012Validator, validators
 from jsonschema.exceptions import ValidationError
 
 from . import openai_bounds
-from .json_cache import cache_dir, load_or_build
+from .json_cache import load_or_build, sdk_cache_file
 from .violations import Violation, invalid_type, invalid_value, json_type, missing, unknown
 
 Schema = dict[str, Any]
@@ -417,9 +416,7 @@ def derive_sdk_descriptions() -> dict[str, dict[str, Any]]:
 
 def sdk_descriptions_file() -> Path:
     """Where the installed SDK's descriptions, as this module derives them, are kept."""
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    name = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}-{code}.json"
-    return cache_dir() / "sdk-requests" / name
+    return sdk_cache_file("sdk-requests", __file__)
 
 
 def _complete(value: Any) -> bool:

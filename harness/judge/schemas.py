@@ -30,20 +30,18 @@ pydantic versions and a hash of this module: a new SDK, pydantic or rule derives
 from __future__ import annotations
 
 import copy
-import hashlib
 import re
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from jsonschema import Draft202012Validator, ValidationError
 
 from ..model.findings import Finding, Kind, Severity
-from ...openai_contract.json_cache import cache_dir, load_or_build
+from ...openai_contract.json_cache import load_or_build, sdk_cache_file
 
 BREAKING_IF_MISSING = frozenset({"id", "type", "call_id"})
 """Fields whose absence stops a client: it cannot tell what a thing is or answer it."""
@@ -134,9 +132,7 @@ def derive_sdk_schemas() -> dict[str, dict[str, Any]]:
 
 def sdk_schema_cache_file() -> Path:
     """Where the schemas of the installed SDK, as this module derives them, are kept."""
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    name = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}-{code}.json"
-    return cache_dir() / "sdk-schemas" / name
+    return sdk_cache_file("sdk-schemas", __file__)
 
 
 def _complete(value: Any) -> bool:

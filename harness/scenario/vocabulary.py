@@ -12,14 +12,12 @@ then imports no SDK.
 
 from __future__ import annotations
 
-import hashlib
 import typing
 from functools import cache
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from ...openai_contract.json_cache import cache_dir, load_or_build
+from ...openai_contract.json_cache import load_or_build, sdk_cache_file
 
 __all__ = ["EVENT_TYPES_BEYOND_THE_SDK", "RESPONSE_FIELDS_BEYOND_THE_SDK", "chat_finish_reasons", "event_types",
            "incomplete_reasons", "input_item_types", "item_fields", "item_statuses", "output_item_types",
@@ -84,9 +82,7 @@ def derive_names() -> dict[str, Any]:
 
 def names_cache_file() -> Path:
     """Where the names of the installed SDK, as this module reads them, are kept."""
-    code = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]
-    name = f"openai-{metadata.version('openai')}-pydantic-{metadata.version('pydantic')}-{code}.json"
-    return cache_dir() / "sdk-names" / name
+    return sdk_cache_file("sdk-names", __file__)
 
 
 def _complete(value: Any) -> bool:
