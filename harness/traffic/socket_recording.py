@@ -5,7 +5,7 @@ judges each create once its answer ends, and writes the file when the connection
 
 - Kept: at most `MAX_MESSAGES` frames and `limit` bytes of them; past either, frames are
   counted, not kept, and the file says so (as it says how many the relay could not send here
-  because this process was behind).
+  because this process was behind); a create whose answer runs past them is not judged.
 - Secrets: each create's MCP secrets are removed from the file and from that create's
   findings, beside the run's.
 """
@@ -55,6 +55,9 @@ class SocketRecording:
         """Keep a frame that passed (`sent` by the client, `received` from the upstream); the
         findings on a create whose answer it ends."""
         self._keep(direction, frame)
+        if self.dropped:  # past the bounds nothing more is kept: not a create's answer either
+            self.open_create = None
+            return []
         if direction == "sent":
             value = _parsed_or_text(frame) if isinstance(frame, str) else None
             if isinstance(value, dict) and value.get("type") == "response.create":

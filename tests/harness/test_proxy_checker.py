@@ -14,7 +14,7 @@ import psutil
 
 from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker, RecordedRequest
 from responses_parity.harness.traffic.forwarding import Dropped, Found, ProxyEvent, Recorded
-from responses_parity.harness.traffic.socket_recording import SocketOpened
+from responses_parity.harness.traffic.socket_recording import SocketOpened, SocketRecording
 from responses_parity.harness.wire.exchange import Exchange
 from responses_parity.harness.wire.redaction import Redactor
 
@@ -117,3 +117,17 @@ def test_a_socket_connection_is_kept_judged_and_written_and_frames_without_room_
     assert not any("closed before the answer" in message for message in found)  # its frames were not sent here
     assert isinstance(events[-1], Recorded) and events[-1].exchange.meta["ended"] == \
         "1 create(s), closed by the client (1000)"
+
+
+def test_a_connection_past_its_recording_bounds_keeps_nothing_more_not_even_an_answer_to_judge(
+        tmp_path: Path) -> None:
+    recording = SocketRecording("0001-ws-v1-responses.json", SocketOpened("ws://127.0.0.1:9/v1/responses",
+                                                                           "/v1/responses", limit=200), Redactor())
+    assert recording.take("sent", json.dumps({"type": "response.create", "model": "m", "input": "hi"})) == []
+    for number in range(1000):  # an answer that never ends, each frame within the frame limit
+        assert recording.take("received", json.dumps({"type": "response.output_text.delta",
+                                                      "sequence_number": number, "delta": "x"})) == []
+    assert len(recording.messages) < 5 and len(recording.frames) < 5 and recording.open_create is None
+    events = recording.finish(tmp_path, None, unsent=0)
+    assert [type(event) for event in events] == [Recorded]  # no finding for a cut answer
+    assert "were forwarded and not recorded" in json.loads((tmp_path / recording.name).read_text())["meta"]["note"]
