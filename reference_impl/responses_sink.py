@@ -74,8 +74,11 @@ def _the(handle: H | None) -> H:
 
 
 class ResponsesSink:
-    def __init__(self, log: EventLogLike, request: CreateRequest, response_id: str, created_at: int,
+    def __init__(self, log: EventLogLike | None, request: CreateRequest, response_id: str, created_at: int,
                  sealer: Sealer) -> None:
+        """`log`: where the events go; None for a response no one reads as events (neither
+        streamed nor kept for a later stream), which builds none, only its output items and
+        its final Response."""
         self._log = log
         self._sealer = sealer
         self.request = request
@@ -105,6 +108,8 @@ class ResponsesSink:
                                status=status, output=output or [], web_searches=self.web_searches, **extra)
 
     def _send(self, event_type: str, **fields: Any) -> None:
+        if self._log is None:
+            return
         if self._obfuscated and event_type.endswith(".delta"):
             fields["obfuscation"] = _padding()
         self._log.append(event_type, fields)
@@ -178,6 +183,8 @@ class ResponsesSink:
                 assert_never(ending)
 
     def _started(self) -> None:
+        if self._log is None:
+            return
         if self.request.background:
             queued = self.snapshot("queued")
             self._send("response.created", response=queued)

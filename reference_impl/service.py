@@ -137,7 +137,9 @@ class ResponsesService:
                     generate: bool = True) -> Run:
         request, ctx, input_items = await self.prepare(body, api_key, recent, generate)
         log = EventLog(publish_at_once=not request.background)
-        sink = ResponsesSink(log, request, new_id("resp"), int(time.time()), self.runtime.sealer)
+        read_as_events = request.stream or request.background
+        sink = ResponsesSink(log if read_as_events else None, request, new_id("resp"), int(time.time()),
+                             self.runtime.sealer)
         run = Run(request, ctx, input_items, sink, log)
 
         async def store_queued() -> None:
