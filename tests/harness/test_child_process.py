@@ -44,7 +44,9 @@ def test_a_proxy_runs(tmp_path):
     proxy = ParityProcess([str(PARITY), "proxy", "--upstream", "http://127.0.0.1:9", "--port", "0",
                            "--captures", str(tmp_path / "captures")], tmp_path / "proxy.log")
     proxy.wait_for(r"parity proxy listening on ")
-    Path(os.environ["PROXY_PID_FILE"]).write_text(str(proxy.process.pid))
+    written = Path(os.environ["PROXY_PID_FILE"] + ".part")
+    written.write_text(str(proxy.process.pid))
+    written.rename(os.environ["PROXY_PID_FILE"])  # whole once it exists: the test reads it then
     threading.Event().wait()
 """
 """A test session whose test starts `parity proxy` as the project's tests do, then waits to be killed."""
