@@ -1,9 +1,11 @@
-"""The servers a run needs, each on a loopback port in a thread of this process: the scripted
-upstream, the MCP fixtures, the search fixture (the `web_search` backend), and (for the
-`reference` target) the reference gateway, its `web_search` pointed at the search fixture.
+"""The servers a run needs, each on a loopback port in a thread of this process (a run of many
+units serves them from a child process instead: `stack_process.py`): the scripted upstream,
+the MCP fixtures, the search fixture (the `web_search` backend), and (for the `reference`
+target) the reference gateway, its `web_search` pointed at the search fixture.
 
 Every server binds its socket before it starts, so a port given as 0 is free and known at
-once. Stopping a stack stops exactly the servers it started.
+once, and a stack's servers start together. Stopping a stack stops exactly the servers it
+started.
 
 The scripted upstream announces the MCP fixtures and the search fixture served beside it
 (`GET /__parity/health`), so a run against a gateway finds the fixtures `parity serve` started
@@ -95,10 +97,19 @@ class ServerThread:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"parity-server-{self.port}", daemon=True)
+        self._started_at = 0.0
 
     def start(self) -> ServerThread:
+        return self.begin().wait_started()
+
+    def begin(self) -> ServerThread:
+        """Start serving without waiting for it (`wait_started` waits): its URL is known already."""
+        self._started_at = time.monotonic()
         self._thread.start()
-        deadline = time.monotonic() + START_TIMEOUT_S
+        return self
+
+    def wait_started(self) -> ServerThread:
+        deadline = self._started_at + START_TIMEOUT_S
         while not self._server.started:
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise HarnessError(f"the server on {self.url} did not start")
@@ -186,13 +197,18 @@ class ReferenceGateways:
             settings["tool_cache_secret"] = f"parity-{run}"
         return reference_config(self.upstream_url, self.search_url, mcp_servers=tuple(servers), **settings)
 
-    @asynccontextmanager
-    async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
+    def serve(self, setup: GatewaySetup, run: str) -> ServerThread:
+        """The gateway configured for this run, serving (`HarnessError` when the scenario's
+        settings do not make a gateway)."""
         try:
             app = build_gateway_app(self.config(setup, run))
         except ConfigError as error:
             raise HarnessError(f"the reference gateway cannot be configured as the scenario asks: {error}") from error
-        server = await asyncio.to_thread(ServerThread(app).start)
+        return ServerThread(app).start()
+
+    @asynccontextmanager
+    async def gateway(self, setup: GatewaySetup, run: str) -> AsyncIterator[str]:
+        server = await asyncio.to_thread(self.serve, setup, run)
         try:
             yield server.url
         finally:
@@ -222,15 +238,17 @@ class Stack(AbstractContextManager["Stack"]):
     """The upstream it starts answers what the model's API refuses as that API would."""
     gateway_config: dict[str, Any] = field(default_factory=dict)
     admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
-    """The reference gateways' admin key, new for each stack; never in a report."""
+    """The reference gateways' admin key, new for each stack (a stack served by a child
+    process, `stack_process.py`, takes its parent's copy along); never in a report."""
     mcp: dict[str, McpFixture] = field(default_factory=dict, init=False)
     search_url: str | None = field(default=None, init=False)
     """The search fixture's base URL (None: a running upstream that announced none)."""
     reference_url: str | None = field(default=None, init=False)
     _servers: list[ServerThread] = field(default_factory=list, init=False)
 
-    def _start(self, app: ASGIApp, port: int = 0) -> ServerThread:
-        server = ServerThread(app, port).start()
+    def _begin(self, app: ASGIApp, port: int = 0) -> ServerThread:
+        """A server of the stack, starting: `__enter__` waits for them all at once."""
+        server = ServerThread(app, port).begin()
         self._servers.append(server)
         return server
 
@@ -241,20 +259,22 @@ class Stack(AbstractContextManager["Stack"]):
         try:
             for name in sorted(set(self.mcp_names)):
                 base_url = self.mcp_running.get(name) or \
-                    self._start(FIXTURE_SERVERS[name](), self.mcp_ports.get(name, 0)).url
+                    self._begin(FIXTURE_SERVERS[name](), self.mcp_ports.get(name, 0)).url
                 self.mcp[name] = McpFixture(name, base_url)
             if self.upstream_url is None:
-                self.search_url = self.search_running or self._start(build_search_app(), self.search_port).url
+                self.search_url = self.search_running or self._begin(build_search_app(), self.search_port).url
                 app = build_upstream_app(UpstreamState(adhoc=self.adhoc_script, strict=self.strict_upstream),
                                          mcp_fixtures={name: fixture.base_url for name, fixture in self.mcp.items()},
                                          search_fixture=self.search_url)
-                self.upstream_url = self._start(app, self.upstream_port).url
+                self.upstream_url = self._begin(app, self.upstream_port).url
             else:
                 self.search_url = self.search_running
             if self.with_reference:
                 settings = {"admin_key": self.admin_key} | self.gateway_config
-                self.reference_url = self._start(build_gateway_app(reference_config(self.upstream_url, self.search_url,
+                self.reference_url = self._begin(build_gateway_app(reference_config(self.upstream_url, self.search_url,
                                                                                     **settings))).url
+            for server in self._servers:
+                server.wait_started()
         except BaseException:
             self.close()
             raise
