@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 import click
 
 from ..engine.session import open_session
+from ..engine.stack_process import APART_FROM_UNITS
 from ..engine.targets import Target
 from ..errors import HarnessError
 from ..judge import goldens
@@ -106,7 +107,8 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     console.started(len(units), options.target)
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
     try:
-        with open_session(options, mcp_names, console.say, redactor) as session:
+        with open_session(options, mcp_names, console.say, redactor, apart=len(units) >= APART_FROM_UNITS) \
+                as session:
             results = session.run(units, selected.jobs, console.progress, against, stop_after)
     except HarnessError as problem:
         error(str(problem))

@@ -28,6 +28,7 @@ from .gateway_process import RunningGateway, install, start
 from .profile import Profile, ProfileError, find_profile, profile_paths
 from .runner import Engine
 from .stack import Stack, fixture_ports, running_upstream, search_port
+from .stack_process import StackProcess
 from .targets import Target, TargetRefuses, refused_at_once, unreachable
 
 OPENAI = "openai"
@@ -38,7 +39,7 @@ OPENAI_DEFAULT_MODEL = "gpt-4.1-mini"
 @dataclass
 class Session:
     target: Target
-    stack: Stack | None
+    stack: Stack | StackProcess | None
     """The local servers; None for a live model, which needs none."""
     mcp: dict[str, McpFixture] = field(default_factory=dict)
     gateway: RunningGateway | None = None
@@ -98,10 +99,11 @@ class Session:
 
 
 def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None,
-               gateway: Mapping[str, Any] | None = None) -> Stack:
+               gateway: Mapping[str, Any] | None = None, *, apart: bool = False) -> Stack | StackProcess:
     if options.target == REFERENCE:
-        return Stack(mcp_names=mcp_names, with_reference=True, adhoc_script=script,
-                     gateway_config=dict(gateway or {}))
+        settings: dict[str, Any] = {"mcp_names": tuple(mcp_names), "with_reference": True, "adhoc_script": script,
+                                    "gateway_config": dict(gateway or {})}
+        return StackProcess(**settings) if apart else Stack(**settings)
     upstream = options.upstream.rstrip("/").removesuffix("/v1")  # its model base URL names it too
     if (announced := running_upstream(upstream)) is not None:
         return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced.mcp,
@@ -161,17 +163,18 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
 @contextmanager
 def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None] = lambda line: None,
                  redactor: Redactor | None = None, script: AdHocScript | None = None, *,
-                 gateway: Mapping[str, Any] | None = None) -> Iterator[Session]:
+                 gateway: Mapping[str, Any] | None = None, apart: bool = False) -> Iterator[Session]:
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
     (installing a gateway takes minutes). A scripted upstream the session starts answers
     requests without a run marker from `script` (replayed traffic). The session's redactor is
     `redactor` (default: a new one), told before any run the target's header values (API key,
     extra and profile headers) and the admin key of the reference gateways the session starts;
     a gateway's log is rewritten through it once the gateway has stopped. A reference gateway
-    the session starts takes the settings `gateway` gives."""
+    the session starts takes the settings `gateway` gives; with `apart`, it and the servers
+    beside it run in a child process (`stack_process.py`: worth its start-up for many units)."""
     started: Session | None = None
     try:
-        with _started(options, mcp_names, say, script, gateway) as started:
+        with _started(options, mcp_names, say, script, gateway, apart=apart) as started:
             if redactor is not None:
                 started.redactor = redactor
             started.redactor.add(*started.target.headers.values(), started.stack.admin_key if started.stack else None)
@@ -183,7 +186,7 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
 
 @contextmanager
 def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None],
-             script: AdHocScript | None, gateway: Mapping[str, Any] | None) -> Iterator[Session]:
+             script: AdHocScript | None, gateway: Mapping[str, Any] | None, *, apart: bool) -> Iterator[Session]:
     if options.target == OPENAI:
         yield _openai_session(options)
         return
@@ -199,7 +202,7 @@ def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[st
         known = ", ".join(sorted(profile_paths(options.profile_dirs)))
         raise HarnessError(f"unknown target {options.target!r}: give {REFERENCE}, {OPENAI}, a profile ({known}), "
                            f"a profile file, or a gateway's base URL")
-    with _stack_for(options, mcp_names, script, gateway) as stack:
+    with _stack_for(options, mcp_names, script, gateway, apart=apart) as stack:
         base_url = stack.reference_url if options.target == REFERENCE else options.target
         assert base_url is not None
         yield Session(Target(name=options.target, base_url=base_url, responses_path=options.responses_path,

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..defaults import REFERENCE
 from ..engine.session import OPENAI, open_session
+from ..engine.stack_process import APART_FROM_PROBES
 from ..engine.targets import unreachable
 from ..errors import HarnessError
 from ..options import TargetOptions
@@ -71,7 +72,8 @@ def answers_of(options: TargetOptions, probes: Sequence[Probe], *, jobs: int, re
     """The target's name, its outcome of each probe it was sent, and why the others were not
     (its profile says it lacks what they need): what the target needs is started for the probes
     and stopped after. `HarnessError` when it cannot be started or reached."""
-    with open_session(options, (), say, redactor, gateway=PROBED_GATEWAY) as session:
+    with open_session(options, (), say, redactor, gateway=PROBED_GATEWAY, apart=len(probes) >= APART_FROM_PROBES) \
+            as session:
         target = session.target
         if (why := asyncio.run(unreachable(target))) is not None:
             raise HarnessError(f"the target {target.name} at {target.base_url} is unreachable: {why}")

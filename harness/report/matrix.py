@@ -27,6 +27,7 @@ from jinja2 import Environment, PackageLoader
 
 from ..engine.profile import ProfileError, find_profile
 from ..engine.session import OPENAI, REFERENCE, TargetOptions, open_session
+from ..engine.stack_process import APART_FROM_UNITS
 from ..errors import HarnessError
 from ..judge.results import UnitFinished
 from ..model.findings import Kind, Severity, group_of
@@ -221,7 +222,7 @@ def run_matrix(targets: Sequence[str], units: Sequence[tuple[LoadedScenario, Mod
         options = replace(base, target=name)
         started, clock = datetime.now(UTC), time.monotonic()
         try:
-            with open_session(options, mcp_names, say, redactor) as session:
+            with open_session(options, mcp_names, say, redactor, apart=len(units) >= APART_FROM_UNITS) as session:
                 results = session.run(units, jobs, on_event)
         except HarnessError as error:
             run.failure = str(error)
