@@ -45,6 +45,8 @@ from ..scenario.model import GatewaySetup
 from .reference_gateway import (GATEWAY_LOGGER, ConfigError, GatewayConfig, McpServerConfig, WebSearchConfig,
                                 build_gateway_app)
 
+MULTIPART_LOGGER = "python_multipart"
+"""Where the form parser the gateway's uploads go through (python-multipart) logs."""
 FIXTURE_RANGES = ("127.0.0.0/8",)
 """The reference gateway's outbound policy blocks loopback; the harness allows its fixtures there."""
 
@@ -254,8 +256,10 @@ class Stack(AbstractContextManager["Stack"]):
 
     def __enter__(self) -> Stack:
         # The embedded gateway's own warnings (a server with no valid tool, a tampered cache
-        # entry) are what scenarios provoke on purpose; findings report what matters.
-        logging.getLogger(GATEWAY_LOGGER).setLevel(logging.ERROR)
+        # entry) are what scenarios provoke on purpose, as are its form parser's (a probe's
+        # broken upload, answered with a 400); findings report what matters.
+        for logger in (GATEWAY_LOGGER, MULTIPART_LOGGER):
+            logging.getLogger(logger).setLevel(logging.ERROR)
         try:
             for name in sorted(set(self.mcp_names)):
                 base_url = self.mcp_running.get(name) or \

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -322,3 +323,11 @@ def test_divergences_are_grouped_by_the_targets_answer_across_fields_and_the_cos
     assert cause.got == "400 invalid_request_error (invalid_type): “Failed to deserialize the JSON body at line … " \
                         "column …”" and len(cause.divergences) == 2
     assert cause.sentence("gw").startswith("2 probes on 2 field families (responses.temperature, responses.top_p)")
+
+
+def test_a_broken_upload_the_probes_send_leaves_no_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    with Stack(with_reference=True) as stack:
+        answer = httpx.post(f"{stack.reference_url}/v1/files", content=bytes(range(256)) * 8,
+                            headers={"content-type": "multipart/form-data; boundary=parity-probe-boundary"})
+    assert answer.status_code == 400
+    assert [record.getMessage() for record in caplog.records] == []
