@@ -16,13 +16,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from platformdirs import user_cache_path
+
 from .documents import read_json
 
 
 def cache_dir() -> Path:
     """Where the tool keeps what it builds once (gateway installs, the SDK's schemas):
-    `PARITY_CACHE_DIR`, else `~/.cache/responses-parity`."""
-    return Path(os.environ.get("PARITY_CACHE_DIR") or Path.home() / ".cache" / "responses-parity")
+    `PARITY_CACHE_DIR`, else the user's cache folder as the platform names it
+    (`$XDG_CACHE_HOME/responses-parity`, by default `~/.cache/responses-parity`, on Linux)."""
+    return Path(os.environ.get("PARITY_CACHE_DIR") or user_cache_path("responses-parity", appauthor=False))
 
 
 def sdk_cache_file(folder: str, source: str) -> Path:

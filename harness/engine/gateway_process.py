@@ -2,7 +2,7 @@
 process, wait until it is ready, stop it.
 
 The environment lives in a cache folder keyed by the install spec and the profile's locks
-(`PARITY_CACHE_DIR`, default `~/.cache/responses-parity`), so the first run installs exactly
+(`PARITY_CACHE_DIR`, default the user's cache folder: `json_cache.cache_dir`), so the first run installs exactly
 what the locks pin (`harness/engine/locks.py`), later runs start at once, and a changed lock installs
 anew. The child
 runs in a process group of its own; stopping sends SIGTERM to that group, then SIGKILL after the

@@ -1,6 +1,7 @@
 """The SDK's schemas, names and request descriptions are derived once and kept on disk: a warm
 cache gives what a cold one gave, without deriving; a corrupt, truncated or foreign cache file
-is derived anew and replaced, never an error."""
+is derived anew and replaced, never an error. They are kept where `PARITY_CACHE_DIR` says, else
+in the user's cache folder as the platform names it."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from responses_parity.harness.judge import schemas
 from responses_parity.harness.scenario import vocabulary
 from responses_parity.openai_contract import request_schema
+from responses_parity.openai_contract.json_cache import cache_dir
 
 
 @pytest.fixture
@@ -49,6 +51,19 @@ def test_a_corrupt_cache_file_is_derived_anew_and_replaced(cache_file: Path, con
     assert derived == schemas.derive_sdk_schemas()
     assert json.loads(cache_file.read_text()) == derived
     assert [path.name for path in cache_file.parent.iterdir()] == [cache_file.name]  # no temporary file left
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="XDG_CACHE_HOME names the cache folder on Linux only")
+def test_without_parity_cache_dir_the_cache_is_where_xdg_cache_home_says(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PARITY_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert cache_dir() == tmp_path / "xdg" / "responses-parity"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert cache_dir() == tmp_path / "home" / ".cache" / "responses-parity"
+    monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "own"))
+    assert cache_dir() == tmp_path / "own"
 
 
 def test_a_cache_that_cannot_be_written_only_costs_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
