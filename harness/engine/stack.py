@@ -92,8 +92,11 @@ class ServerThread:
         # without sending a response"), a spurious failure on a busy machine.
         # "auto": uvloop and httptools where they are installed (a dependency wherever they have
         # wheels), asyncio and h11 elsewhere. uvicorn installs no signal handler outside the main
-        # thread, so the loop may run in this one.
-        config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", lifespan="on",
+        # thread, so the loop may run in this one. No `log_config`: with uvicorn's own, each new
+        # server re-applied it, setting uvicorn's loggers to INFO until its `log_level` set them
+        # back, so a server already running could print INFO lines in between; only the level is
+        # set (warnings and errors still reach standard error).
+        config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", log_config=None, lifespan="on",
                                 timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S,
                                 ws_max_size=MAX_BODY_BYTES + WS_FRAME_ROOM)
         self._server = uvicorn.Server(config)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -202,3 +203,18 @@ def test_a_served_upstream_slow_to_answer_is_still_the_one_a_run_uses() -> None:
         assert running_upstream(server.url) is not None
     finally:
         server.stop()
+
+
+def test_starting_a_server_never_lets_uvicorns_info_lines_through(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each new server used to re-apply uvicorn's logging config (its loggers at INFO) before
+    setting them to WARNING: a server running meanwhile printed INFO lines now and then."""
+    levels: list[tuple[str, int]] = []
+    set_level = logging.Logger.setLevel
+
+    def recorded(logger: logging.Logger, level: int | str) -> None:
+        levels.append((logger.name, logging.getLevelName(level) if isinstance(level, str) else level))
+        set_level(logger, level)
+
+    monkeypatch.setattr(logging.Logger, "setLevel", recorded)
+    ServerThread(build_upstream_app(UpstreamState())).start().stop()
+    assert [(name, level) for name, level in levels if name.startswith("uvicorn") and level < logging.WARNING] == []
