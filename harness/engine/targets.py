@@ -15,6 +15,8 @@ import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anyio
@@ -176,10 +178,10 @@ async def send(client: httpx.AsyncClient, target: Target, method: str, path: str
     """Send one request (a JSON body, a `Form` as multipart, or a `RawBody`) and read the whole
     answer (JSON or SSE) within the target's timeout.
     An answer of 429 or 5xx, or none at all, is retried up to `target.retries` times, after the
-    `Retry-After` the target asked for (at most 30 s) or a doubling back-off; the exchange's
-    `meta.attempts` says how many it took. With `disconnect` (and, for its `when`, the
-    `disconnect_when` trigger), the connection is dropped early, on purpose: on a client of its
-    own (with the shared client's timeouts), closed at once, since a cancelled request may
+    `Retry-After` the target asked for (`retry_after_s`; at most 30 s) or a doubling back-off;
+    the exchange's `meta.attempts` says how many it took. With `disconnect` (and, for its `when`,
+    the `disconnect_when` trigger), the connection is dropped early, on purpose: on a client of
+    its own (with the shared client's timeouts), closed at once, since a cancelled request may
     otherwise linger in a shared pool."""
     headers = dict(target.headers) | (headers or {})
     if disconnect is not None:
@@ -206,11 +208,21 @@ def _retryable(exchange: Exchange) -> bool:
 
 
 def _retry_wait(exchange: Exchange, attempt: int) -> float:
-    backoff = min(0.5 * 2**attempt, MAX_RETRY_WAIT_S)
+    asked = retry_after_s((exchange.headers or {}).get("retry-after", ""), datetime.now(UTC))
+    return min(0.5 * 2**attempt if asked is None else asked, MAX_RETRY_WAIT_S)
+
+
+def retry_after_s(value: str, now: datetime) -> float | None:
+    """The wait in seconds a `Retry-After` value asks for (RFC 9110 §10.2.3): its delay-seconds,
+    or the time from `now` until its HTTP-date (0 once that has passed); None for anything else."""
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return float(value)
     try:
-        return min(float((exchange.headers or {})["retry-after"]), MAX_RETRY_WAIT_S)
-    except (KeyError, ValueError):
-        return backoff
+        date = parsedate_to_datetime(value)
+    except ValueError:
+        return None
+    return max((date.replace(tzinfo=date.tzinfo or UTC) - now).total_seconds(), 0.0)  # an HTTP-date is in GMT
 
 
 async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,

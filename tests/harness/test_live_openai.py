@@ -17,6 +17,7 @@ import respx
 
 from responses_parity.harness.engine import session as session_module
 from responses_parity.harness.engine.session import TargetOptions, open_session
+from responses_parity.harness.engine.targets import retry_after_s
 from responses_parity.harness.judge import goldens
 from responses_parity.harness.judge.results import ScenarioResult
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
@@ -109,6 +110,15 @@ def test_a_timeout_is_retried(respx_mock: respx.MockRouter) -> None:
     route = respx_mock.post(RESPONSES_URL).mock(side_effect=[httpx.ReadTimeout("slow"), text_answer])
     [result] = run_live(["text-basic"])
     assert result.outcome == "pass" and route.call_count == 2
+
+
+@pytest.mark.parametrize(("value", "wait_s"), [
+    ("7", 7.0), ("Thu, 01 Jan 2026 12:00:05 GMT", 5.0),
+    ("Thursday, 01-Jan-26 12:00:05 GMT", 5.0), ("Thu Jan  1 12:00:05 2026", 5.0),  # the obsolete forms
+    ("Thu, 01 Jan 2026 11:59:00 GMT", 0.0),  # a date passed: at once
+    ("soon", None), ("-1", None), ("nan", None), ("", None)])
+def test_retry_after_is_delay_seconds_or_an_http_date(value: str, wait_s: float | None) -> None:
+    assert retry_after_s(value, datetime(2026, 1, 1, 12, tzinfo=UTC)) == wait_s
 
 
 @respx.mock(assert_all_mocked=True)
