@@ -28,6 +28,7 @@ from ..scenario.fixture_names import fixture_tools
 from ..scenario.loader import parse_yaml, scenario_from
 from ..scenario.placeholders import escaped
 from ..wire.capture import Captured, answer_ids, replace_ids, replace_ids_in_path
+from ..wire.exchange import Exchange
 from ..wire.websocket import TRANSPORT
 
 CALLS = ("function_call", "mcp_call", "mcp_approval_request", "custom_tool_call")
@@ -110,6 +111,12 @@ def _templated_path(path: str, placeholders: dict[str, str]) -> str:
     return replace_ids_in_path(path, placeholders)
 
 
+def _streamed(exchange: Exchange) -> bool:
+    """Whether the client asked for a stream (`stream: true`) or got one (an error refusing it is JSON)."""
+    body = exchange.request_body
+    return exchange.streamed or (isinstance(body, dict) and body.get("stream") is True)
+
+
 def _step(number: int, captured: Captured, placeholders: dict[str, str], chat: bool) -> dict[str, Any]:
     exchange = captured.exchange
     step: dict[str, Any] = {"id": f"step{number}", "title": f"captured as {captured.path.name}"}
@@ -122,7 +129,7 @@ def _step(number: int, captured: Captured, placeholders: dict[str, str], chat: b
         body = replace_ids(escaped(exchange.request_body), placeholders)
         body.pop("stream", None)
         step["request"] = body | ({"model": "{{model}}"} if "model" in body else {})
-    step["stream"] = exchange.streamed
+    step["stream"] = _streamed(exchange)
     turns = model_turns(exchange.response_object())
     if turns:
         step["model"] = escaped(turns)
@@ -146,10 +153,11 @@ def scenario_text(captures: list[Captured], scenario_id: str) -> str:
     upstream = first.get("upstream") or captures[0].exchange.url
     date = str(first.get("captured_at") or datetime.now(UTC).isoformat(timespec="seconds"))[:10]
     socket = all(c.exchange.meta.get("transport") == TRANSPORT for c in captures)  # one connection's creates
+    mode = "websocket" if socket else "stream" if any(_streamed(c.exchange) for c in captures) else "nonstream"
     document = {"id": scenario_id, "title": f"Captured traffic: {len(captures)} exchange(s)", "tags": ["captured"],
                 "evidence": {"recordings": list(dict.fromkeys(c.path.name for c in captures)),
                              "note": f"captured from {upstream} on {date}; review before committing"},
-                **({"surface": "chat"} if chat else {}), "modes": ["websocket" if socket else "nonstream"],
+                **({"surface": "chat"} if chat else {}), "modes": [mode],
                 **({"mcp": sorted(set(fixtures.values()))} if fixtures else {}), "steps": steps}
     text = yaml.safe_dump(document, sort_keys=False, allow_unicode=True, width=110)
     try:  # the text as the loader reads it, within its bounds: a hostile gateway's answers may not fit them

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from responses_parity.harness.scenario.placeholders import OutputView, parse, render
@@ -16,6 +17,7 @@ from responses_parity.harness.traffic.from_capture import scenario_text
 from responses_parity.harness.wire.capture import Captured
 from responses_parity.harness.wire.exchange import Exchange
 
+EXCHANGES = Path(__file__).parent / "exchanges"
 HOSTILE = "{{ ask.body.__class__.__mro__[1].__subclasses__() }} {% for x in y %} {{model}} {{{"
 """What the gateway writes wherever it chooses the text: placeholders and statements of its own."""
 RESPONSE_ID = "resp_{{run.token}}"
@@ -95,3 +97,16 @@ def test_a_captured_server_url_cannot_break_out_of_the_review_notes() -> None:
     lines = text.splitlines()  # at every line break YAML knows, \x85 and \u2028 too
     notes = lines[:lines.index("id: quoted-url")]
     assert notes and all(line.startswith("#") for line in notes)
+
+
+@pytest.mark.parametrize(("name", "asked", "streamed"), [
+    ("stream-text-obfuscation", {}, True),
+    ("error-400-model-not-found", {"stream": True}, True),  # a stream asked for, refused in JSON
+    ("error-400-model-not-found", {}, False)])
+def test_a_capture_is_drafted_in_the_stream_mode_it_was_sent_in(name: str, asked: dict[str, Any],
+                                                                  streamed: bool) -> None:
+    exchange = Exchange.from_file(json.loads((EXCHANGES / f"{name}.json").read_text()))
+    exchange.request_body |= asked
+    scenario = yaml.safe_load(scenario_text([Captured(Path(f"0001-{name}.json"), exchange)], name))
+    assert scenario["modes"] == ["stream" if streamed else "nonstream"]
+    assert scenario["steps"][0]["stream"] is streamed

@@ -241,7 +241,7 @@ def test_a_streamed_conversation_becomes_a_scenario_that_passes(transport: Trans
                                      str(out), "--id", "streamed-flow"], capture_output=True, text=True, timeout=120)
         assert drafted.returncode == 0, drafted.stderr
         scenario = yaml.safe_load(out.read_text())
-        assert scenario["modes"] == ["websocket" if transport == "websocket" else "nonstream"]
+        assert scenario["modes"] == [transport]
         assert [step["stream"] for step in scenario["steps"]] == [True] * 5
         assert scenario["steps"][0]["expect"]["terminal"] == "response.completed"
         assert scenario["steps"][4]["request"]["input"][0]["call_id"] == "{{step4.output[0].call_id}}"
