@@ -119,9 +119,12 @@ def _show(replayed: Replayed, as_json: bool) -> None:
     name = replayed.captured.path.name
     if as_json:
         say(json.dumps({"capture": name, "status": replayed.answer.status, "differs": replayed.differs,
-                        "findings": [finding.to_dict() for finding in replayed.findings]}, default=str))
+                        "errors": replayed.errors, "findings": [finding.to_dict() for finding in replayed.findings]},
+                       default=str))
         return
     say(f"{name}: {'differs' if replayed.differs else 'same contract'} (status {replayed.answer.status})")
+    for side, answered in replayed.errors.items():
+        say(f"    {side}: {answered}")
     for finding in replayed.findings:
         say(f"    {finding.severity} {finding.rule}: {finding.message}")
 

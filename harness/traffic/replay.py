@@ -22,6 +22,7 @@ import httpx
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token
 from ..engine.fixture_client import FixtureClient
 from ..engine.targets import Target, send
+from ..judge.cause import gateway_error
 from ..judge.judgement import Case, judge
 from ..judge.reference import Reference
 from ..model.findings import Finding, Severity
@@ -41,6 +42,15 @@ class Replayed:
     @property
     def differs(self) -> bool:
         return any(finding.severity >= Severity.WARNING for finding in self.findings)
+
+    @property
+    def errors(self) -> dict[str, str]:
+        """When the answers differ, the error each side answered, if any (`captured`, `replayed`):
+        what it was, with the gateway's own message, as `cause.gateway_error` says it."""
+        if not self.differs:
+            return {}
+        sides = {"captured": self.captured.exchange, "replayed": self.answer}
+        return {side: error[0] for side, exchange in sides.items() if (error := gateway_error(exchange)) is not None}
 
 
 def captured_turns(captures: list[Captured]) -> list[ModelTurn]:

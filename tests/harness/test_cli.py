@@ -309,6 +309,33 @@ def test_replay_waits_for_a_slow_target_as_long_as_its_timeout_says(stack: Stack
     assert result.exit_code == 0, result.output
 
 
+def test_replay_shows_the_message_of_each_error_where_the_answers_differ_and_no_secret(stack: Stack,
+                                                                                       tmp_path: Path) -> None:
+    """OpenAI refused the captured request with a 400; the target refuses it with a 422 of its
+    own, quoting the key it was sent: both messages are shown, the key removed."""
+    captured = json.loads((EXCHANGES / "error-400-model-not-found.json").read_text())
+
+    async def refuse(request):  # type: ignore[no-untyped-def]
+        return JSONResponse({"error": {"message": f"unknown model for key {request.headers.get('authorization')}",
+                                       "type": "invalid_request_error", "param": "model", "code": None}},
+                            status_code=422)
+
+    (tmp_path / "0001-post-v1-responses.json").write_text(json.dumps(captured))
+    target = ServerThread(Starlette(routes=[Route("/v1/responses", refuse, methods=["POST"])])).start()
+    replay = ("replay", str(tmp_path / "0001-post-v1-responses.json"), "--target", target.url, "--upstream",
+              stack.upstream_url or "", "--api-key", "sk-replayed-0123456789")
+    try:
+        (code, output), (_, as_json) = invoke(*replay), invoke(*replay, "--json")
+    finally:
+        target.stop()
+    errors = {"captured": "HTTP 400 (invalid_request_error) \"The requested model 'gpt-4.1-turbo-preview' does not "
+                          "exist.\"",
+              "replayed": 'HTTP 422 (invalid_request_error) "unknown model for key <redacted>"'}
+    assert code == 1, output
+    assert [f"    {side}: {error}" for side, error in errors.items()] == output.splitlines()[1:3], output
+    assert json.loads(as_json)["errors"] == errors
+
+
 def test_a_target_that_refuses_the_runs_credentials_is_one_early_error_that_shows_no_secret(
         stack: Stack, tmp_path: Path) -> None:
     """A gateway that answers every request 401, quoting the key it was sent: one error before
