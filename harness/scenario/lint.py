@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from ..errors import did_you_mean
 from . import vocabulary
 from .capabilities import hosted_tool
-from .expectations import STREAMS_ONLY, Stated, did_you_mean, lint_expect, lint_upstream
+from .expectations import STREAMS_ONLY, Stated, lint_expect, lint_upstream
 from .fixture_names import fixture_tools
 from .fixtures import FAILING_STATUSES, MCP_URLS, MCP_URLS_SHOWN
 from .model import Mode, Scenario, Step

@@ -8,7 +8,6 @@ file, the scenario (when its id could be read) and the field, e.g.
 from __future__ import annotations
 
 import copy
-import difflib
 import re
 import typing
 from collections.abc import Iterable, Sequence
@@ -21,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from ...fixtures.mcp import FIXTURE_SERVERS
 from ...openai_contract import documents
+from ..errors import did_you_mean
 from . import lint
 from .lint import Outline
 from .model import MODES, Mode, Scenario, Step, default_modes
@@ -133,10 +133,7 @@ def _describe(error: dict[str, Any]) -> str:
     loc = tuple(error["loc"])
     if error["type"] == "extra_forbidden":
         model = _model_at(loc[:-1])
-        message = f"{_loc(loc)}: unknown field"
-        if model is not None and (close := difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1)):
-            message += f" (did you mean '{close[0]}'?)"
-        return message
+        return f"{_loc(loc)}: unknown field{did_you_mean(str(loc[-1]), model.model_fields if model else ())}"
     message = error["msg"].removeprefix("Value error, ")
     if error["type"].endswith("_type") and not isinstance(error.get("input"), (dict, list)):
         message += f" (got {error['input']!r})"

@@ -6,9 +6,9 @@ step's `expect` and walks them to lint, compare and project."""
 
 from .expect import (STREAMS_ONLY, VARIANT_RULE, Expect, ModelDependent, compare, expectation_of, kind_of,
                      lint_expect, stated_sequence)
-from .spec import Stated, did_you_mean, list_diff, subset_mismatches
+from .spec import Stated, list_diff, subset_mismatches
 from .upstream import UpstreamExpect, compare_upstream, lint_upstream
 
 __all__ = ["STREAMS_ONLY", "VARIANT_RULE", "Expect", "ModelDependent", "Stated", "UpstreamExpect", "compare",
-           "compare_upstream", "did_you_mean", "expectation_of", "kind_of", "lint_expect", "lint_upstream", "list_diff",
+           "compare_upstream", "expectation_of", "kind_of", "lint_expect", "lint_upstream", "list_diff",
            "stated_sequence", "subset_mismatches"]

@@ -12,7 +12,7 @@ makes, so a spec that reports each difference rather than the first needs no cha
 from __future__ import annotations
 
 import difflib
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -151,12 +151,6 @@ class WhenWritten:
 
     def stated(self, value: Any, written: bool) -> bool:
         return written
-
-
-def did_you_mean(name: str, known: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for the known name closest to `name`, or nothing when none is close."""
-    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
-    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def list_diff(expected: Sequence[str], actual: Sequence[str]) -> str:

@@ -10,12 +10,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, create_model
 
 from ....fixtures.recording import fingerprint
+from ...errors import did_you_mean
 from ...model.findings import Finding
 from ...model.observed import Observed
 from .. import vocabulary
 from ..fixture_names import fixture_tools
 from ..strict import Strict
-from .spec import Checks, Stated, UpstreamExpectation, WhenWritten, did_you_mean, list_diff, subset_mismatches
+from .spec import Checks, Stated, UpstreamExpectation, WhenWritten, list_diff, subset_mismatches
 
 
 def _last_tool_outputs(observed: Observed) -> list[str]:
