@@ -14,8 +14,9 @@ from rich.markup import escape
 
 from ..engine.locks import lock_command, lock_paths, read_lock, write_locks
 from ..engine.profile import ProfileError, find_profile, profile_paths
+from ..errors import did_you_mean
 from ..options import LIST_TAG, PROFILE_DIR
-from ..scenario.loader import Catalogue, builtin_scenarios_dir, load
+from ..scenario.loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
 from ..scenario.model import scenario_json_schema
 from .click_options import click_options
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
@@ -31,6 +32,17 @@ def load_catalogue(paths: tuple[Path, ...]) -> Catalogue:
     for problem in catalogue.errors:
         error(str(problem))
     return catalogue
+
+
+def selected(catalogue: Catalogue, ids: tuple[str, ...], tags: tuple[str, ...]) -> list[LoadedScenario]:
+    """The scenarios of `catalogue` that `ids` and `tags` select; an id or tag no scenario has is
+    a usage error naming the closest known ones."""
+    for what, asked, known in (("id", ids, {loaded.scenario.id for loaded in catalogue.scenarios}),
+                               ("tag", tags, {tag for loaded in catalogue.scenarios for tag in loaded.scenario.tags})):
+        if unknown := sorted(set(asked) - known):
+            raise click.UsageError(f"no scenario with {what} "
+                                   + ", ".join(name + did_you_mean(name, known) for name in unknown))
+    return catalogue.select(ids, tags)
 
 
 @click.group("profiles", invoke_without_command=True)
@@ -90,7 +102,7 @@ def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
 def list_command(paths: tuple[Path, ...], tags: tuple[str, ...]) -> None:
     """List scenarios: id, modes, tags and title."""
     catalogue = load_catalogue(paths)
-    for loaded in catalogue.select((), tags):
+    for loaded in selected(catalogue, (), tags):
         scenario = loaded.scenario
         out.print(f"[bold]{scenario.id}[/bold] [dim]{'/'.join(scenario.modes)} · {', '.join(scenario.tags)}[/dim]")
         out.print(f"    {scenario.title}", soft_wrap=True)

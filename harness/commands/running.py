@@ -25,7 +25,7 @@ from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIM
                        OptionError, TargetOptions, modes, target_options)
 from ..scenario.loader import Catalogue, LoadedScenario, units_of
 from ..scenario.model import Mode
-from .catalogue import load_catalogue
+from .catalogue import load_catalogue, selected
 from .click_options import click_options, json_option
 from .console import redacted_consoles
 from .selection import Conventions, Selection
@@ -59,15 +59,14 @@ def _units(paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
     """The scenario catalogue and the selected (scenario, mode) units; a selection that
     matches nothing is a usage error."""
     catalogue = load_catalogue(paths)
-    if unknown := sorted(set(ids) - {s.scenario.id for s in catalogue.scenarios}):
-        raise click.UsageError(f"no scenario with id {', '.join(unknown)}")
-    units = units_of(catalogue.select(ids, tags), modes(mode))
+    if not catalogue.scenarios:
+        raise click.UsageError("no scenario could be loaded (see the errors above)" if catalogue.errors
+                               else "no scenario file found")
+    scenarios = selected(catalogue, ids, tags)
+    units = units_of(scenarios, modes(mode))
     if not units:
-        if not catalogue.scenarios:
-            raise click.UsageError("no scenario could be loaded (see the errors above)" if catalogue.errors
-                                   else "no scenario file found")
         asked = [*(f"tag {t}" for t in tags), *(f"id {i}" for i in ids), *([f"mode {mode}"] if mode != "both" else [])]
-        runs_in = sorted({m for s in catalogue.select(ids, tags) for m in s.scenario.modes})
+        runs_in = sorted({m for s in scenarios for m in s.scenario.modes})
         hint = f" (the selected scenarios run in {', '.join(runs_in)}: choose it with --mode)" if runs_in else ""
         raise click.UsageError(f"no scenario run matches {' and '.join(asked) or 'the selection'}{hint}")
     return catalogue, units

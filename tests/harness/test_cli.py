@@ -137,6 +137,16 @@ def test_unknown_scenario_id_is_a_usage_error(tmp_path: Path) -> None:
     assert code == 2 and "no scenario with id nope" in output
 
 
+def test_an_unknown_scenario_id_or_tag_names_the_closest_known_one(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING.replace("title: passing", "title: passing\ntags: [streaming]"))
+    code, output = invoke("run", str(tmp_path), "-s", "pasing", "-s", "zzz", "--report-dir", str(tmp_path / "r"))
+    assert code == 2 and "no scenario with id pasing (did you mean 'passing'?), zzz" in output
+    for command in (("run", "-s", "passing", "--report-dir", str(tmp_path / "r")), ("list",)):
+        code, output = invoke(*command, str(tmp_path), "-t", "streming")
+        assert code == 2 and "no scenario with tag streming (did you mean 'streaming'?)" in output, command
+    assert not (tmp_path / "r").exists()
+
+
 def test_no_secret_reaches_a_report(tmp_path: Path) -> None:
     write_scenario(tmp_path, FAILING)
     reports = tmp_path / "reports"
@@ -174,7 +184,7 @@ def test_a_scenario_that_could_not_run_is_its_own_outcome_and_never_counts_towar
 def test_a_selection_that_matches_nothing_is_a_usage_error(tmp_path: Path) -> None:
     write_scenario(tmp_path, PASSING)
     code, output = invoke("run", str(tmp_path), "-t", "no-such-tag", "--report-dir", str(tmp_path / "r"))
-    assert code == 2 and "no scenario run matches tag no-such-tag" in output
+    assert code == 2 and "no scenario with tag no-such-tag" in output
     assert not (tmp_path / "r").exists()
 
 
