@@ -22,7 +22,7 @@ from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
 from ..engine.fixture_client import FixtureClient
 from ..engine.gateway_process import install, start
-from ..engine.profile import ProfileError, find_profile, profile_paths
+from ..engine.profile import ProfileError, find_profile, unknown_target
 from ..engine.rewrites import Rewrites
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
@@ -185,9 +185,7 @@ def _target(name: str, options: BenchOptions, *, upstream: str, mcp: McpFixture,
         return BenchTarget(profile.name, profile.title, endpoint, gateway.process.pid, cannot,
                            secrets=tuple(gateway.headers.values()))
     if not name.startswith("http://"):
-        known = ", ".join(sorted(profile_paths(options.profile_dirs)))
-        raise HarnessError(f"unknown target {name!r}: give {REFERENCE}, a profile ({known}), a profile file, "
-                           f"or a gateway's base URL (http://...)")
+        raise HarnessError(unknown_target(name, (REFERENCE,), options.profile_dirs))
     return BenchTarget(name, name, Endpoint(name, client_for(name, dict(options.headers)), model=options.model,
                                             rewrites=Rewrites()), secrets=tuple(options.headers.values()))
 

@@ -13,7 +13,7 @@ import click
 from rich.markup import escape
 
 from ..engine.locks import lock_command, lock_paths, read_lock, write_locks
-from ..engine.profile import ProfileError, find_profile, profile_paths
+from ..engine.profile import ProfileError, find_profile, no_such_profile, profile_paths
 from ..errors import did_you_mean
 from ..options import LIST_TAG, PROFILE_DIR
 from ..scenario.loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
@@ -83,8 +83,7 @@ def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
     try:
         profile = find_profile(target, profile_dirs)
         if profile is None:
-            known = ", ".join(sorted(profile_paths(profile_dirs)))
-            raise ProfileError(f"{target}: no such profile ({known})")
+            raise no_such_profile(target, profile_dirs)
         say(f"resolving {profile.name}{'@' + profile.version if profile.version else ''} with uv ...")
         written = write_locks(profile)
     except ProfileError as problem:

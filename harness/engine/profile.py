@@ -29,7 +29,8 @@ first. `ProfileError` names the file and the field.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -38,11 +39,14 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from ...openai_contract.documents import DocumentError, read_yaml
 from ..defaults import DEFAULT_CHAT_PATH, DEFAULT_RESPONSES_PATH
+from ..errors import did_you_mean
 from ..scenario.capabilities import Capability
 from .profile_templates import render_template
 from .rewrites import Rewrites
 
 SHIPPED_PROFILES_DIR = Path(__file__).resolve().parents[1] / "gateways"
+_HOST_PORT = re.compile(r"(?:[\w.-]+|\[[\da-fA-F:.]+\]):\d{1,5}(?:/\S*)?")
+"""`host:port`, a path after it or not: a gateway's base URL written without its scheme."""
 
 
 
@@ -195,9 +199,25 @@ def find_profile(target: str, dirs: Iterable[Path] = ()) -> Profile | None:
     path = profile_paths(dirs).get(named)
     if path is None:
         if version is not None:
-            raise ProfileError(f"{target}: no profile named {named!r}")
+            raise no_such_profile(named, dirs)
         return None
     profile = load_profile(path, version)
     if profile.name != path.stem:
         raise ProfileError(f"{path}: name {profile.name!r} differs from the file's name {path.stem!r}")
     return profile
+
+
+def no_such_profile(name: str, dirs: Iterable[Path] = ()) -> ProfileError:
+    """The error for `name`, which names no profile: the closest profile name, and all of them."""
+    known = sorted(profile_paths(dirs))
+    return ProfileError(f"{name}: no such profile{did_you_mean(name, known)}; the profiles: {', '.join(known)}")
+
+
+def unknown_target(target: str, built_in: Sequence[str], dirs: Iterable[Path] = ()) -> str:
+    """Why `target`, neither a URL nor one of `built_in` nor a profile, names no target: a bare
+    `host:port` is shown as the URL it may mean, another name with the closest target name."""
+    if _HOST_PORT.fullmatch(target):
+        return f"unknown target {target!r} (did you mean 'http://{target}'?): a base URL starts with its scheme"
+    profiles = sorted(profile_paths(dirs))
+    return (f"unknown target {target!r}{did_you_mean(target, [*built_in, *profiles])}: give {', '.join(built_in)}, "
+            f"a profile ({', '.join(profiles)}), a profile file, or a gateway's base URL (http://...)")

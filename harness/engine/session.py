@@ -25,7 +25,7 @@ from ..scenario.model import Mode
 from ..wire.redaction import Redactor, tool_secrets
 from .fixture_client import FixtureClient
 from .gateway_process import RunningGateway, install, start
-from .profile import Profile, ProfileError, find_profile, profile_paths
+from .profile import Profile, ProfileError, find_profile, unknown_target
 from .runner import Engine
 from .stack import Stack, fixture_ports, running_upstream, search_port
 from .stack_process import StackProcess
@@ -199,9 +199,7 @@ def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[st
             yield session
         return
     if not options.target.startswith(("http://", "https://")) and options.target != REFERENCE:
-        known = ", ".join(sorted(profile_paths(options.profile_dirs)))
-        raise HarnessError(f"unknown target {options.target!r}: give {REFERENCE}, {OPENAI}, a profile ({known}), "
-                           f"a profile file, or a gateway's base URL")
+        raise HarnessError(unknown_target(options.target, (REFERENCE, OPENAI), options.profile_dirs))
     with _stack_for(options, mcp_names, script, gateway, apart=apart) as stack:
         base_url = stack.reference_url if options.target == REFERENCE else options.target
         assert base_url is not None

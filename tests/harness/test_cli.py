@@ -147,6 +147,24 @@ def test_an_unknown_scenario_id_or_tag_names_the_closest_known_one(tmp_path: Pat
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.parametrize(("target", "meant"), [("smgg", "smg"), ("refrence", "reference"),
+                                                ("127.0.0.1:8080", "http://127.0.0.1:8080"),
+                                                ("localhost:8080", "http://localhost:8080")])
+def test_a_target_that_names_nothing_names_the_closest_target_or_the_url_it_may_mean(
+        target: str, meant: str, tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING)
+    code, output = invoke("run", str(tmp_path), "--target", target, "--report-dir", str(tmp_path / "r"))
+    assert code == 2 and f"unknown target {target!r} (did you mean {meant!r}?)" in " ".join(output.split()), output
+
+
+def test_a_profile_name_that_names_nothing_names_the_closest_profile(tmp_path: Path) -> None:
+    write_scenario(tmp_path, PASSING)
+    for command in (("run", str(tmp_path), "--target", "smgg@1.0", "--report-dir", str(tmp_path / "r")),
+                    ("profiles", "lock", "smgg")):
+        code, output = invoke(*command)
+        assert code == 2 and "smgg: no such profile (did you mean 'smg'?)" in " ".join(output.split()), output
+
+
 def test_no_secret_reaches_a_report(tmp_path: Path) -> None:
     write_scenario(tmp_path, FAILING)
     reports = tmp_path / "reports"

@@ -216,7 +216,7 @@ def test_every_shipped_profile_can_be_recorded_at_another_version(name: str) -> 
 def test_a_version_a_profile_cannot_take_is_named(tmp_path: Path) -> None:
     with pytest.raises(ProfileError, match=r"smg@: write <profile>@<version>"):
         find_profile("smg@")
-    with pytest.raises(ProfileError, match="no profile named 'nothing'"):
+    with pytest.raises(ProfileError, match="nothing: no such profile; the profiles: "):
         find_profile("nothing@1.0")
     with pytest.raises(ProfileError, match=r"has no `version` to replace with '2.0'"):
         find_profile("reference-process@2.0", [TEST_PROFILES])
