@@ -4,7 +4,7 @@ run's redactor."""
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
 
 from rich.console import Console
@@ -27,6 +27,12 @@ def say(line: str) -> None:
     exchange, at its traffic's rate, and rich's rendering cost the relay a sixth of its time."""
     sys.stdout.write(strip_control_codes(line) + "\n")
     sys.stdout.flush()
+
+
+def for_people(as_json: bool) -> Callable[[str], None]:
+    """How a command with `--json` says a line for people: like `say`, or on standard error when
+    `as_json`, so that standard output is all JSON from its first line (`... --json | jq`)."""
+    return (lambda line: err.print(line, soft_wrap=True, markup=False)) if as_json else say
 
 
 def warning(message: str) -> None:

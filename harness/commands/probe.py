@@ -22,7 +22,7 @@ from ..probe.report import console_lines, document, markdown
 from ..probe.run import run_probes
 from ..probe.send import BASE_INPUT
 from .click_options import click_options, json_option
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, redacted_consoles, say, warning
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, for_people, redacted_consoles, say, warning
 
 DEFAULT_SEED = 17
 
@@ -76,7 +76,7 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
         warning("--target reference compared with --against reference compares the reference gateway with itself: "
                 "give --against a folder of OpenAI's recorded answers (--record DIR on --target openai), or "
                 "--target your gateway")
-    progress = (lambda line: err.print(line, soft_wrap=True, markup=False)) if as_json else say
+    progress = for_people(as_json)
     with redacted_consoles() as redactor:
         command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written
         shown = selection if part is None else f"{selection}; shard {part[0]}"

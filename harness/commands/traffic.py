@@ -13,7 +13,6 @@ from pathlib import Path
 
 import click
 import httpx
-from rich.markup import escape
 
 from ..engine.fixture_client import FixtureClient
 from ..engine.session import open_session
@@ -29,7 +28,7 @@ from ..traffic.replay import Replayed, replay
 from ..wire.capture import read_captures
 from ..wire.redaction import Redactor
 from .click_options import click_options, json_option
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, redacted_consoles, say
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, for_people, out, redacted_consoles, say
 from .serve import serve_forever
 
 DEFAULT_PROXY_PORT = 8650
@@ -45,16 +44,14 @@ def _finding_json(where: str, finding: Finding) -> str:
 
 
 def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
+    tell = for_people(as_json)
+
     def show(event: ProxyEvent) -> None:
         if isinstance(event, Found):
             say(_finding_json(event.capture, event.finding) if as_json else _finding_line(event.capture, event.finding))
         elif isinstance(event, NotForwarded | Dropped):  # no finding: with --json, not on standard output
-            line = (f"{event.method} {event.path}: not forwarded: {event.reason}" if isinstance(event, NotForwarded)
-                    else f"{event.capture}: neither checked nor written: {event.reason}")
-            if as_json:
-                err.print(escape(line), soft_wrap=True)
-            else:
-                say(line)
+            tell(f"{event.method} {event.path}: not forwarded: {event.reason}" if isinstance(event, NotForwarded)
+                 else f"{event.capture}: neither checked nor written: {event.reason}")
         elif isinstance(event, Recorded) and not as_json:
             exchange = event.exchange
             what = exchange.transport_error or \
@@ -70,7 +67,8 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
               help="Loopback port to listen on (0: any free one).")
 @click.option("--captures", type=click.Path(file_okay=False, path_type=Path), default=Path("captures"),
               show_default=True, help="Folder the exchanges are written to, one file each.")
-@json_option("Print each finding as a JSON line.")
+@json_option("Print each finding as a JSON line; the rest (where it listens, what is not checked) goes to standard "
+             "error.")
 @click_options(MAX_ANSWER_MB)
 @click.option("--max-request-mb", type=click.FloatRange(0, min_open=True), default=ProxyLimits.max_request_bytes / _MB,
               show_default=True, help="A larger request body is refused with a 413 in OpenAI's error envelope, "
@@ -111,8 +109,8 @@ def proxy_command(*, upstream: str, port: int, captures: Path, as_json: bool, ma
             server.stop()
 
         serve_forever(lambda: ServerThread(proxy.app, port).start(),
-                      lambda server: say(f"parity proxy listening on {server.url} -> {proxy.upstream}; "
-                                         f"captures in {captures} (Ctrl-C to stop)"), stop)
+                      lambda server: for_people(as_json)(f"parity proxy listening on {server.url} -> {proxy.upstream}; "
+                                                         f"captures in {captures} (Ctrl-C to stop)"), stop)
 
 
 def _show(replayed: Replayed, as_json: bool) -> None:

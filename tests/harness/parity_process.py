@@ -32,14 +32,17 @@ def command_line(line: str) -> list[str]:
 
 
 class ParityProcess:
-    """One command running in the background, its standard output and error in `log`."""
+    """One command running in the background, its standard output and error in `log` (its
+    standard output in `stdout` instead, when given)."""
 
     def __init__(self, args: Sequence[str], log: Path, cwd: Path | None = None,
-                 env: Mapping[str, str] | None = None) -> None:
+                 env: Mapping[str, str] | None = None, stdout: Path | None = None) -> None:
         self.log = log
-        with log.open("wb") as sink:
-            self.process = ChildProcess(list(args), stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        cwd=cwd, env=env, grace_s=STOP_GRACE_S)
+        with ExitStack() as files:
+            sink = files.enter_context(log.open("wb"))
+            apart = files.enter_context(stdout.open("wb")) if stdout else sink
+            self.process = ChildProcess(list(args), stdout=apart, stderr=sink, stdin=subprocess.DEVNULL, cwd=cwd,
+                                        env=env, grace_s=STOP_GRACE_S)
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -77,8 +80,8 @@ def running(folder: Path) -> Iterator[Callable[..., ParityProcess]]:
     started is stopped when the block ends."""
     with ExitStack() as stops:
         def start(args: Sequence[str], name: str, cwd: Path | None = None,
-                  env: Mapping[str, str] | None = None) -> ParityProcess:
-            started = ParityProcess(args, folder / f"{name}.log", cwd, env)
+                  env: Mapping[str, str] | None = None, stdout: Path | None = None) -> ParityProcess:
+            started = ParityProcess(args, folder / f"{name}.log", cwd, env, stdout)
             stops.callback(started.stop)
             return started
 

@@ -18,7 +18,7 @@ import yaml
 from hostile_target import HostileTarget
 from openai import OpenAI
 from parity_process import DEADLINE_S, PARITY, ParityProcess, running
-from proxy_process import captured_files, start_proxy
+from proxy_process import LISTENING, captured_files, start_proxy
 from sdk_flows import AGENT_TURNS, API_KEY, FLOW_TURNS, MCP_TOKEN, Transport, agent_run, sdk_flow, stable, stack_with
 
 from responses_parity.harness.engine import child_process
@@ -118,6 +118,18 @@ def test_json_findings_name_the_capture_and_the_rule(start: Callable[..., Parity
         assert httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 200
         line = json.loads(proxy.wait_for(r'^\{"capture": "0001-post-v1-responses.json".*$').group(0))
     assert line["rule"] == "wire.encoding" and line["severity"] == "error"
+
+
+def test_with_json_standard_output_is_json_lines_from_the_first(start: Callable[..., ParityProcess],
+                                                                tmp_path: Path) -> None:
+    stdout = tmp_path / "proxy.stdout"
+    proxy = start([str(PARITY), "proxy", "--upstream", "http://127.0.0.1:9", "--port", "0", "--captures",
+                   str(tmp_path / "captures"), "--json"], "proxy", stdout=stdout)
+    url = proxy.wait_for(LISTENING)["url"]  # on standard error
+    assert httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 502
+    proxy.stop()
+    lines = [json.loads(line) for line in stdout.read_text().splitlines()]
+    assert [(line["capture"], line["rule"]) for line in lines] == [("0001-post-v1-responses.json", "proxy.upstream")]
 
 
 def test_the_stream_is_relayed_before_the_target_sends_its_end(start: Callable[..., ParityProcess],
