@@ -18,6 +18,7 @@ after the upstream's (`fixture_ports`), and the search fixture on the port after
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import secrets
@@ -69,6 +70,33 @@ WS_FRAME_ROOM = 2**20
 large itself rather than have the connection closed under it."""
 
 
+class _PromptServer(uvicorn.Server):
+    """uvicorn's server, which notices `ask_to_stop` at once: uvicorn's own looks at
+    `should_exit` once a tick (0.1 s), and every stack's stop waited for it."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+
+    async def main_loop(self) -> None:
+        """uvicorn's loop of ticks (the date header, the exit check), each cut short by a stop."""
+        wake = asyncio.Event()
+        self._wake = asyncio.get_running_loop(), wake
+        counter = 0
+        while not await self.on_tick(counter):
+            counter = (counter + 1) % 864000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), 0.1)
+
+    def ask_to_stop(self) -> None:
+        """Safe from any thread, before, while and after serving."""
+        self.should_exit = True
+        if self._wake is not None:
+            loop, wake = self._wake
+            with contextlib.suppress(RuntimeError):  # the loop has closed: it has stopped already
+                loop.call_soon_threadsafe(wake.set)
+
+
 class ServerThread:
     """One ASGI app served by uvicorn on a loopback port, in a daemon thread."""
 
@@ -99,7 +127,7 @@ class ServerThread:
         config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", log_config=None, lifespan="on",
                                 timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S,
                                 ws_max_size=MAX_BODY_BYTES + WS_FRAME_ROOM)
-        self._server = uvicorn.Server(config)
+        self._server = _PromptServer(config)
         self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._socket]},
                                         name=f"parity-server-{self.port}", daemon=True)
         self._started_at = 0.0
@@ -126,8 +154,8 @@ class ServerThread:
         self.wait_stopped()
 
     def ask_to_stop(self) -> None:
-        """Tell the server to stop (it notices within uvicorn's 0.1 s tick); `wait_stopped` waits."""
-        self._server.should_exit = True
+        """Tell the server to stop; `wait_stopped` waits."""
+        self._server.ask_to_stop()
 
     def wait_stopped(self) -> None:
         self._thread.join(timeout=5)
