@@ -4,6 +4,7 @@ and a helper that runs a scenario (given as YAML text) against any target."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -31,6 +32,16 @@ _FIGURES = pytest.StashKey[list[str]]()
 # a loaded machine merely pauses it.
 settings.register_profile("parity", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("parity")
+
+
+@pytest.fixture(autouse=True)
+def _collector_as_found() -> Iterator[None]:
+    """A command run in a test's process settles the garbage collector as for a process of its
+    own (harness/engine/collector.py); each test leaves it as it found it."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 @pytest.fixture(scope="session")

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 
 from ..defaults import DEFAULT_MODEL, REFERENCE
+from ..engine.collector import settle
 from ..engine.shards import Shard, shard_part
 from ..errors import HarnessError
 from ..options import (PROBE_AGAINST, PROBE_JOBS, PROBE_SHARD, PROBE_TIMEOUT, TARGET_OPTIONS, TIMEOUT, OptionError,
@@ -80,6 +81,7 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
     with redacted_consoles() as redactor:
         command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written
         shown = selection if part is None else f"{selection}; shard {part[0]}"
+        settle()
         try:
             comparison = run_probes(options, against, probes, jobs=jobs, redactor=redactor, record=record,
                                     say=progress)

@@ -15,10 +15,12 @@ import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import click
 
+from ..engine.collector import settle
 from ..engine.shards import Unit, shard_part, unit_key
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MODE, PROFILE_DIR,
                        RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS, TARGETS,
@@ -100,10 +102,18 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
     with redacted_consoles() as redactor:
         selected = _selection(**selection)
         part = _shard(selected.units, shard, shard_durations)
-        from . import executing  # the files are read first: see the module's docstring
+        executing = _executing()
         executing.run(selected if part is None else replace(selected, units=part[0]), redactor, conventions,
                       report_dir=report_dir, chosen=executing.run_against(against, golden_dir, baseline_file),
                       shard=None if part is None else part[1])
+
+
+def _executing() -> ModuleType:
+    """`executing`, imported once the scenario files are read (see the module's docstring), and
+    the collector settled for what it loaded (`engine/collector.py`)."""
+    from . import executing
+    settle()
+    return executing
 
 
 def _shard(units: list[Unit], text: str | None, durations_file: Path | None
@@ -136,7 +146,7 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, conventions:
     command = _record_command(name, golden_dir, selection)
     with redacted_consoles() as redactor:
         selected = _selection(**selection)
-        from . import executing  # the files are read first: see the module's docstring
+        executing = _executing()
         executing.record(selected, redactor, conventions, report_dir=report_dir, name=name, golden_dir=golden_dir,
                          command=command)
 
@@ -178,7 +188,7 @@ def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...
     with redacted_consoles() as redactor:
         catalogue, units = _units(paths, ids, tags, mode)
         part = _shard(units, shard, shard_durations)
-        from . import executing  # the files are read first: see the module's docstring
+        executing = _executing()
         executing.matrix(names, catalogue, units if part is None else part[0],
                          TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs), redactor, jobs=jobs,
                          report_dir=report_dir, output=output,

@@ -18,6 +18,7 @@ from ...fixtures.mcp import FIXTURE_SERVERS
 from ...fixtures.upstream import UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc_script
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
+from ..engine.collector import settle
 from ..engine.reference_gateway import ConfigError, GatewayConfig, build_gateway_app
 from ..engine.stack import ServerThread, Stack, fixture_ports, search_port
 from ..errors import HarnessError
@@ -123,6 +124,7 @@ def serve_forever(start: Callable[[], Served], announce: Callable[[Served], None
                   stop: Callable[[Served], None]) -> None:
     """Start what `start` starts, announce it, and serve until Ctrl-C, then `stop` it; a port
     that cannot be listened on is a one-line error and exit 2."""
+    settle()
     try:
         started = start()
     except HarnessError as problem:

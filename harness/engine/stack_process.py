@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
 from ..scenario.model import GatewaySetup
+from .collector import settle
 from .stack import ServerThread, Stack
 
 # From how many scenario runs, or probes, the embedded reference gateway and its fixtures are
@@ -171,6 +172,7 @@ def _serve(pipe: Connection, stack: Stack) -> None:
         number, _, _ = pipe.recv()
         pipe.send((number, True, f"the run's servers could not start: {error}"))
         return
+    settle()
     _Child(pipe, stack).serve()
 
 
