@@ -3,6 +3,7 @@ one target (`run`, `record`), or several (`matrix`); then the reports and the ex
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 import time
@@ -19,7 +20,7 @@ from ..engine.targets import Target
 from ..errors import HarnessError
 from ..judge import goldens
 from ..judge.against import Against, load_against
-from ..judge.results import ScenarioResult
+from ..judge.results import ScenarioResult, UnitFinished
 from ..options import TargetOptions
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
 from ..report.junit import write_junit
@@ -27,8 +28,8 @@ from ..report.matrix import Matrix, build_matrix, run_matrix, write_matrix
 from ..scenario.loader import Catalogue, LoadedScenario
 from ..scenario.model import Mode
 from ..wire.redaction import Redactor
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out, say
-from .run_console import DEFAULT, RunConsole
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, for_people
+from .run_console import QUIET, VERBOSE, RunConsole
 from .selection import Conventions, Selection
 
 
@@ -64,14 +65,24 @@ def record(selected: Selection, redactor: Redactor, conventions: Conventions, *,
 
 
 def matrix(names: list[str], catalogue: Catalogue, units: list[tuple[LoadedScenario, Mode]], base: TargetOptions,
-           redactor: Redactor, *, jobs: int, report_dir: Path, output: Path, command: str,
-           shard: dict[str, Any] | None = None) -> NoReturn:
+           redactor: Redactor, *, jobs: int, report_dir: Path, output: Path, command: str, verbose: int = 0,
+           as_json: bool = False, shard: dict[str, Any] | None = None) -> NoReturn:
     """`parity matrix`: the units against each target named, one after another, and the matrix
-    (as one shard of a split matrix when `shard` says which: `Matrix.shard`); see `finish_matrix`."""
-    out.print(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
-    runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=say, on_event=RunConsole(DEFAULT).progress,
-                      redactor=redactor, shard=None if shard is None else _run_shard(shard))
-    finish_matrix(build_matrix(runs, command, shard), output, redactor, file_errors=bool(catalogue.errors))
+    (as one shard of a split matrix when `shard` says which: `Matrix.shard`); see `finish_matrix`.
+    Its progress counts the runs of every target; `verbose` shows each run as `parity run -v` does."""
+    tell = for_people(as_json)
+    tell(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
+    console = RunConsole(VERBOSE if verbose else QUIET, to_stderr=as_json)
+    finished, total = itertools.count(1), len(names) * len(units)
+
+    def unit_finished(event: UnitFinished) -> None:
+        console.unit_finished(replace(event, done=next(finished), total=total))
+
+    with console.running():
+        runs = run_matrix(names, units, base, report_dir, jobs=jobs, say=tell, on_event=unit_finished,
+                          redactor=redactor, shard=None if shard is None else _run_shard(shard))
+    finish_matrix(build_matrix(runs, command, shard), output, redactor, file_errors=bool(catalogue.errors),
+                  as_json=as_json)
 
 
 def _run_shard(shard: dict[str, Any]) -> dict[str, Any]:
@@ -79,14 +90,19 @@ def _run_shard(shard: dict[str, Any]) -> dict[str, Any]:
     return {key: shard[key] for key in ("index", "count", "units")}
 
 
-def finish_matrix(built: Matrix, output: Path, redactor: Redactor, *, file_errors: bool) -> NoReturn:
+def finish_matrix(built: Matrix, output: Path, redactor: Redactor, *, file_errors: bool,
+                  as_json: bool = False) -> NoReturn:
     """Write the matrix to `output` (and beside it), say how each target did, and exit: 2 when a
     scenario file could not be read, 1 when a target could not run at all, else 0 (divergences
-    are what the matrix reports, not a failure)."""
+    are what the matrix reports, not a failure). `as_json`: its document (`matrix.json`) on
+    standard output, the rest on standard error."""
     html = write_matrix(built, output, redactor)
+    tell = for_people(as_json)
     for one in built.runs:
-        out.print(f"{one.name}: {one.state}", markup=False)
-    out.print(f"matrix: {output} and {html}", markup=False)
+        tell(f"{one.name}: {one.state}")
+    tell(f"matrix: {output} and {html}")
+    if as_json:
+        click.echo(output.with_suffix(".json").read_text(), nl=False)
     if file_errors:
         sys.exit(EXIT_USAGE)
     sys.exit(EXIT_FAILED if any(one.failure for one in built.runs) else EXIT_OK)
@@ -107,9 +123,9 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     console.started(len(units), options.target)
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
     try:
-        with open_session(options, mcp_names, console.say, redactor, apart=len(units) >= APART_FROM_UNITS) \
-                as session:
-            results = session.run(units, selected.jobs, console.progress, against, stop_after)
+        apart = len(units) >= APART_FROM_UNITS
+        with console.running(), open_session(options, mcp_names, console.say, redactor, apart=apart) as session:
+            results = session.run(units, selected.jobs, console.unit_finished, against, stop_after)
     except HarnessError as problem:
         error(str(problem))
         sys.exit(EXIT_USAGE)

@@ -1,17 +1,22 @@
-"""What `parity run` and `parity record` show people, at pytest's verbosity levels:
+"""What `parity run`, `record` and `matrix` show people, at pytest's verbosity levels:
 
 - quiet (`-q`): nothing while the run goes; at its end one line per scenario run that failed
   or could not run, and the tally;
-- default: a line per finished scenario run, with the findings that fail it; the summary
-  table and the tally;
-- verbose (`-v`): the same, with every finding of every scenario run (warnings and notes of
-  passing ones too).
+- default: the run's progress (`progress.py`), each scenario run that failed or could not run
+  as it finishes, with the findings that fail it; at the end the unsupported runs, one line per
+  reason with how many (as pytest's `SKIPPED [28] reason`), and the tally;
+- verbose (`-v`): a line per finished scenario run, with every finding (warnings and notes of
+  passing ones too); at the end the table of every scenario and mode, the unsupported runs by
+  reason and the tally.
 
 All of it goes to standard output, or to standard error when standard output carries the
-results document (`--json`)."""
+results document (`--json`); the progress always to standard error."""
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,22 +27,29 @@ from rich.table import Table
 from ..defaults import MODES
 from ..judge.results import ScenarioResult, StepResult, UnitFinished
 from .console import err, out
+from .progress import Progress
 
 QUIET, DEFAULT, VERBOSE = -1, 0, 1
 _STYLE = {"pass": "green", "known": "magenta", "fail": "red", "could_not_run": "yellow", "unsupported": "blue"}
 _LABEL = {"pass": "pass", "known": "known", "fail": "fail", "could_not_run": "could not run",
           "unsupported": "unsupported"}
+_NOT_PASSED = ("fail", "could_not_run")
+"""The outcomes a run's console shows as they come, at the default verbosity."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class RunConsole:
     verbosity: int
     """`-v` count minus `-q` count, clamped to QUIET..VERBOSE."""
     to_stderr: bool = False
+    shows_progress: bool = True
+    """Whether the run's progress is shown (`running`); never when quiet (see `of`)."""
+    _progress: Progress | None = None
 
     @classmethod
     def of(cls, verbose: int, quiet: int, to_stderr: bool) -> RunConsole:
-        return cls(max(QUIET, min(VERBOSE, verbose - quiet)), to_stderr)
+        verbosity = max(QUIET, min(VERBOSE, verbose - quiet))
+        return cls(verbosity, to_stderr, shows_progress=verbosity > QUIET)
 
     @property
     def console(self) -> Console:
@@ -52,17 +64,30 @@ class RunConsole:
         if self.verbosity > QUIET:
             self.console.print(f"Running {units} scenario run(s) against [bold]{escape(target)}[/bold] ...")
 
-    def progress(self, event: UnitFinished) -> None:
-        """A finished scenario run's line and what it found (unless quiet)."""
-        if self.verbosity == QUIET or not isinstance(event, UnitFinished):
+    @contextmanager
+    def running(self) -> Iterator[None]:
+        """Held while the scenario runs go: their progress is shown (`unit_finished` tells it)."""
+        with Progress() if self.shows_progress else nullcontext() as progress:
+            self._progress = progress
+            try:
+                yield
+            finally:
+                self._progress = None
+
+    def unit_finished(self, event: UnitFinished) -> None:
+        """A scenario run finished: the progress, and its line and findings (every run's when
+        verbose, those that did not pass by default, none when quiet)."""
+        if not isinstance(event, UnitFinished):
             return
+        if self._progress is not None:
+            self._progress.update("scenario runs", event.done, event.total)
         result = event.result
+        if self.verbosity == QUIET or (self.verbosity == DEFAULT and result.outcome not in _NOT_PASSED):
+            return
         style = _STYLE[result.outcome]
         width = len(str(event.total))
         self.console.print(f"[{event.done:>{width}}/{event.total}] [{style}]{_LABEL[result.outcome]:<5}[/{style}] "
                            f"{result.scenario.id} [dim]\\[{result.mode}] {result.duration_s:.2f}s[/dim]")
-        if result.unsupported:
-            self.console.print(f"        [dim]{escape(result.unsupported)}[/dim]", soft_wrap=True)
         for step_result in result.steps:
             self._findings(step_result)
         for step_result in result.steps:
@@ -87,15 +112,20 @@ class RunConsole:
                                "them)[/dim]", soft_wrap=True)
 
     def finished(self, results: list[ScenarioResult], tally_line: str, not_run: int, report: Path | None) -> None:
-        """The end of the run: the table (or, quiet, a line per run that did not pass) and the
-        tally, with how many runs were never started and where the report is."""
+        """The end of the run: (quiet) a line per run that did not pass, or (verbose) the table;
+        the unsupported runs by reason; the tally, with how many runs were never started and
+        where the report is."""
         if self.verbosity == QUIET:
             for result in results:
-                if result.outcome in ("fail", "could_not_run"):
+                if result.outcome in _NOT_PASSED:
                     self.console.print(f"[{_STYLE[result.outcome]}]{_LABEL[result.outcome]}[/] {result.scenario.id} "
                                        f"\\[{result.mode}]: {escape(_first_problem(result))}", soft_wrap=True)
         else:
-            self.console.print(_summary(results))
+            if self.verbosity == VERBOSE:
+                self.console.print(_summary(results))
+            for reason, count in Counter(result.unsupported for result in results if result.unsupported).items():
+                self.console.print(f"[{_STYLE['unsupported']}]unsupported[/] \\[{count}] {escape(reason)}",
+                                   soft_wrap=True)
         line = tally_line + (f"; {not_run} not run (stopped at the first failure)" if not_run else "")
         self.console.print(escape(line + (f"; report: {report}" if report else "")), soft_wrap=True)
 

@@ -41,7 +41,8 @@ def _conventions(function: Callable[..., Any]) -> Callable[..., Any]:
         click.option("-q", "--quiet", count=True,
                      help="Show only the runs that did not pass, one line each, and the tally."),
         click.option("-v", "--verbose", count=True,
-                     help="Show every finding of every run, warnings and notes of passing ones too."),
+                     help="Show every scenario run as it finishes, with every finding (warnings and notes of passing "
+                          "ones too), and the table of every scenario and mode at the end."),
         click.option("-x", "--exitfirst", is_flag=True,
                      help="Stop at the first run that fails or could not run; runs not started are not run."),
     ]
@@ -170,9 +171,14 @@ def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any
               show_default=True, help="The matrix in Markdown; the HTML and the matrix.json `parity merge` reads go "
                                       "beside it.")
 @click_options(MATRIX_REPORT_DIR, PROFILE_DIR, *SHARD_OPTIONS)
+@json_option("Print the matrix's document (as matrix.json: command, generated_at, targets, each with target, name, "
+             "title, failure, rewrites, lacks, notes, lacks_declared and its report folder; shard when split) on "
+             "standard output; the rest goes to standard error.")
+@click.option("-v", "--verbose", count=True, help="Show every scenario run of every target as it finishes, with "
+                                                  "every finding (warnings and notes of passing ones too).")
 def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...], tags: tuple[str, ...], mode: str,
                    jobs: int, timeout_s: float, output: Path, report_dir: Path, profile_dirs: tuple[Path, ...],
-                   shard: str | None, shard_durations: Path | None) -> None:
+                   shard: str | None, shard_durations: Path | None, as_json: bool, verbose: int) -> None:
     """Run the same scenarios against several gateways, one after another, and write the matrix.
 
     Profiled gateways are installed on first use (minutes), started against a fresh scripted
@@ -191,7 +197,7 @@ def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...
         executing = _executing()
         executing.matrix(names, catalogue, units if part is None else part[0],
                          TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs), redactor, jobs=jobs,
-                         report_dir=report_dir, output=output,
+                         report_dir=report_dir, output=output, verbose=verbose, as_json=as_json,
                          command=matrix_command_line(names, selection, output, report_dir, shard),
                          shard=None if part is None else part[1] | {"selection": selection})
 

@@ -256,26 +256,28 @@ def test_json_puts_the_results_document_alone_on_standard_output(tmp_path: Path)
                                   capture_output=True, text=True, check=False)
     assert completed.returncode == 1, completed.stderr
     assert json.loads(completed.stdout) == json.loads((reports / "results.json").read_text())
-    assert "1 passed, 1 failed, 0 could not run" in completed.stderr and "[2/2]" in completed.stderr
+    assert "1 passed, 1 failed, 0 could not run" in completed.stderr and "fail  failing [nonstream]" in completed.stderr
 
 
-def test_quiet_shows_the_runs_that_did_not_pass_and_the_tally_and_verbose_every_finding(tmp_path: Path) -> None:
+def test_quiet_shows_the_runs_that_did_not_pass_the_default_their_findings_verbose_every_run(tmp_path: Path) -> None:
     shutil.copy(builtin_scenarios_dir() / "mcp-call.yaml", tmp_path)  # its stream passes with a note
     write_scenario(tmp_path, FAILING, "failing.yaml")
-    run = ("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"))
+    run = ("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"), "-j", "1")
     code, quiet = invoke(*run, "-q")
     assert code == 1
     differ = "ask: output item types differ: mcp_list_tools, message instead of function_call at 0"
-    assert quiet.splitlines() == [
-        f"fail failing [nonstream]: {differ}",
-        f"fail failing [stream]: {differ}",
-        "2 passed, 2 failed, 0 could not run, 0 unsupported; parity with OpenAI 2/4, gateway policy 0/0; report: "
-        f"{tmp_path / 'reports' / 'report.md'}"]
+    tally = ("2 passed, 2 failed, 0 could not run, 0 unsupported; parity with OpenAI 2/4, gateway policy 0/0; report: "
+             f"{tmp_path / 'reports' / 'report.md'}")
+    assert quiet.splitlines() == [f"fail failing [nonstream]: {differ}", f"fail failing [stream]: {differ}", tally]
     code, default = invoke(*run)
+    failing = [line for line in default.splitlines() if line.startswith("[")]
+    assert [line.split()[:3] for line in failing] == [["[1/4]", "fail", "failing"], ["[2/4]", "fail", "failing"]]
+    assert f"        {differ}" in default.splitlines() and default.splitlines()[-1] == tally
+    assert "mcp-call" not in default, "a passing run is only counted, and the table of runs is -v's"
     code, verbose = invoke(*run, "-v")
     note = "ask: note variant (expect.variants): shows the known variant"
     assert note not in default and note in verbose
-    assert "[4/4]" in default and "[4/4]" in verbose and "│ mcp-call" in verbose
+    assert "[4/4] pass  mcp-call" in verbose and "│ mcp-call" in verbose
 
 
 def test_exitfirst_stops_at_the_first_failure_and_says_how_many_runs_were_not_run(tmp_path: Path) -> None:
