@@ -213,11 +213,14 @@ def _started_parts(options: BenchOptions, work_dir: Path,
         started.stop_all()
 
 
-def run_bench(options: BenchOptions, say: Callable[[str], None] = lambda line: None) -> BenchResult:
-    """Measure every target; `HarnessError` when a part cannot be started."""
+def run_bench(options: BenchOptions, say: Callable[[str], None] = lambda line: None,
+              progress: Callable[[str, int, int], None] = lambda what, done, total: None) -> BenchResult:
+    """Measure every target, `progress` told of each batch measured (`"batches"`, how many, of
+    how many); `HarnessError` when a part cannot be started."""
     with tempfile.TemporaryDirectory(prefix="parity-bench-") as folder, \
             _started_parts(options, Path(folder), say) as (started, upstream, mcp, targets):
-        measured = asyncio.run(_measure(options, started, upstream_url=upstream, mcp=mcp, targets=targets, say=say))
+        measured = asyncio.run(_measure(options, started, upstream_url=upstream, mcp=mcp, targets=targets, say=say,
+                                        progress=progress))
         return BenchResult(options, targets, measured, started.what, machine())
 
 
@@ -232,12 +235,15 @@ def _cpu(started: _Started) -> dict[str, float]:
 
 
 async def _measure(options: BenchOptions, started: _Started, *, upstream_url: str, mcp: McpFixture,
-                   targets: list[BenchTarget], say: Callable[[str], None]) -> list[Measured]:
+                   targets: list[BenchTarget], say: Callable[[str], None],
+                   progress: Callable[[str, int, int], None]) -> list[Measured]:
     floor = Endpoint(FLOOR, Client(upstream_url, {}, options.timeout_s), model=options.model)
     fixtures = {FIXTURE: mcp}
     measured: list[Measured] = []
     default_routed = any(target.endpoint.rewrites.mcp_server_url for target in targets)
     by_name = {target.name: target for target in targets}
+    batches = 2 * options.rounds * sum(workload not in target.cannot for workload in options.workloads
+                                       for target in targets)
     async with httpx.AsyncClient(timeout=30) as http:
         control = FixtureClient(http, upstream_url, fixtures)
 
@@ -255,6 +261,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
             after = _cpu(started)
             measured.append(Measured(round_, workload, FLOOR if where is None else where.name, floor_for, result,
                                      {name: after[name] - before[name] for name in after}))
+            progress("batches", len(measured), batches)
 
         async def new_runs() -> RunTokens:
             runs = RunTokens(new_run_token(), mcp_run := new_run_token(), mcp.for_run(mcp_run).url, new_run_token())

@@ -12,8 +12,9 @@ from .. import bench
 from ..errors import HarnessError
 from ..options import (BENCH_API_KEY, BENCH_HEADER, BENCH_TARGETS, BENCH_TIMEOUT, BENCH_UPSTREAM, PROFILE_DIR,
                        parse_header)
-from .click_options import click_options
-from .console import EXIT_USAGE, err, error, out, redacted_consoles
+from .click_options import click_options, json_option
+from .console import EXIT_USAGE, err, error, for_people, out, redacted_consoles
+from .progress import Progress
 
 
 @click.command("bench")
@@ -35,9 +36,13 @@ from .console import EXIT_USAGE, err, error, out, redacted_consoles
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/bench.md"),
               show_default=True, help="The Markdown report; the JSON (every sample) goes beside it.")
 @click_options(PROFILE_DIR)
+@json_option("Print the JSON written beside the report on standard output (command, machine, options, processes, "
+             "targets, figures, and every batch's samples in batches); the report and the rest go to standard "
+             "error.")
 def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requests: int, concurrency: int,
                   chains: int, workloads: tuple[str, ...], upstream: str | None, api_key: str | None,
-                  headers: tuple[str, ...], timeout_s: float, output: Path, profile_dirs: tuple[Path, ...]) -> None:
+                  headers: tuple[str, ...], timeout_s: float, output: Path, profile_dirs: tuple[Path, ...],
+                  as_json: bool) -> None:
     """Measure what gateways add to each model turn, side by side with the floor (the same work
     without a gateway), on loopback: W1 a text response, W2 its stream (first event, whole
     stream), W3 throughput, W4 one MCP tool round trip, W5 WebSocket mode (a response over an
@@ -58,11 +63,14 @@ def bench_command(*, targets: str, rounds: int, sequential: int, throughput_requ
     with redacted_consoles() as redactor:
         redactor.add(*parsed.values())
         try:
-            result = bench.run_bench(options, lambda line: err.print(line, soft_wrap=True, markup=False))
+            with Progress() as measuring:
+                result = bench.run_bench(options, for_people(True), measuring.update)
         except HarnessError as problem:
             error(str(problem))
             sys.exit(EXIT_USAGE)
         redactor.add(*(secret for target in result.targets for secret in target.secrets))
         report, data = bench.write(result, output, redactor.redact_text(command), redactor)
-        out.print(report.read_text(), markup=False, soft_wrap=True)
+        (err if as_json else out).print(report.read_text(), markup=False, soft_wrap=True)
         err.print(f"wrote {report} and {data}", soft_wrap=True, markup=False)
+        if as_json:
+            click.echo(data.read_text(), nl=False)

@@ -8,6 +8,7 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -18,7 +19,7 @@ from ..errors import did_you_mean
 from ..options import LIST_TAG, PROFILE_DIR
 from ..scenario.loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
 from ..scenario.model import scenario_json_schema
-from .click_options import click_options
+from .click_options import click_options, json_option
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
 
 SCHEMA_FILE = "scenario.schema.json"
@@ -47,29 +48,41 @@ def selected(catalogue: Catalogue, ids: tuple[str, ...], tags: tuple[str, ...]) 
 
 @click.group("profiles", invoke_without_command=True)
 @click_options(PROFILE_DIR)
+@json_option("Print one JSON object on standard output: profiles (each with name, path, title, lock: the lock "
+             "file or null, lock_command: how to write a missing lock or null, lacks: capability -> why) and "
+             "broken (each with name, path and problem); the rest goes to standard error.")
 @click.pass_context
-def profiles_command(ctx: click.Context, profile_dirs: tuple[Path, ...]) -> None:
+def profiles_command(ctx: click.Context, profile_dirs: tuple[Path, ...], as_json: bool) -> None:
     """List the target profiles (shipped, and in --profile-dir folders) and their locks; exit 2
     if one is broken."""
     if ctx.invoked_subcommand is not None:
         return
-    broken = 0
+    console = err if as_json else out
+    listed: list[dict[str, Any]] = []
+    broken: list[dict[str, str]] = []
     for name, path in profile_paths(profile_dirs).items():
         try:
             profile = find_profile(name, profile_dirs)
         except ProfileError as problem:
             error(str(problem))
-            broken += 1
+            broken.append({"name": name, "path": str(path), "problem": str(problem)})
             continue
         assert profile is not None
-        out.print(f"[bold]{name}[/bold] [dim]{escape(str(path))}[/dim]")
-        out.print(f"    {escape(profile.title)}", soft_wrap=True)
+        console.print(f"[bold]{name}[/bold] [dim]{escape(str(path))}[/dim]")
+        console.print(f"    {escape(profile.title)}", soft_wrap=True)
+        lock, command = None, None
         if profile.install is not None and (profile.install.packages or profile.install.downloads):
             lock = lock_paths(profile)[0 if profile.install.packages else 1]
-            out.print(f"    [dim]lock: {escape(str(lock))}[/dim]" if lock.is_file() else
-                      f"    [yellow]no lock[/yellow]: {escape(lock_command(profile))}", soft_wrap=True)
+            if not lock.is_file():
+                lock, command = None, lock_command(profile)
+            console.print(f"    [dim]lock: {escape(str(lock))}[/dim]" if lock else
+                          f"    [yellow]no lock[/yellow]: {escape(command or '')}", soft_wrap=True)
         for capability, why in profile.lacks.items():
-            out.print(f"    [dim]lacks {capability}: {escape(why)}[/dim]", soft_wrap=True)
+            console.print(f"    [dim]lacks {capability}: {escape(why)}[/dim]", soft_wrap=True)
+        listed.append({"name": name, "path": str(path), "title": profile.title, "lock": lock and str(lock),
+                       "lock_command": command, "lacks": dict(profile.lacks)})
+    if as_json:
+        click.echo(json.dumps({"profiles": listed, "broken": broken}, indent=2))
     sys.exit(EXIT_USAGE if broken else EXIT_OK)
 
 
@@ -95,25 +108,46 @@ def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
                   "commit it with the profile", soft_wrap=True)
 
 
+def _problems(catalogue: Catalogue) -> list[dict[str, str]]:
+    """The files of `catalogue` that could not be loaded, as `--json` shows them."""
+    return [{"path": str(problem.path), "message": problem.message} for problem in catalogue.errors]
+
+
 @click.command("list")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click_options(LIST_TAG)
-def list_command(paths: tuple[Path, ...], tags: tuple[str, ...]) -> None:
+@json_option("Print one JSON object on standard output: scenarios (each with id, title, modes, tags and path) and "
+             "problems (each file that could not be loaded: path and message); the rest goes to standard error.")
+def list_command(paths: tuple[Path, ...], tags: tuple[str, ...], as_json: bool) -> None:
     """List scenarios: id, modes, tags and title."""
     catalogue = load_catalogue(paths)
-    for loaded in selected(catalogue, (), tags):
+    console = err if as_json else out
+    listed = selected(catalogue, (), tags)
+    for loaded in listed:
         scenario = loaded.scenario
-        out.print(f"[bold]{scenario.id}[/bold] [dim]{'/'.join(scenario.modes)} · {', '.join(scenario.tags)}[/dim]")
-        out.print(f"    {scenario.title}", soft_wrap=True)
+        console.print(f"[bold]{scenario.id}[/bold] [dim]{'/'.join(scenario.modes)} · {', '.join(scenario.tags)}[/dim]")
+        console.print(f"    {scenario.title}", soft_wrap=True)
+    if as_json:
+        click.echo(json.dumps({"scenarios": [{"id": loaded.scenario.id, "title": loaded.scenario.title,
+                                              "modes": list(loaded.scenario.modes), "tags": list(loaded.scenario.tags),
+                                              "path": str(loaded.path)} for loaded in listed],
+                               "problems": _problems(catalogue)}, indent=2))
     sys.exit(EXIT_USAGE if catalogue.errors else EXIT_OK)
 
 
 @click.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-def validate(paths: tuple[Path, ...]) -> None:
+@json_option("Print one JSON object on standard output: valid (how many scenarios loaded), scenarios (each with id "
+             "and path) and problems (each with path and message); the rest goes to standard error.")
+def validate(paths: tuple[Path, ...], as_json: bool) -> None:
     """Check scenario files; print one line per problem."""
     catalogue = load_catalogue(paths)
-    out.print(f"{len(catalogue.scenarios)} scenario(s) valid, {len(catalogue.errors)} problem(s)")
+    (err if as_json else out).print(f"{len(catalogue.scenarios)} scenario(s) valid, {len(catalogue.errors)} problem(s)")
+    if as_json:
+        click.echo(json.dumps({"valid": len(catalogue.scenarios),
+                               "scenarios": [{"id": loaded.scenario.id, "path": str(loaded.path)}
+                                             for loaded in catalogue.scenarios],
+                               "problems": _problems(catalogue)}, indent=2))
     sys.exit(EXIT_USAGE if catalogue.errors else EXIT_OK)
 
 

@@ -3,9 +3,11 @@ It loads none of the servers (gateway, fixtures, uvicorn, mcp), so it starts at 
 
 from __future__ import annotations
 
+import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.markup import escape
@@ -16,7 +18,8 @@ from ..judge.judgement import Case, judge
 from ..model.findings import Finding, Severity
 from ..wire.capture import connection_in, exchange_files
 from ..wire.exchange import Exchange
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, out
+from .click_options import json_option
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out
 
 
 def _grouped(findings: list[Finding]) -> list[tuple[Finding, int]]:
@@ -57,7 +60,10 @@ def _exchanges_in(path: Path) -> list[Exchange]:
 @click.option("--current", is_flag=True,
               help="The exchanges were captured just now (a gateway's traffic today): a field the openai SDK "
                    "requires and they lack is a warning, not drift of older traffic.")
-def check_exchange(paths: tuple[Path, ...], surface: str, current: bool) -> None:
+@json_option("Print one JSON object on standard output: exchanges (each with name, worst: ok, note, warning or "
+             "error, and findings: severity, kind, rule, message, count), unreadable (each with path and "
+             "problem) and summary (files, unreadable, errors, warnings, notes); the rest goes to standard error.")
+def check_exchange(paths: tuple[Path, ...], surface: str, current: bool, as_json: bool) -> None:
     """Run every no-reference check (SDK schema, stream grammar) on exchange files.
 
     A file holds {"request": {method, url, body}, "response": {status, headers, body, sse}}, a
@@ -67,32 +73,42 @@ def check_exchange(paths: tuple[Path, ...], surface: str, current: bool) -> None
     error in the tally. Exit 1 if any error-level finding, 2 if a file could not be read or
     there are none."""
     chat = None if surface == "auto" else surface == "chat"
+    console = err if as_json else out
     files = tuple(exchange_files(list(paths)))
     if not files:
         error(f"no exchange files in {', '.join(map(str, paths))}")
         sys.exit(EXIT_USAGE)
     counts = {severity: 0 for severity in Severity}
-    unreadable = 0
+    checked: list[dict[str, Any]] = []
+    unreadable: list[dict[str, str]] = []
     for path in files:
         try:
             exchanges = _exchanges_in(path)
         except HarnessError as problem:
             error(str(problem))
-            unreadable += 1
+            unreadable.append({"path": str(path), "problem": str(problem)})
             continue
         for index, exchange in enumerate(exchanges):
             name = f"{path}[{index}]" if len(exchanges) > 1 else str(path)
             findings = judge(Case(exchange, chat, current=current)).findings
             worst = max((f.severity for f in findings), default=None)
             label = "ok" if worst is None or worst < Severity.WARNING else str(worst)
-            out.print(f"[bold]{escape(name)}[/bold]: {label}", soft_wrap=True)
-            for finding, count in _grouped(findings):
+            console.print(f"[bold]{escape(name)}[/bold]: {label}", soft_wrap=True)
+            grouped = _grouped(findings)
+            for finding, count in grouped:
                 times = f" (x{count})" if count > 1 else ""
-                out.print(escape(f"    {finding.severity} {finding.kind}/{finding.rule}{times}: {finding.message}"),
-                          soft_wrap=True)
+                console.print(escape(f"    {finding.severity} {finding.kind}/{finding.rule}{times}: "
+                                     f"{finding.message}"), soft_wrap=True)
             for finding in findings:
                 counts[finding.severity] += 1
-    unread = f" ({unreadable} unreadable)" if unreadable else ""
-    out.print(f"{len(files)} file(s) checked{unread}: {counts[Severity.ERROR] + unreadable} error(s), "
-              f"{counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
+            checked.append({"name": name, "worst": label, "findings": [
+                {"severity": str(finding.severity), "kind": str(finding.kind), "rule": str(finding.rule),
+                 "message": finding.message, "count": count} for finding, count in grouped]})
+    unread = f" ({len(unreadable)} unreadable)" if unreadable else ""
+    console.print(f"{len(files)} file(s) checked{unread}: {counts[Severity.ERROR] + len(unreadable)} error(s), "
+                  f"{counts[Severity.WARNING]} warning(s), {counts[Severity.NOTE]} note(s)")
+    if as_json:
+        click.echo(json.dumps({"exchanges": checked, "unreadable": unreadable, "summary": {
+            "files": len(files), "unreadable": len(unreadable), "errors": counts[Severity.ERROR],
+            "warnings": counts[Severity.WARNING], "notes": counts[Severity.NOTE]}}, indent=2))
     sys.exit(EXIT_USAGE if unreadable else EXIT_FAILED if counts[Severity.ERROR] else EXIT_OK)

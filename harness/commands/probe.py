@@ -24,6 +24,7 @@ from ..probe.run import run_probes
 from ..probe.send import BASE_INPUT
 from .click_options import click_options, json_option
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, for_people, redacted_consoles, say, warning
+from .progress import Progress
 
 DEFAULT_SEED = 17
 
@@ -42,7 +43,10 @@ DEFAULT_SEED = 17
               help="Only probes on fields that start with PREFIX, e.g. tools or 'GET /v1/responses' (repeatable).")
 @click_options(PROBE_JOBS, PROBE_SHARD)
 @click.option("--list", "list_only", is_flag=True, help="Print the selected probes (id, field) and send nothing.")
-@json_option("Print the comparison as JSON on standard output; everything for people goes to standard error.")
+@json_option("Print the comparison as one JSON object on standard output (command, target, against, selection, "
+             "probes, diverging, expected_from, groups, divergences, fields: probes and diverging per field "
+             "family, skipped; with --shard, the part's fields `parity merge` reads); everything for people, "
+             "the progress too, goes to standard error.")
 @click.option("--report", type=click.Path(path_type=Path, dir_okay=False), metavar="PATH",
               help="Write the comparison as a Markdown report.")
 def probe_command(*, against: str, record: Path | None, count: int | None, seed: int, defects: tuple[str, ...],
@@ -77,23 +81,24 @@ def probe_command(*, against: str, record: Path | None, count: int | None, seed:
         warning("--target reference compared with --against reference compares the reference gateway with itself: "
                 "give --against a folder of OpenAI's recorded answers (--record DIR on --target openai), or "
                 "--target your gateway")
-    progress = for_people(as_json)
+    tell = for_people(as_json)
     with redacted_consoles() as redactor:
         command = "parity " + shlex.join(sys.argv[1:])  # its secrets are removed where it is written
         shown = selection if part is None else f"{selection}; shard {part[0]}"
         settle()
         try:
-            comparison = run_probes(options, against, probes, jobs=jobs, redactor=redactor, record=record,
-                                    say=progress)
+            with Progress() as sending:
+                comparison = run_probes(options, against, probes, jobs=jobs, redactor=redactor, record=record,
+                                        say=tell, progress=sending.update)
         except HarnessError as problem:
             error(str(problem))
             sys.exit(EXIT_USAGE)
         for line in console_lines(comparison, shown):
-            progress(line)
+            tell(line)
         if report is not None:
             report.parent.mkdir(parents=True, exist_ok=True)
             redactor.write_text(report, markdown(comparison, shown, command))
-            progress(f"wrote {report}")
+            tell(f"wrote {report}")
         if as_json:
             whole = {} if part is None else part_fields(comparison, part[0], selected, selection,
                                                         "parity " + shlex.join(_unsplit(sys.argv[1:])))

@@ -67,8 +67,8 @@ def _printer(as_json: bool) -> Callable[[ProxyEvent], None]:
               help="Loopback port to listen on (0: any free one).")
 @click.option("--captures", type=click.Path(file_okay=False, path_type=Path), default=Path("captures"),
               show_default=True, help="Folder the exchanges are written to, one file each.")
-@json_option("Print each finding as a JSON line; the rest (where it listens, what is not checked) goes to standard "
-             "error.")
+@json_option("Print each finding as a JSON line on standard output (capture and the finding's fields, as in "
+             "results.json); the rest (where it listens, what is not checked) goes to standard error.")
 @click_options(MAX_ANSWER_MB)
 @click.option("--max-request-mb", type=click.FloatRange(0, min_open=True), default=ProxyLimits.max_request_bytes / _MB,
               show_default=True, help="A larger request body is refused with a 413 in OpenAI's error envelope, "
@@ -130,7 +130,8 @@ def _show(replayed: Replayed, as_json: bool) -> None:
 @click.command("replay")
 @click.argument("captures", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click_options(*TARGET_OPTIONS)
-@json_option("Print each exchange's result as a JSON line.")
+@json_option("Print each exchange's result as a JSON line on standard output (capture, status, differs, errors: "
+             "each side's error message where the answers' errors differ, findings); errors go to standard error.")
 def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) -> None:
     """Send the captured requests (folders of `parity proxy` captures, or files) again to
     --target, in order, and diff the contract of each new answer with the captured one. The

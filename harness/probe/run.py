@@ -21,7 +21,7 @@ from ..wire.redaction import Redactor
 from .answers import Recorded, read_answers, write_answers
 from .compare import Comparison
 from .generate import Probe
-from .send import Outcome, send_probes
+from .send import OnProgress, Outcome, send_probes
 
 REFERENCE_SOURCE = "the reference gateway"
 """How an expectation taken from the reference gateway is named: the spec where OpenAI is not
@@ -68,10 +68,12 @@ def lacked(probe: Probe, lacks: Mapping[str, str]) -> str | None:
 
 
 def answers_of(options: TargetOptions, probes: Sequence[Probe], *, jobs: int, redactor: Redactor,
-               say: Callable[[str], None] = lambda line: None) -> tuple[str, dict[str, Outcome], dict[str, str]]:
-    """The target's name, its outcome of each probe it was sent, and why the others were not
-    (its profile says it lacks what they need): what the target needs is started for the probes
-    and stopped after. `HarnessError` when it cannot be started or reached."""
+               say: Callable[[str], None] = lambda line: None, progress: OnProgress = lambda what, done, total: None
+               ) -> tuple[str, dict[str, Outcome], dict[str, str]]:
+    """The target's name, its outcome of each probe it was sent (`progress` told as they come),
+    and why the others were not (its profile says it lacks what they need): what the target
+    needs is started for the probes and stopped after. `HarnessError` when it cannot be started
+    or reached."""
     with open_session(options, (), say, redactor, gateway=PROBED_GATEWAY, apart=len(probes) >= APART_FROM_PROBES) \
             as session:
         target = session.target
@@ -82,18 +84,20 @@ def answers_of(options: TargetOptions, probes: Sequence[Probe], *, jobs: int, re
         say(f"sending {len(sent)} probes to {target.name}" + (f" ({len(skipped)} need what it lacks)" if skipped
                                                             else "") + " ...")
         upstream = session.stack.upstream_url if session.stack is not None else None
-        outcomes = asyncio.run(send_probes(target, sent, upstream_url=upstream, jobs=jobs))
+        outcomes = asyncio.run(send_probes(target, sent, upstream_url=upstream, jobs=jobs, progress=progress))
         return target.name, outcomes, skipped
 
 
 def run_probes(options: TargetOptions, against: str, probes: Sequence[Probe], *, jobs: int, redactor: Redactor,
-               record: Path | None = None, say: Callable[[str], None] = lambda line: None) -> Comparison:
+               record: Path | None = None, say: Callable[[str], None] = lambda line: None,
+               progress: OnProgress = lambda what, done, total: None) -> Comparison:
     """The probes sent to `options.target` and compared with `against`: a target (`reference`,
     a URL, a profile) or a folder of recorded answers, the reference gateway answering the
     probes it lacks. Where the reference gateway refused for a limit of its own, OpenAI's
-    description is the expectation. With `record`, the target's answers are kept there too."""
+    description is the expectation. With `record`, the target's answers are kept there too;
+    `progress` is told how far each side's sending has come."""
     recorded = read_answers(Path(against)) if Path(against).is_dir() else None
-    name, got, skipped = answers_of(options, probes, jobs=jobs, redactor=redactor, say=say)
+    name, got, skipped = answers_of(options, probes, jobs=jobs, redactor=redactor, say=say, progress=progress)
     if record is not None:
         say(f"recorded {len(got)} answers of {name} in {write_answers(record, options.target, got, redactor)}")
     sent = [probe for probe in probes if probe.id in got]
@@ -105,7 +109,8 @@ def run_probes(options: TargetOptions, against: str, probes: Sequence[Probe], *,
     if missing := [probe for probe in sent if probe.id not in expected]:
         compared = TargetOptions(target=against if recorded is None else REFERENCE, timeout_s=options.timeout_s,
                                  upstream=options.upstream, profile_dirs=options.profile_dirs)
-        other, answers, _ = answers_of(compared, missing, jobs=jobs, redactor=redactor, say=say)
+        other, answers, _ = answers_of(compared, missing, jobs=jobs, redactor=redactor, say=say,
+                                          progress=progress)
         for probe in missing:
             if other == REFERENCE and own_limit(answers[probe.id]):
                 expected[probe.id], sources[probe.id] = described(probe), DESCRIPTION_SOURCE

@@ -14,7 +14,7 @@ probes name (a stored response, a vector store, ...) are created on the target f
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -30,6 +30,8 @@ from .objects import create_objects, fill, filled_body
 BASE_INPUT = "Answer with one word."
 PROBE_ANSWER = ModelTurn(text="ok")
 """What the scripted model answers a probe the target accepted."""
+OnProgress = Callable[[str, int, int], None]
+"""Told how far sending has come: what is sent (`probes to <target>`), how many answered, of how many."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +106,11 @@ def probes_for(target: Target, ids: Sequence[str], run: str) -> list[Probe]:
     return [made[probe_id] for probe_id in ids]
 
 
-async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str | None, jobs: int) -> dict[str, Outcome]:
-    """Each probe's outcome on the target, `jobs` at a time; with `upstream_url` (the scripted
-    upstream the target's model is) the probes' run is registered there first and forgotten
-    after."""
+async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str | None, jobs: int,
+                      progress: OnProgress = lambda what, done, total: None) -> dict[str, Outcome]:
+    """Each probe's outcome on the target, `jobs` at a time, `progress` told as each comes; with
+    `upstream_url` (the scripted upstream the target's model is) the probes' run is registered
+    there first and forgotten after."""
     run = new_run_token()
     probes = probes_for(target, ids, run)
     outcomes: dict[str, Outcome] = {}
@@ -123,6 +126,7 @@ async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str |
                 exchange = await send(http, target, probe.method, request_path(target, probe, objects),
                                       filled_body(probe.body, objects))
             outcomes[probe.id] = outcome(exchange)
+            progress(f"probes to {target.name}", len(outcomes), len(probes))
 
         try:
             await asyncio.gather(*(one(probe) for probe in probes))

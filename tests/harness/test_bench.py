@@ -228,12 +228,20 @@ def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_withou
     assert "## W4 MCP round trip" in written
 
 
-def test_a_profiled_gateways_header_values_never_reach_the_report(tmp_path: Path) -> None:
+def test_a_profiled_gateways_header_values_never_reach_the_report_nor_its_json(tmp_path: Path) -> None:
+    """With --json the JSON written beside the report is the only thing on standard output."""
     profile = Path(__file__).parent / "profiles" / "echoes-its-headers.yaml"
     output = tmp_path / "bench.md"
     result = CliRunner().invoke(main, ["bench", "--targets", str(profile), "-w", "text", "--rounds", "1",
-                                       "--requests", "2", "--output", str(output)])
+                                       "--requests", "2", "--output", str(output), "--json"])
     assert result.exit_code == 0, result.output
-    written = output.read_text() + output.with_suffix(".json").read_text() + result.output
+    document = json.loads(result.stdout)
+    assert document == json.loads(output.with_suffix(".json").read_text())
+    assert document["options"]["workloads"] == ["text"] and document["options"]["rounds"] == 1
+    assert [target["name"] for target in document["targets"]] == ["echoes-its-headers"]
+    assert {(batch["target"], batch["workload"]) for batch in document["batches"]} == {
+        ("floor", "text"), ("echoes-its-headers", "text")}
+    assert "## Overview" in result.stderr
+    written = output.read_text() + result.stdout + result.stderr
     assert "HTTP 403" in written and "tenant <redacted> is unknown" in written
     assert "tenant-secret-4242" not in written
