@@ -3,11 +3,11 @@
 - quiet (`-q`): nothing while the run goes; at its end one line per scenario run that failed
   or could not run, and the tally;
 - default: the run's progress (`progress.py`), each scenario run that failed or could not run
-  as it finishes, with the findings that fail it; at the end the unsupported runs, one line per
-  reason with how many (as pytest's `SKIPPED [28] reason`), and the tally;
+  as it finishes, with the findings that fail it; at the end, as pytest's short summary, the
+  unsupported runs, one line per reason with how many (as its `SKIPPED [28] reason`), a line
+  per run that did not pass, and the tally;
 - verbose (`-v`): a line per finished scenario run, with every finding (warnings and notes of
-  passing ones too); at the end the table of every scenario and mode, the unsupported runs by
-  reason and the tally.
+  passing ones too); at the end the table of every scenario and mode, then the default's end.
 
 All of it goes to standard output, or to standard error when standard output carries the
 results document (`--json`); the progress always to standard error."""
@@ -112,20 +112,19 @@ class RunConsole:
                                "them)[/dim]", soft_wrap=True)
 
     def finished(self, results: list[ScenarioResult], tally_line: str, not_run: int, report: Path | None) -> None:
-        """The end of the run: (quiet) a line per run that did not pass, or (verbose) the table;
-        the unsupported runs by reason; the tally, with how many runs were never started and
-        where the report is."""
-        if self.verbosity == QUIET:
-            for result in results:
-                if result.outcome in _NOT_PASSED:
-                    self.console.print(f"[{_STYLE[result.outcome]}]{_LABEL[result.outcome]}[/] {result.scenario.id} "
-                                       f"\\[{result.mode}]: {escape(_first_problem(result))}", soft_wrap=True)
-        else:
-            if self.verbosity == VERBOSE:
-                self.console.print(_summary(results))
+        """The end of the run, as pytest's short summary: (verbose) the table; (unless quiet) the
+        unsupported runs by reason; a line per run that did not pass; the tally, with how many
+        runs were never started and where the report is."""
+        if self.verbosity == VERBOSE:
+            self.console.print(_summary(results))
+        if self.verbosity > QUIET:
             for reason, count in Counter(result.unsupported for result in results if result.unsupported).items():
                 self.console.print(f"[{_STYLE['unsupported']}]unsupported[/] \\[{count}] {escape(reason)}",
                                    soft_wrap=True)
+        for result in results:
+            if result.outcome in _NOT_PASSED:
+                self.console.print(f"[{_STYLE[result.outcome]}]{_LABEL[result.outcome]}[/] {result.scenario.id} "
+                                   f"\\[{result.mode}]: {escape(_first_problem(result))}", soft_wrap=True)
         line = tally_line + (f"; {not_run} not run (stopped at the first failure)" if not_run else "")
         self.console.print(escape(line + (f"; report: {report}" if report else "")), soft_wrap=True)
 
