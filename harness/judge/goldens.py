@@ -156,4 +156,7 @@ def resolve(spec: str, golden_dirs: Iterable[Path]) -> Path:
     for folder in searched:
         if (folder / MANIFEST).is_file():
             return folder
-    raise HarnessError(f"no golden set {name!r} in {', '.join(str(f.parent) for f in searched)}")
+    record = "parity record --target openai" if name == "openai" else f"parity record --target TARGET --name {name}"
+    elsewhere = f" --golden-dir {searched[0].parent}" if searched and searched[0].parent != DEFAULT_GOLDEN_DIR else ""
+    raise HarnessError(f"no golden set {name!r} in {', '.join(str(f.parent) for f in searched)}; "
+                       f"record one with `{record}{elsewhere}`")

@@ -122,6 +122,8 @@ def test_a_baseline_keeps_known_divergences_from_failing_but_not_new_ones(tmp_pa
 def test_an_unknown_golden_set_is_a_usage_error(tmp_path: Path) -> None:
     code, output = invoke("run", "-s", "text-basic", "--against", "golden:nowhere", "--golden-dir", str(tmp_path))
     assert code == 2 and "no golden set 'nowhere'" in output
+    assert f"record one with `parity record --target TARGET --name nowhere --golden-dir {tmp_path}`" in \
+        " ".join(output.split())
 
 
 def test_the_html_report_shows_the_matrix_and_the_streams_side_by_side(tmp_path: Path) -> None:
