@@ -30,7 +30,7 @@ from .console import EXIT_USAGE, err, error, out, say
 _script_option = click.option(
     "--script", "script", type=click.Path(dir_okay=False, path_type=Path), default=None,
     help="A YAML file of model turns answering requests that carry no run marker, in order of arrival "
-         "(see the README: drive the scripted upstream by hand).")
+         "(docs/reference/scripted-upstream.md: drive it by hand).")
 """`--script` of `parity serve` and of `parity serve upstream`."""
 _strict_option = click.option(
     "--strict", is_flag=True, default=False,

@@ -1,9 +1,9 @@
-"""The CI workflow (`.github/workflows/parity.yml`) is the one the README shows, has the shape
+"""The CI workflow (`.github/workflows/parity.yml`) is the one the CI guide (docs/guides/ci.md) shows, has the shape
 GitHub Actions accepts (checked against the workflow schema that check-jsonschema ships, never
 fetched), and its `gateway` job works as written: its `run:` steps are run literally, in
 order, each in a shell of its own as a runner runs them, in a copy of the checkout, and the
 scenarios run against the reference gateway started as a separate process get no failure.
-The README's workflows that split a run and a matrix (gateway x shard) over machines are of
+The guide's workflows that split a run and a matrix (gateway x shard) over machines are of
 that shape too, and run here job by job, their artifacts passed on as GitHub passes them: the
 merged matrix is the unsplit one."""
 
@@ -35,7 +35,7 @@ from responses_parity.harness.scenario.loader import parse_yaml
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 WORKFLOW = REPOSITORY / ".github" / "workflows" / "parity.yml"
-README = REPOSITORY / "README.md"
+CI_GUIDE = REPOSITORY / "docs" / "guides" / "ci.md"
 STEP_TIMEOUT_S = 600.0
 STOP_GRACE_S = 10.0
 NOT_COPIED = (".git", ".venv", "reports", "logs", "*.egg-info", "__pycache__", ".pytest_cache", "*.sqlite3*")
@@ -50,8 +50,8 @@ def steps(job: str) -> list[dict[str, Any]]:
     return workflow()["jobs"][job]["steps"]
 
 
-def test_the_readme_shows_the_workflow_file_as_it_is() -> None:
-    blocks = re.findall(r"^```yaml\n(.*?)^```$", README.read_text(), re.MULTILINE | re.DOTALL)
+def test_the_ci_guide_shows_the_workflow_file_as_it_is() -> None:
+    blocks = re.findall(r"^```yaml\n(.*?)^```$", CI_GUIDE.read_text(), re.MULTILINE | re.DOTALL)
     shown = [block for block in blocks if block.startswith("# .github/workflows/parity.yml\n")]
     assert shown == [WORKFLOW.read_text()]
 
@@ -153,19 +153,19 @@ def test_the_gateway_job_runs_as_written_and_gets_no_failure(checkout: Path, ste
 
 
 SPLIT_WORKFLOWS = ("# a split run", "# a split matrix")
-"""How the README's workflows that split over machines begin: the jobs of a workflow each."""
+"""How the CI guide's workflows that split over machines begin: the jobs of a workflow each."""
 
 
-def readme_workflow(title: str) -> dict[str, Any]:
-    """The README's workflow that begins with `title`, made a workflow of its jobs, as the README says."""
-    blocks = re.findall(r"^```yaml\n(.*?)^```$", README.read_text(), re.MULTILINE | re.DOTALL)
+def guide_workflow(title: str) -> dict[str, Any]:
+    """The CI guide's workflow that begins with `title`, made a workflow of its jobs, as the guide says."""
+    blocks = re.findall(r"^```yaml\n(.*?)^```$", CI_GUIDE.read_text(), re.MULTILINE | re.DOTALL)
     [jobs] = [parse_yaml(block) for block in blocks if block.startswith(title)]
     return {"name": "split", "on": "push"} | jobs
 
 
 @pytest.mark.parametrize("title", SPLIT_WORKFLOWS)
-def test_the_readme_s_split_workflows_are_ones_github_actions_accepts_that_merge_every_shard(title: str) -> None:
-    split = readme_workflow(title)
+def test_the_guide_s_split_workflows_are_ones_github_actions_accepts_that_merge_every_shard(title: str) -> None:
+    split = guide_workflow(title)
     assert [error.message for error in jsonschema.Draft7Validator(_workflow_schema()).iter_errors(split)] == []
     [(name, job)] = [(name, job) for name, job in split["jobs"].items() if "strategy" in job]
     shards = job["strategy"]["matrix"]["shard"]
@@ -214,12 +214,12 @@ def run_here(workflow: dict[str, Any], root: Path, monkeypatch: pytest.MonkeyPat
 
 
 SCENARIOS = ["-s", "text-basic", "-s", "function-call", "-s", "background-poll"]
-"""A few scenarios, for the README's workflows run here (one the child gateway's profile lacks)."""
+"""A few scenarios, for the CI guide's workflows run here (one the child gateway's profile lacks)."""
 
 
-def test_the_readme_s_split_run_runs_here_and_merges_every_shard(tmp_path: Path,
+def test_the_guide_s_split_run_runs_here_and_merges_every_shard(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    codes = run_here(readme_workflow("# a split run"), tmp_path, monkeypatch, {"run": SCENARIOS})
+    codes = run_here(guide_workflow("# a split run"), tmp_path, monkeypatch, {"run": SCENARIOS})
     assert codes == {"shard": [0, 0, 0, 0], "report": [0]}
     merged = json.loads((tmp_path / "report" / "reports" / "latest" / "results.json").read_text())
     assert sorted((entry["scenario"], entry["mode"]) for entry in merged["results"]) == \
@@ -227,15 +227,15 @@ def test_the_readme_s_split_run_runs_here_and_merges_every_shard(tmp_path: Path,
     assert (tmp_path / "report" / "reports" / "junit.xml").is_file()
 
 
-def test_the_readme_s_split_matrix_runs_here_as_gateway_x_shard_and_merges_into_the_unsplit_matrix(
+def test_the_guide_s_split_matrix_runs_here_as_gateway_x_shard_and_merges_into_the_unsplit_matrix(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The job matrix's gateways are two this machine starts: the reference gateway, embedded
-    and in a child process from a profile (the README's would be installed, minutes each)."""
+    and in a child process from a profile (the guide's would be installed, minutes each)."""
     profiles = tmp_path / "profiles"
     profiles.mkdir()
     shutil.copy(REPOSITORY / "tests" / "harness" / "profiles" / "reference-process.yaml", profiles)
     monkeypatch.setenv("PARITY_CACHE_DIR", str(tmp_path / "cache"))
-    workflow = readme_workflow("# a split matrix")
+    workflow = guide_workflow("# a split matrix")
     workflow["jobs"]["matrix"]["strategy"]["matrix"]["gateway"] = ["reference", "reference-process"]
     extra = [*SCENARIOS, "--profile-dir", str(profiles)]
     codes = run_here(workflow, tmp_path / "jobs", monkeypatch, {"matrix": extra})

@@ -6,7 +6,7 @@ with the scripted model behind it and the MCP fixtures on loopback in place of p
 No test reaches OpenAI. These show that every live section is valid, that its steering reaches
 the step it names and no other, and that the steered requests still get the answers the
 scenario states from a gateway that answers as OpenAI does. What OpenAI's own model chooses is
-shown only by a real live run. The statements of what live mode covers (README.md and
+shown only by a real live run. The statements of what live mode covers (docs/guides/live-openai.md and
 scenarios/README.md) are kept to the catalogue."""
 
 from __future__ import annotations
@@ -118,13 +118,13 @@ def coverage() -> dict[str, Any]:
                                and loaded not in with_mcp)}
 
 
-def test_the_readme_says_what_live_mode_covers_today() -> None:
-    text = (REPOSITORY / "README.md").read_text()
+def test_the_live_guide_says_what_live_mode_covers_today() -> None:
+    text = (REPOSITORY / "docs" / "guides" / "live-openai.md").read_text()
     said = re.search(
         r"Today (?P<live>\d+) of the (?P<scenarios>\d+) built-in scenarios run live \((?P<live_units>\d+) of their "
         r"(?P<units>\d+) units\), (?P<mcp>\d+) of them \((?P<mcp_units>\d+) units\) only with (?P<public>.*?); "
         r"without it, (?P<offline>\d+) scenarios \((?P<offline_units>\d+) units\)\.", " ".join(text.split()))
-    assert said is not None, "README.md no longer says what live mode covers"
+    assert said is not None, "docs/guides/live-openai.md no longer says what live mode covers"
     facts = coverage()
     assert {key: int(value) for key, value in said.groupdict().items() if key != "public"} == \
         {key: value for key, value in facts.items() if key in said.groupdict() and key != "public"}
@@ -144,9 +144,9 @@ def test_the_catalogue_says_which_scenarios_do_not_run_live() -> None:
     assert sorted(re.findall(r"\[([a-z0-9-]+)\]\(", said["not_live"])) == facts["not_live"]
 
 
-def test_the_readme_says_how_many_runs_each_mode_choice_makes() -> None:
+def test_the_own_gateway_guide_says_how_many_runs_each_mode_choice_makes() -> None:
     said = re.search(r"(?P<all>\d+) runs pass on the reference gateway with `--mode all`, (?P<http>\d+) without",
-                     " ".join((REPOSITORY / "README.md").read_text().split()))
-    assert said is not None, "README.md no longer says how many runs --mode all makes"
+                     " ".join((REPOSITORY / "docs" / "guides" / "own-gateway.md").read_text().split()))
+    assert said is not None, "docs/guides/own-gateway.md no longer says how many runs --mode all makes"
     every_mode = sum(len(loaded.scenario.modes) for loaded in CATALOGUE)
     assert (int(said["all"]), int(said["http"])) == (every_mode, units(CATALOGUE))

@@ -103,8 +103,8 @@ def test_a_run_uses_the_served_fixtures_and_says_why_a_gateway_could_not_reach_t
 
 def test_the_own_gateway_path_without_the_web_search_setting_says_the_gateways_reason_and_blames_no_guard(
         served: dict[str, Any], tmp_path: Path) -> None:
-    """README's "Test your own gateway", with the `web_search` line left out: the failing step
-    leads with what the gateway said, folds what it caused under it, and says nothing of an
+    """The own-gateway guide's set-up (docs/guides/own-gateway.md), with the `web_search` line left
+    out: the failing step leads with what the gateway said, folds what it caused under it, and says nothing of an
     outbound guard (the guard allowed the fixtures: the gateway refused the tool)."""
     config = {key: value for key, value in served["reference_config"].items() if key != "web_search"}
     with running(tmp_path) as start:
