@@ -38,7 +38,7 @@ WORKFLOW = REPOSITORY / ".github" / "workflows" / "parity.yml"
 CI_GUIDE = REPOSITORY / "docs" / "guides" / "ci.md"
 STEP_TIMEOUT_S = 600.0
 STOP_GRACE_S = 10.0
-NOT_COPIED = (".git", ".venv", "reports", "logs", "*.egg-info", "__pycache__", ".pytest_cache", "*.sqlite3*")
+NOT_COPIED = (".git", ".venv", "reports", "logs", "site", "*.egg-info", "__pycache__", ".pytest_cache", "*.sqlite3*")
 """What a fresh checkout does not have: the local environment and earlier runs' output."""
 
 
@@ -84,9 +84,9 @@ def test_the_tool_is_installed_from_the_repository_until_it_is_published() -> No
     assert installs and all(re.match(r"pip install \.(\s|$)", line) for line in installs), installs
 
 
-def test_the_screenshots_of_the_browser_test_are_uploaded() -> None:
+def test_the_screenshots_of_the_browser_test_and_the_docs_site_are_uploaded() -> None:
     uploaded = [step["with"]["path"] for step in steps("tests") if "upload-artifact" in step.get("uses", "")]
-    assert uploaded == ["reports/latest/screenshots"]
+    assert uploaded == ["reports/latest/screenshots", "site"]
     assert any(step.get("run") == "bash .ci/run" for step in steps("tests"))
 
 
