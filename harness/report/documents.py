@@ -17,11 +17,11 @@ from typing import Any
 from ..engine.targets import Target
 from ..judge.results import Outcome, ScenarioResult, StepResult
 from ..model.contract import sequence_marks, streamed_sequence
-from ..model.findings import Severity
 from ..model.versions import versions
 from ..scenario.model import FORMAT_VERSION
 from ..scenario.vocabulary import output_item_types, sdk_event_types
 from ..wire.redaction import Redactor
+from .failed import FAILED, roots_of, skipped_steps
 from .html import modes_run, render_html, unit_anchor
 
 
@@ -193,6 +193,7 @@ def result_entry(result: ScenarioResult) -> dict[str, Any]:
     return {
         "scenario": result.scenario.id,
         "title": result.scenario.title,
+        "tags": list(result.scenario.tags),
         "path": result.path,
         "mode": result.mode,
         "outcome": result.outcome,
@@ -209,7 +210,35 @@ _MARK = {"pass": "pass", "known": "known", "fail": "**FAIL**", "could_not_run": 
          "unsupported": "unsupported"}
 
 
+def _finding_line(step: str, finding: dict[str, Any]) -> str:
+    known = " *(known divergence)*" if finding["known"] else ""
+    return (f"step `{step}`: {finding['severity']}{known} ({finding['kind']}, `{finding['rule']}`): "
+            f"{finding['message']}")
+
+
+def _unit_lines(result: dict[str, Any]) -> list[str]:
+    """A scenario run that did not pass, led by its root cause (`failed`): each root a line, what
+    it caused (or found again) under it, then the steps skipped and the raw exchanges."""
+    lines = [f"<a id=\"{unit_anchor(result['scenario'], result['mode'])}\"></a>", "",
+             f"### {result['scenario']} [{result['mode']}]", ""]
+    for root in roots_of(result):
+        lines.append(f"- step `{root.step}` could not run: {root.error}" if root.finding is None
+                     else f"- {_finding_line(root.step, root.finding)}")
+        lines += [f"  - {'caused by it' if finding.get('consequence') else 'the same, again'}: "
+                  f"{_finding_line(step, finding)}" for step, finding in root.caused]
+    skipped = skipped_steps(result)
+    lines += [f"- step `{step}` skipped, since an earlier step failed: {why}" for step, why in skipped.items()]
+    for step in result["steps"]:
+        if step["outcome"] != "pass" and step["inferred"] and step["step"] not in skipped:
+            lines.append(f"- step `{step['step']}` states more than OpenAI's recordings show: {step['inferred']}")
+        if step["exchange_file"]:
+            lines.append(f"- raw exchange of `{step['step']}`: [{step['exchange_file']}]({step['exchange_file']})")
+    return [*lines, ""]
+
+
 def markdown(document: dict[str, Any]) -> str:
+    """report.md, in report.html's order: the summary, what failed (each failing run led by its
+    root cause), the matrix, the known divergences, the coverage of OpenAI's types."""
     summary = document["summary"]
     lines = [
         "# responses-parity report",
@@ -234,43 +263,29 @@ def markdown(document: dict[str, Any]) -> str:
         f"Gateway policy (no OpenAI counterpart, not counted toward parity): "
         f"{summary['gateway_policy']['pass']} of {summary['gateway_policy']['runs']}.",
         "",
-        "| scenario | " + " | ".join(ran := modes_run(document["results"])) + " |",
-        "|---|" + "---|" * len(ran),
     ]
-    by_scenario: dict[str, dict[str, str]] = {}
-    policy: set[str] = set()
+    ran = modes_run(document["results"])
+    by_scenario: dict[str, dict[str, dict[str, Any]]] = {}
     for result in document["results"]:
-        by_scenario.setdefault(result["scenario"], {})[result["mode"]] = _MARK[result["outcome"]]
-        if not result["openai_counterpart"]:
-            policy.add(result["scenario"])
-    for scenario, modes in by_scenario.items():
-        name = f"{scenario} *(gateway policy)*" if scenario in policy else scenario
-        lines.append(f"| {name} | " + " | ".join(modes.get(mode, "-") for mode in ran) + " |")
-    problems = [r for r in document["results"] if r["outcome"] in ("known", "fail", "could_not_run")]
-    if problems:
-        lines += ["", "## What differs", ""]
-    for result in problems:
-        lines += [f"<a id=\"{unit_anchor(result['scenario'], result['mode'])}\"></a>", "",
-                  f"### {result['scenario']} [{result['mode']}]", ""]
-        for step in result["steps"]:
-            if step["outcome"] == "pass":
-                continue
-            if step["inferred"]:
-                lines.append(f"- step `{step['step']}` states more than OpenAI's recordings show: "
-                             f"{step['inferred']}")
-            if step["error"]:
-                lines.append(f"- step `{step['step']}` could not run: {step['error']}")
-            for finding in step["findings"]:
-                if Severity.named(finding["severity"]) >= Severity.WARNING:
-                    known = " *(known divergence)*" if finding["known"] else ""
-                    caused = "  - caused by it: " if finding.get("consequence") else "- "
-                    lines.append(f"{caused}step `{step['step']}`: {finding['severity']}{known} ({finding['kind']}, "
-                                 f"`{finding['rule']}`): {finding['message']}")
-            if step["exchange_file"]:
-                lines.append(f"  - raw exchange: [{step['exchange_file']}]({step['exchange_file']})")
-        lines.append("")
+        by_scenario.setdefault(result["scenario"], {})[result["mode"]] = result
+    in_order = [modes[mode] for modes in by_scenario.values() for mode in ran if mode in modes]
+    failed = [result for result in in_order if result["outcome"] in FAILED]
+    if failed or document["file_errors"]:
+        lines += ["## What failed", ""]
+    for result in failed:
+        lines += _unit_lines(result)
     if document["file_errors"]:
-        lines += ["", "## Scenario file errors", ""] + [f"- {error}" for error in document["file_errors"]]
+        lines += ["Scenario file errors:", ""] + [f"- {error}" for error in document["file_errors"]] + [""]
+    lines += ["## Parity matrix", "", "| scenario | " + " | ".join(ran) + " |", "|---|" + "---|" * len(ran)]
+    for scenario, modes in by_scenario.items():
+        policy = not next(iter(modes.values()))["openai_counterpart"]
+        name = f"{scenario} *(gateway policy)*" if policy else scenario
+        lines.append(f"| {name} | " + " | ".join(_MARK[modes[mode]["outcome"]] if mode in modes else "-"
+                                                  for mode in ran) + " |")
+    if known := [result for result in in_order if result["outcome"] == "known"]:
+        lines += ["", "## Known divergences (the baseline's)", ""]
+        for result in known:
+            lines += _unit_lines(result)
     lines += ["", "## Coverage of OpenAI's types", "", "| | exercised | not exercised |", "|---|---|---|"]
     for name, label in (("event_types", "stream event types"), ("item_types", "output item types")):
         part = document["coverage"][name]

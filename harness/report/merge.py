@@ -82,6 +82,16 @@ _STRING, _NUMBER, _INTEGER, _LIST = {"type": "string"}, {"type": "number"}, {"ty
 _COVERAGE = object_schema({"exercised": {"type": "object", "additionalProperties": _INTEGER},
                      "not_exercised": {"type": "array", "items": _STRING},
                      "unknown_to_sdk": {"type": "array", "items": _STRING}})
+_RESULT = object_schema({
+    "scenario": _STRING, "mode": _STRING, "outcome": {"enum": list(OUTCOMES)}, "path": _STRING,
+    "duration_s": _NUMBER, "unsupported": {}, "openai_counterpart": {"type": "boolean"},
+    "steps": {"type": "array", "items": object_schema({
+        "step": _STRING, "outcome": _STRING, "error": {}, "inferred": {}, "exchange_file": {},
+        "stream": {"type": ["object", "null"]},
+        "findings": {"type": "array", "items": object_schema({
+            "known": {"type": "boolean"}, "severity": _STRING, "kind": _STRING, "rule": _STRING,
+            "message": _STRING})}})}})
+_RESULT["properties"]["tags"] = {"type": "array", "items": _STRING}  # a document written before tags were kept has none
 _SHARD_DOCUMENT = Draft202012Validator(object_schema({
     "tool": {"type": "object"}, "scenario_format": {}, "sdk": {"type": "object"},
     "target": object_schema({"name": _STRING, "model": _STRING}),
@@ -89,15 +99,7 @@ _SHARD_DOCUMENT = Draft202012Validator(object_schema({
     "summary": object_schema({"not_run": _INTEGER}),
     "coverage": {"type": "object", "additionalProperties": _COVERAGE},
     "shard": object_schema({"index": _INTEGER, "count": _INTEGER, "units": {"type": "array", "items": _STRING}}),
-    "results": {"type": "array", "items": object_schema({
-        "scenario": _STRING, "mode": _STRING, "outcome": {"enum": list(OUTCOMES)}, "path": _STRING,
-        "duration_s": _NUMBER, "unsupported": {}, "openai_counterpart": {"type": "boolean"},
-        "steps": {"type": "array", "items": object_schema({
-            "step": _STRING, "outcome": _STRING, "error": {}, "inferred": {}, "exchange_file": {},
-            "stream": {"type": ["object", "null"]},
-            "findings": {"type": "array", "items": object_schema({
-                "known": {"type": "boolean"}, "severity": _STRING, "kind": _STRING, "rule": _STRING,
-                "message": _STRING})}})}})},
+    "results": {"type": "array", "items": _RESULT},
 }))
 """What `merge` and the reports it writes read of a shard's results document
 (`documents.results_document`)."""

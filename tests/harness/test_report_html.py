@@ -5,12 +5,13 @@ held against (or the reason there is none), with the arrival time of every event
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from report_pages import ReportPage, misstated_scenarios
+from report_pages import ReportPage, scenarios_for_reports
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.model.contract import collapse
@@ -19,14 +20,14 @@ from responses_parity.harness.report.charts import (MAX_MARKS_PER_ROW, TIME_PX, 
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 SCENARIOS = ("text-misstated", "text-basic", "mcp-call", "function-call-output-prev-id", "chat-passthrough",
-             "error-missing-model")
+             "error-missing-model", "chain-refused")
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], ReportPage, Path]:
     folder = tmp_path_factory.mktemp("report")
     selection = [argument for scenario in SCENARIOS for argument in ("-s", scenario)]
-    misstated = misstated_scenarios(folder / "scenarios")
+    misstated = scenarios_for_reports(folder / "scenarios")
     result = CliRunner().invoke(main, ["run", str(builtin_scenarios_dir()), str(misstated), *selection,
                                        "--mode", "all", "--report-dir", str(folder)], catch_exceptions=False)
     assert result.exit_code == 1, result.output  # text-misstated fails, on purpose
@@ -44,9 +45,43 @@ def test_every_finding_of_every_run_is_in_the_report(report) -> None:
         findings = [f for step in result["steps"] for f in step["findings"]]
         assert len(shown) == len(findings), result["scenario"]
         for finding in findings:
-            assert any(finding["message"] in line and line.startswith(finding["severity"]) for line in shown)
+            assert any(finding["message"] in line and line.startswith(("caused by it: " if finding["consequence"]
+                                                                        else "") + finding["severity"])
+                       for line in shown)
     json_only = page.findings["unit-text-misstated-nonstream"]
     assert any("status is 'completed', expected 'incomplete'" in line for line in json_only)
+
+
+def test_the_report_leads_with_what_failed_each_run_once_led_by_its_cause(report) -> None:
+    document, page, _ = report
+    failed = {f"unit-{r['scenario']}-{r['mode']}" for r in document["results"] if r["outcome"] == "fail"}
+    assert len(failed) == 6  # text-misstated and chain-refused, in each mode
+    matrix = page.order.index("parity-matrix")
+    assert page.order[0] == "failed" and set(page.order[1:matrix]) == failed and len(page.order[1:matrix]) == 6
+    assert page.order[matrix + 1] == "units" and page.collapsed == set(page.order[matrix + 2:-1])
+    assert page.order[-1] == "coverage" and not failed & page.collapsed
+    assert page.collapsed == {f"unit-{r['scenario']}-{r['mode']}" for r in document["results"]} - failed
+    for mode in ("nonstream", "stream", "websocket"):
+        assert page.causes[f"unit-chain-refused-{mode}"].startswith(
+            "step ask: error (status, answer.error): the gateway answered HTTP 400 (invalid_request_error) "
+            "\"Invalid 'temperature'")
+        assert page.skipped[f"unit-chain-refused-{mode}"] == [
+            "Skipped, since they need what a failed step answered: follow_up."]
+    assert page.causes["unit-text-misstated-nonstream"] == (
+        "step ask: error (status, expect.status): status is 'completed', expected 'incomplete'")
+
+
+def test_report_md_leads_with_what_failed_too(report) -> None:
+    document, _, folder = report
+    markdown = (folder / "report.md").read_text()
+    section = markdown[markdown.index("## What failed\n"):markdown.index("## Parity matrix\n")]
+    failed = [(r["scenario"], r["mode"]) for r in document["results"] if r["outcome"] == "fail"]
+    assert sorted(re.findall(r"^### (\S+) \[(\w+)\]$", section, re.MULTILINE)) == sorted(failed)
+    unit = section[section.index("### chain-refused [stream]"):].splitlines()
+    assert unit[2].startswith("- step `ask`: error (status, `answer.error`): the gateway answered HTTP 400")
+    assert unit[3].startswith("  - caused by it: step `ask`: error (response_field, `expect.response_object`)")
+    assert unit[4].startswith("- step `follow_up` skipped, since an earlier step failed: it needs what step `ask` "
+                              "answered, which was HTTP 400")
 
 
 def test_every_matrix_cell_links_to_its_run(report) -> None:

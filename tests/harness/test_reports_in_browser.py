@@ -1,8 +1,9 @@
 """The HTML reports as a person sees them: report.html and matrix.html of real runs against the
 reference gateway, opened in headless Chromium (Playwright driving the machine's own Chromium,
 never a downloaded one). Every link resolves, every picture renders, nothing is fetched from
-outside the machine, and screenshots of both pages are kept for CI (PARITY_SCREENSHOT_DIR, by
-default reports/latest/screenshots/)."""
+outside the machine; a run with failures opens with what failed, its page a third as tall as it
+was, its filter works and it reads without script; screenshots of the pages are kept for CI
+(PARITY_SCREENSHOT_DIR, by default reports/latest/screenshots/)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from urllib.request import url2pathname
 
 import pytest
 from click.testing import CliRunner
-from report_pages import misstated_scenarios
+from report_pages import scenarios_for_reports
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir
@@ -27,6 +28,14 @@ CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", 
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on PATH (Debian: apt-get install chromium)")
 
 REPOSITORY = Path(__file__).resolve().parents[2]
+WITHOUT_SEARCH = Path(__file__).parent / "profiles" / "reference-process.yaml"
+"""The reference gateway in a child process, set up with no web search provider: as a gateway
+whose owner left out the `web_search` line, it fails the six runs of the three web search
+scenarios (with its own message), and its profile says it lacks `background`."""
+HEIGHT_BEFORE_PX = 66_426
+"""report.html of the full catalogue against `WITHOUT_SEARCH` (6 failed, 94 passed, 34
+unsupported) at commit 1891db4, before the report led with what failed: its height in this
+test's Chromium window (1280 px wide; Chromium 156). The page is to be at most a third of it."""
 SELECTION = ("-s", "text-misstated", "-s", "mcp-call", "-s", "text-basic", "-s", "error-missing-model")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -41,7 +50,7 @@ def screenshot_dir() -> Path:
 def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """A run's report.html and a one-target matrix.html, written by the CLI into a tmp folder."""
     root = tmp_path_factory.mktemp("browser")
-    paths = [str(builtin_scenarios_dir()), str(misstated_scenarios(root / "scenarios"))]
+    paths = [str(builtin_scenarios_dir()), str(scenarios_for_reports(root / "scenarios"))]
     run = CliRunner().invoke(main, ["run", *paths, *SELECTION, "--report-dir", str(root / "run")],
                              catch_exceptions=False)
     assert run.exit_code == 1, run.output  # text-misstated fails on purpose: the pages show divergences
@@ -49,8 +58,14 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                        str(root / "matrix.md"), "--report-dir", str(root / "matrix")],
                                 catch_exceptions=False)
     assert matrix.exit_code == 0, matrix.output
+    failing = CliRunner().invoke(main, ["run", "--target", str(WITHOUT_SEARCH), "--report-dir", str(root / "six"),
+                                        "-q"], catch_exceptions=False)
+    assert failing.exit_code == 1, failing.output
+    six = json.loads((root / "six" / "results.json").read_text())
+    assert (six["summary"]["fail"], six["summary"]["could_not_run"]) == (6, 0), failing.output
     return {"report": root / "run" / "report.html", "matrix": root / "matrix.html",
-            "document": json.loads((root / "run" / "results.json").read_text())}
+            "document": json.loads((root / "run" / "results.json").read_text()),
+            "six": root / "six" / "report.html", "six_document": six}
 
 
 class Browser:
@@ -121,8 +136,13 @@ def test_every_link_resolves(browser: Browser, reports: dict[str, Any], name: st
     assert len(opened) > 1  # it followed links into other files (exchanges, the target's report)
 
 
+def _open_every_run(page: Any) -> None:
+    page.eval_on_selector_all("details", "folds => folds.forEach(fold => { fold.open = true; })")
+
+
 def test_the_pictures_render(browser: Browser, reports: dict[str, Any]) -> None:
     page = browser.open(reports["report"])
+    _open_every_run(page)
     streamed = sum(bool(step["stream"]) for result in reports["document"]["results"] for step in result["steps"])
     timelines = page.locator("svg.timeline")
     assert streamed == 3 and timelines.count() == streamed
@@ -150,10 +170,72 @@ def test_nothing_is_fetched_from_outside_the_machine(browser: Browser, reports: 
     assert browser.outside == []
 
 
+def _top(page: Any, selector: str) -> float:
+    box = page.locator(selector).first.bounding_box()
+    assert box is not None, selector
+    return box["y"]
+
+
+def test_a_run_with_failures_opens_with_what_failed(browser: Browser, reports: dict[str, Any]) -> None:
+    page = browser.open(reports["six"])
+    failures = page.locator("section.unit.failure")
+    assert failures.count() == 6
+    assert _top(page, "#summary") < _top(page, "#failed") < _top(page, "section.unit.failure") \
+        < _top(page, "#parity-matrix") < _top(page, "details.unit") < _top(page, "#coverage")
+    assert _top(page, "section.unit.failure") < page.viewport_size["height"]  # on the first screen
+    cause = failures.first.locator("p.cause").inner_text()
+    assert "This gateway has no web search provider configured" in cause, cause
+    folded = failures.first.locator("details.steps")
+    assert not folded.evaluate("fold => fold.open") and not folded.locator("ul.findings").first.is_visible()
+    replay = page.locator("#unit-hosted-tools-replay-stream")
+    assert replay.locator("p.skipped").inner_text() == \
+        "Skipped, since they need what a failed step answered: follow_up."
+    assert page.locator("details.unit").count() == 134 - 6
+    assert page.locator("details.unit[open]").count() == 0  # passing runs collapsed
+
+
+def test_the_page_of_a_run_with_six_failures_is_a_third_as_tall_as_it_was(browser: Browser,
+                                                                          reports: dict[str, Any]) -> None:
+    height = browser.open(reports["six"]).evaluate("document.documentElement.scrollHeight")
+    assert height <= HEIGHT_BEFORE_PX / 3, height
+
+
+def _shown(page: Any, selector: str) -> int:
+    return page.eval_on_selector_all(selector, "elements => elements.filter(e => e.checkVisibility()).length")
+
+
+def test_the_filter_shows_runs_by_outcome_tag_and_aspect(browser: Browser, reports: dict[str, Any]) -> None:
+    page = browser.open(reports["six"])
+    form = page.locator("form#filter")
+    assert form.is_visible() and _shown(page, ".unit") == 134
+    form.locator("select[name=tag]").select_option("web_search")
+    assert _shown(page, "section.unit.failure") == 6 and _shown(page, "details.unit") == 0
+    assert _shown(page, "#matrix tbody tr") == 3
+    form.locator("select[name=tag]").select_option("")
+    form.locator("input[value=pass]").uncheck()
+    form.locator("input[value=unsupported]").uncheck()
+    assert _shown(page, ".unit") == 6 and form.locator("output").inner_text() == "6 of 134 runs shown"
+    form.locator("select[name=aspect]").select_option(label="what reaches the model and the MCP servers")
+    upstream = {entry["scenario"] + entry["mode"] for entry in reports["six_document"]["results"]
+                if entry["outcome"] == "fail" and any(finding["kind"] == "upstream_request"
+                                                      for step in entry["steps"] for finding in step["findings"])}
+    assert _shown(page, ".unit") == len(upstream) > 0
+
+
+def test_the_report_reads_without_script(browser: Browser, reports: dict[str, Any]) -> None:
+    page = browser.context.new_page()
+    page.context.new_cdp_session(page).send("Emulation.setScriptExecutionDisabled", {"value": True})
+    page.goto(reports["six"].as_uri(), wait_until="load")
+    assert not page.locator("form#filter").is_visible()  # a filter that cannot work is not shown
+    assert _shown(page, ".unit") == 134 and _shown(page, "#matrix tbody tr") > 60
+    page.locator("a[href='#unit-text-basic-stream']").click()
+    assert page.locator("#unit-text-basic-stream").evaluate("run => run.closest('details').open")  # by the browser
+
+
 def test_screenshots_of_the_report_and_the_matrix_are_kept(browser: Browser, reports: dict[str, Any]) -> None:
     folder = screenshot_dir()
     folder.mkdir(parents=True, exist_ok=True)
-    for name in ("report", "matrix"):
-        path = folder / f"{name}.png"
-        browser.open(reports[name]).screenshot(path=str(path), full_page=True)
+    for name, full_page in (("report", True), ("matrix", True), ("six", False)):
+        path = folder / f"{'report-with-failures' if name == 'six' else name}.png"
+        browser.open(reports[name]).screenshot(path=str(path), full_page=full_page)
         assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and path.stat().st_size > 20_000

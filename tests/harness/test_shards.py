@@ -70,6 +70,12 @@ def test_shards_merged_give_what_one_run_gives(tmp_path: Path, stack: Stack) -> 
     assert _verdicts(together) == _verdicts(whole) and len(whole["results"]) == 7 * 2  # nonstream, stream
     assert together["summary"] == whole["summary"] and together["coverage"] == whole["coverage"]
     assert "shard" not in together
+
+    def report_md(name: str) -> list[str]:  # but for the line saying when it started and how long it took
+        return [line for line in (tmp_path / name / "report.md").read_text().splitlines()
+                if not line.startswith("Target **")]
+
+    assert report_md("merged") == report_md("whole") and "## What failed" in report_md("whole")
     assert _cases(tmp_path / "merged" / "junit.xml") == _cases(tmp_path / "whole" / "junit.xml")
     assert _counts(tmp_path / "merged" / "junit.xml") == _counts(tmp_path / "whole" / "junit.xml")
     failing_exchanges = sorted(path.name for path in (tmp_path / "whole" / "exchanges").glob("*.json"))
