@@ -37,7 +37,7 @@ from ..scenario.model import MODES, Mode
 from ..wire.redaction import Redactor
 from .charts import latency_chart
 from .documents import RunInfo, write_reports
-from .html import unit_anchor
+from .html import aspect_of, unit_anchor
 
 CellStatus = Literal["pass", "divergence", "unsupported", "could_not_run", "none"]
 HostedToolStatus = Literal["runs", "lacks", "unknown"]
@@ -245,22 +245,43 @@ class Divergence:
     message: str
     runs: int
     example: str
+    anchor: str
+    """Where the example run is in the target's report (`unit_anchor`)."""
+
+
+def _diverging(finding: dict[str, Any]) -> bool:
+    """Whether a finding counts as a divergence of its own: a failing one that is not what an
+    error answer caused (`judge/cause.py`: the error is the divergence)."""
+    return finding["severity"] == "error" and not finding["known"] and not finding.get("consequence")
 
 
 def divergences_of(document: dict[str, Any]) -> list[Divergence]:
-    """A target's failing findings grouped by what differs (kind, rule, key), most frequent
-    first."""
-    groups: dict[tuple[str, str, str], list[str]] = {}
+    """A target's divergences of its own (`_diverging`) grouped by what differs (kind, rule,
+    key), most frequent first."""
+    groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
     for result in document["results"]:
         if not result["openai_counterpart"]:
             continue
         for step in result["steps"]:
             for finding in step["findings"]:
-                if finding["severity"] == "error" and not finding["known"]:
-                    groups.setdefault(group_of(finding), []).append(f"{result['scenario']} [{result['mode']}]")
-    found = [Divergence(kind, rule, what, len(set(units)), sorted(units)[0])
-             for (kind, rule, what), units in groups.items()]
+                if _diverging(finding):
+                    groups.setdefault(group_of(finding), []).append((result["scenario"], result["mode"]))
+    found = []
+    for (kind, rule, what), units in groups.items():
+        scenario, mode = min(units)
+        found.append(Divergence(kind, rule, what, len(set(units)), f"{scenario} [{mode}]", unit_anchor(scenario, mode)))
     return sorted(found, key=lambda d: (-d.runs, d.rule, d.message))
+
+
+@dataclass(frozen=True)
+class AspectDivergences:
+    """What a target diverges in within one aspect of the contract: how many runs, and the
+    divergences, most frequent first (at most `TOP_DIVERGENCES`; `more`: how many others)."""
+
+    aspect: str
+    runs: int
+    divergences: list[Divergence]
+    more: int
 
 
 @dataclass(frozen=True)
@@ -274,25 +295,32 @@ class Summary:
     wrong: list[Divergence]
     passing: int
     runs: int
+    by_aspect: list[AspectDivergences] = field(default_factory=list)
+    """The divergences grouped by aspect, the aspects as `aspect_runs` orders them."""
 
 
 def summary_of(document: dict[str, Any]) -> Summary:
     """What a target gets right (scenarios passing in every mode, aspects it never diverges in)
-    and wrong (the aspects it diverges in, and its most frequent divergences)."""
+    and wrong (the aspects it diverges in, and its divergences: the most frequent, and per
+    aspect)."""
     by_scenario: dict[str, list[str]] = {}
     diverged: Counter[str] = Counter()
     for result in document["results"]:
         if not result["openai_counterpart"] or result["outcome"] == "unsupported":
             continue
         by_scenario.setdefault(result["scenario"], []).append(result["outcome"])
-        kinds = {f["kind"] for step in result["steps"] for f in step["findings"]
-                 if f["severity"] == "error" and not f["known"]}
-        diverged.update(Kind(kind).aspect for kind in kinds)
+        kinds = {f["kind"] for step in result["steps"] for f in step["findings"] if _diverging(f)}
+        diverged.update(aspect_of(kind) for kind in kinds)
     right = sorted(name for name, outcomes in by_scenario.items() if set(outcomes) == {"pass"})
     clean = [kind.aspect for kind in Kind if not diverged[kind.aspect]]
     counts = document["summary"]["parity"]
-    return Summary(right, clean, dict(diverged.most_common()), divergences_of(document)[:TOP_DIVERGENCES],
-                   counts["pass"], counts["runs"])
+    divergences = divergences_of(document)
+    by_aspect = []
+    for aspect, runs in diverged.most_common():
+        within = [divergence for divergence in divergences if aspect_of(divergence.kind) == aspect]
+        by_aspect.append(AspectDivergences(aspect, runs, within[:TOP_DIVERGENCES], len(within[TOP_DIVERGENCES:])))
+    return Summary(right, clean, dict(diverged.most_common()), divergences[:TOP_DIVERGENCES], counts["pass"],
+                   counts["runs"], by_aspect)
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,16 @@ from __future__ import annotations
 import re
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_pages import ReportPage
 
 from responses_parity.harness.engine.profile import find_profile
 from responses_parity.harness.engine.session import TargetOptions
+from responses_parity.harness.model.findings import Kind
 from responses_parity.harness.report.matrix import (Cell, TargetRun, build_matrix, describe_target, latency_of,
-                                                    render_matrix, run_matrix, write_matrix)
+                                                    render_matrix, run_matrix, summary_of, write_matrix)
 from responses_parity.harness.scenario.capabilities import HOSTED_TOOLS
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load
 from responses_parity.harness.scenario.loader import units_of
@@ -99,6 +101,72 @@ def test_the_summary_says_what_each_gets_right_and_wrong(matrix_run) -> None:
     assert "output items" in summary.clean_aspects and "Response fields" in summary.clean_aspects
     assert "Lacks `background`" in markdown
     assert "Workarounds its profile applies: It is started by `parity serve reference`" in markdown
+
+
+class _Table(HTMLParser):
+    """The body rows of one table of a page (by its id): per row, each cell's text and link."""
+
+    def __init__(self, html: str, table_id: str) -> None:
+        super().__init__()
+        self.rows: list[list[tuple[str, str | None]]] = []
+        self._id, self._in_table, self._in_body = table_id, False, False
+        self._cell: list[str] | None = None
+        self._link: str | None = None
+        self.feed(html)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if tag == "table":
+            self._in_table = values.get("id") == self._id
+        elif self._in_table and tag == "tbody":
+            self._in_body = True
+        elif self._in_body and tag == "tr":
+            self.rows.append([])
+        elif self._in_body and tag in ("td", "th"):
+            self._cell, self._link = [], None
+        elif tag == "a" and self._cell is not None:
+            self._link = values.get("href")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1].append((" ".join("".join(self._cell).split()), self._link))
+            self._cell = None
+        elif tag == "table":
+            self._in_table = self._in_body = False
+
+    def handle_data(self, data: str) -> None:
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_what_each_gets_wrong_is_a_table_by_aspect_with_counts(matrix_run) -> None:
+    _, _, html, _ = matrix_run
+    section = html[html.index('id="right-and-wrong"'):html.index("<h2>Matrix</h2>")]
+    for name in ("reference", "reference-process"):
+        assert _Table(section, f"diverges-{name}").rows == [
+            [("statuses (HTTP, and the Response's own)", None), ("2", None),
+             ("status is 'completed', expected 'incomplete' expect.status", None), ("2", None),
+             ("text-made-up [nonstream]", f"reports/{name}/report.html#unit-text-made-up-nonstream")]]
+    folded = re.compile(r'<details class="right">.*?</details>', re.DOTALL)
+    assert [("mcp-call, text-basic" in right) for right in folded.findall(section)] == [True, True]
+    assert "mcp-call" not in folded.sub("", section)  # the passing scenarios' ids are folded away
+    assert 'id="diverges-no-such-gateway"' not in section
+
+
+def test_an_error_answer_counts_once_not_as_what_it_caused() -> None:
+    def finding(kind: str, rule: str, message: str, consequence: bool) -> dict[str, Any]:
+        return {"kind": kind, "rule": rule, "message": message, "severity": "error", "known": False,
+                "consequence": consequence}
+
+    cause = finding("status", "answer.error", 'the gateway answered HTTP 400 "no"', False)
+    caused = finding("upstream_request", "expect.upstream.searches", "the gateway searched for []", True)
+    document = {"summary": {"parity": {"pass": 0, "runs": 2}}, "results": [
+        {"scenario": "s", "mode": mode, "outcome": "fail", "openai_counterpart": True,
+         "steps": [{"findings": [cause, caused]}]} for mode in ("nonstream", "stream")]}
+    summary = summary_of(document)
+    assert summary.aspect_runs == {Kind.STATUS.aspect: 2}
+    assert [(group.aspect, group.runs, [d.rule for d in group.divergences]) for group in summary.by_aspect] == [
+        (Kind.STATUS.aspect, 2, ["answer.error"])]
 
 
 def test_latency_is_measured_per_step_against_the_model_alone(matrix_run) -> None:
