@@ -58,8 +58,10 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
                                        str(root / "matrix.md"), "--report-dir", str(root / "matrix")],
                                 catch_exceptions=False)
     assert matrix.exit_code == 0, matrix.output
-    failing = CliRunner().invoke(main, ["run", "--target", str(WITHOUT_SEARCH), "--report-dir", str(root / "six"),
-                                        "-q"], catch_exceptions=False)
+    with pytest.MonkeyPatch.context() as patch:  # a gateway's run folder is in the cache: one per test worker
+        patch.setenv("PARITY_CACHE_DIR", str(root / "cache"))
+        failing = CliRunner().invoke(main, ["run", "--target", str(WITHOUT_SEARCH), "--report-dir",
+                                            str(root / "six"), "-q"], catch_exceptions=False)
     assert failing.exit_code == 1, failing.output
     six = json.loads((root / "six" / "results.json").read_text())
     assert (six["summary"]["fail"], six["summary"]["could_not_run"]) == (6, 0), failing.output
