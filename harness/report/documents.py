@@ -1,6 +1,7 @@
 """Reports of a run, written to one folder: `results.json` (everything, for machines),
-`results.jsonl` (one scenario run per line), `report.md` and `report.html` (for people: the
-parity matrix, the streams side by side, the coverage of OpenAI's types), and `exchanges/`
+`results.jsonl` (one scenario run per line), `report.md` and `report.html` (for people: what
+failed first, each failing run led by its root cause, then the parity matrix, the streams side
+by side, the coverage of OpenAI's types), and `exchanges/`
 with the raw exchange of every failing step. Everything is written through the run's
 `Redactor`."""
 
