@@ -24,10 +24,13 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 from ...openai_contract.json_cache import cache_dir
 from ..defaults import LOOPBACK
@@ -219,10 +222,7 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
     """Start the gateway pointed at `upstream` (through a TLS front when its profile asks) and
     the MCP fixtures and wait until it is ready; a gateway that exits or stays unready is stopped
     and reported with its log's tail."""
-    run_dir = installation.home / "run"
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
-    run_dir.mkdir()
+    run_dir = _fresh_run_dir(installation.home)
     front = start_tls_front(upstream, run_dir) if profile.start.upstream_tls else None
     context = installation.context() | {
         "run_dir": str(run_dir), "upstream": (front.url if front else upstream).rstrip("/"), "ports": _FreePorts(),
@@ -242,6 +242,20 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
         gateway.stop()
         raise
     return gateway
+
+
+def _fresh_run_dir(home: Path) -> Path:
+    """A folder of its own for one start of the gateway (its rendered files, its stores, its
+    log, which stays to be read after the run): `home/runs/PID-...`, so two runs of one profile
+    at once, in two processes or in one, never write each other's settings. The folders of
+    processes that have ended are removed first: a run's folders stay until the next start."""
+    runs = home / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    for folder in runs.iterdir():
+        owner, _, _ = folder.name.partition("-")
+        if not (owner.isdigit() and psutil.pid_exists(int(owner))):
+            shutil.rmtree(folder, ignore_errors=True)
+    return Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=runs))
 
 
 def _launch(profile: Profile, context: dict[str, Any], run_dir: Path,

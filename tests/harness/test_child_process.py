@@ -113,13 +113,16 @@ def test_a_proxy_a_killed_test_session_started_ends(tmp_path: Path, leftovers: l
 def test_a_profiled_gateway_and_its_worker_end_when_the_run_is_killed(tmp_path: Path, leftovers: list[int]) -> None:
     (tmp_path / "never-done.yaml").write_text(NEVER_DONE)
     cache = tmp_path / "cache"
-    log = cache / "gateways" / "forks-a-worker" / "run" / "gateway.log"
+    runs = cache / "gateways" / "forks-a-worker" / "runs"
     with running(tmp_path) as start:
         run = start([str(PARITY), "run", str(tmp_path / "never-done.yaml"), "--target", str(PROFILE), "--report-dir",
                      str(tmp_path / "reports")], "run", env=os.environ | {"PARITY_CACHE_DIR": str(cache)})
-        until(lambda: log.exists() and re.search(r"^worker \d+$", log.read_text(), re.MULTILINE) is not None,
-              f"the gateway starts its worker:\n{run.output()}")
-        worker = int(log.read_text().split()[1])
+        def worker_line() -> str | None:
+            logs = [log.read_text() for log in runs.glob("*/gateway.log")]
+            return next((line for text in logs for line in text.splitlines() if re.fullmatch(r"worker \d+", line)),
+                        None)
+        until(lambda: worker_line() is not None, f"the gateway starts its worker:\n{run.output()}")
+        worker = int(worker_line().split()[1])
         gateway = psutil.Process(worker).ppid()
         leftovers += [gateway, worker]
         assert psutil.Process(gateway).ppid() == run.process.pid

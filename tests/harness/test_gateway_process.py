@@ -65,6 +65,24 @@ def test_the_gateway_process_is_gone_once_the_session_ends() -> None:
     assert not _alive(pid)
 
 
+def test_two_runs_of_one_profile_at_once_each_have_a_folder_of_their_own() -> None:
+    """Each start renders the profile's files (settings, stores, log) into a folder of its own,
+    so a second run of the same profile does not overwrite the first's settings under it; the
+    folders of ended processes go at the next start."""
+    options = TargetOptions(target=str(PROFILES / "reference-process.yaml"))
+    with open_session(options, set()) as first:
+        assert first.gateway is not None
+        runs = first.gateway.log.parent.parent
+        ended = runs / "4194305-ended"  # above Linux's largest PID: no process has it
+        ended.mkdir()
+        with open_session(options, set()) as second:
+            assert second.gateway is not None
+            assert second.gateway.log.parent != first.gateway.log.parent
+            assert not ended.exists()
+            results = [*first.run(_units("text-basic"), jobs=1), *second.run(_units("text-basic"), jobs=1)]
+    assert [result.outcome for result in results] == ["pass"] * 4
+
+
 def test_a_gateway_that_exits_at_start_is_reported_with_its_log() -> None:
     with pytest.raises(HarnessError) as caught, open_session(TargetOptions(target=str(PROFILES / "exits-at-once.yaml")),
                                                              set()):
