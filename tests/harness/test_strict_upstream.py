@@ -5,6 +5,7 @@ scenario was judged."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,7 +44,10 @@ def test_a_gateway_that_adds_top_k_gets_a_finding_naming_openais_refusal(
     text = " ".join(result.output.split())
     assert "model request 1 carried `top_k`, which OpenAI refuses: HTTP 400 unknown_parameter, \"Unknown " \
            "parameter: 'top_k'. Did you mean 'top_p'?\"" in text
-    assert "1 failed" in text and text.count("carried `top_k`") == 1  # the rest of the step held
+    assert "1 failed" in text
+    [run] = json.loads((tmp_path / "results.json").read_text())["results"]
+    errors = [finding for step in run["steps"] for finding in step["findings"] if finding["severity"] == "error"]
+    assert len(errors) == 1 and "carried `top_k`" in errors[0]["message"]  # the rest of the step held
 
 
 def with_file_search_taking(parameters: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
