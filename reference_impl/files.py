@@ -24,6 +24,7 @@ import contextlib
 import time
 from collections.abc import AsyncIterator
 
+from python_multipart.exceptions import FormParserError
 from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
@@ -143,6 +144,8 @@ async def _upload_form(request: Request, limit: int) -> AsyncIterator[FormData]:
         form = await _FieldNamingParser(request.headers, stream, max_files=1, max_fields=8).parse()
     except MultiPartException as unreadable:
         raise InvalidRequest(unreadable.message) from unreadable
+    except FormParserError as unreadable:  # what starlette says of it from 1.7 on; before, it let it through
+        raise InvalidRequest("Invalid multipart data.") from unreadable
     try:
         yield form
     finally:
