@@ -23,7 +23,6 @@ options module). Enabled, it registers `pytest_scenarios`, which does the rest.
 from __future__ import annotations
 
 import argparse
-import contextlib
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -83,11 +82,19 @@ def pytest_load_initial_conftests(early_config: pytest.Config, parser: pytest.Pa
     """Once every plugin and initial conftest has added its options, accept `--target` for
     `--parity-target` if the plugin is asked for and nothing else has a `--target`."""
     yield
-    if not _asked(early_config.known_args_namespace):
-        return
-    with contextlib.suppress(argparse.ArgumentError, ValueError):  # another's --target: it keeps the name
+    if _asked(early_config.known_args_namespace) and not _has_target(parser):
         parser.getgroup(_GROUP).addoption("--target", **_attributes(TARGET) | {
             "help": f"The same as {TARGET.pytest_flag} (accepted with --parity or --parity-builtin)."})
+
+
+def _has_target(parser: pytest.Parser) -> bool:
+    """Whether another plugin or an initial conftest has a `--target` (then it keeps the name):
+    pytest 9 would refuse a second one as it is added, pytest 8 only once it parses them all."""
+    try:
+        _, unknown = parser.parse_known_and_unknown_args(["--target=0"])
+    except pytest.UsageError:  # their option refused the value: it is theirs
+        return True
+    return "--target=0" not in unknown
 
 
 def pytest_configure(config: pytest.Config) -> None:
