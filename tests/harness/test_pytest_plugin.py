@@ -12,6 +12,7 @@ import socket
 import sys
 from pathlib import Path
 
+import pydantic.root_model  # noqa: F401
 import pytest
 import uvicorn.protocols.http.httptools_impl  # noqa: F401
 from click.testing import CliRunner
@@ -25,7 +26,8 @@ pytest_plugins = ["pytester"]
 # uvicorn's httptools protocol is imported before any in-process pytest run below:
 # pytester drops the modules a run imported once it ends, and a later run's server would then
 # catch httptools' upgrade exception as a class of the dropped module (its WebSocket upgrade
-# answered with nothing) when this file runs on its own.
+# answered with nothing) when this file runs on its own. So is pydantic's RootModel: the mcp SDK's
+# types before 2.2 parametrise it as they are imported, which fails once its module was dropped.
 BENCHMARKS = Path(__file__).parents[1] / "benchmarks"
 
 

@@ -94,15 +94,13 @@ async def serving(app: ASGIApp, sock: socket.socket, cert: trustme.LeafCert | No
     """uvicorn serving `app` on `sock` in this event loop, over TLS with `cert` (plain HTTP without)."""
     served = Served(sock.getsockname()[1])
 
-    def tls(config: uvicorn.Config, default: Callable[[], ssl.SSLContext]) -> ssl.SSLContext:
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        assert cert is not None
-        cert.configure_cert(context)
-        context.sni_callback = lambda _socket, name, _context: served.server_names.append(name)
-        return context
-
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on",
-                                           ssl_context_factory=tls if cert is not None else None))
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    config.load()  # a loaded config's `ssl` is served as it is (ssl_context_factory is younger than uvicorn's floor)
+    if cert is not None:
+        config.ssl = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        cert.configure_cert(config.ssl)
+        config.ssl.sni_callback = lambda _socket, name, _context: served.server_names.append(name)
+    server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]))
     deadline = asyncio.get_running_loop().time() + START_DEADLINE_S
     while not server.started:
