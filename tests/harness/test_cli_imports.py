@@ -101,3 +101,13 @@ def test_run_names_an_unreadable_scenario_file_before_it_imports_what_runs_the_s
     session = next(index for index, line in enumerate(lines)
                    if line.endswith(" responses_parity.harness.engine.session"))
     assert done.returncode == 2 and named < session, done.stderr[-2000:]
+
+
+def test_a_run_on_the_reference_gateway_imports_no_pytest(tmp_path: Path) -> None:
+    """pytest is the plugin's dependency (the `pytest` extra), not the tool's: a run, with the
+    reference gateway, its fixtures and the SDKs it loads, imports none of it."""
+    run = run_parity(tmp_path, "run", "-s", "mcp-call", "-s", "web-search-citations", "--report-dir",
+                     str(tmp_path / "reports"))
+    assert run["exit_code"] == 0, run["output"]
+    assert "mcp" in run["modules"] and "responses_parity.reference_impl.app" in run["modules"]
+    assert [name for name in run["modules"] if name.split(".")[0] in ("pytest", "_pytest", "pluggy")] == []
