@@ -24,7 +24,7 @@ Bounds, measured on the repository's files: a built-in scenario holds at most 52
 nests at most 11 levels, in at most 6.5 KB (a profile or config less); the largest capture is
 31 KB and OpenAI's largest recording 1.2 MB (a stream carrying images), and none nests deeper
 than 13 levels. A capture holds a request body, which the gateway takes up to 16 MiB
-(`request_body`) and 100 levels deep (its `json_body`).
+(`request_body`) and 100 levels deep (`strict_json`).
 """
 
 from __future__ import annotations

@@ -1,9 +1,11 @@
 """Reading a request's JSON body, bounded, refused the way OpenAI refuses a body it cannot parse.
 
 Bounds: at most `MAX_BODY_BYTES` are read (`openai_contract.request_body`: a larger body is a
-413 before the rest is read), the value nests at most `MAX_DEPTH` levels (the checks after it
-recurse), and it is JSON as RFC 8259 has it: no `NaN` or `Infinity`, no lone UTF-16 surrogate in
-a string (it could not be sent on as UTF-8). Each is answered in OpenAI's error envelope, never with a 500.
+413 before the rest is read), and the value is strict JSON as `openai_contract.strict_json`, the
+harness's reader of answers too, has it: at most `MAX_DEPTH` (100) levels deep (the checks after
+it recurse), no `NaN`, `Infinity` or number too large for a double (it could not be sent on as
+JSON), no lone UTF-16 surrogate in a string (nor as UTF-8). Each is answered in OpenAI's error
+envelope, a 400 naming the problem, never with a 500.
 
 What the event loop spends on a body is bounded: a body is parsed by the standard library's C
 scanner, on the loop up to `PARSE_ON_THE_LOOP_BYTES` and in a worker thread beyond, there a
@@ -19,7 +21,6 @@ loop only for a small body and in a worker thread for a larger one.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -28,8 +29,8 @@ from typing import Any, TypeVar
 
 from starlette.requests import Request
 
-from ..openai_contract.documents import nesting_depth
 from ..openai_contract.request_body import read_bytes
+from ..openai_contract.strict_json import DECODER, NotStrictJson, check, suspicions, too_deep
 from .errors import InvalidRequest
 from .refusals import invalid_type
 
@@ -40,20 +41,8 @@ that is less than handing it to a worker thread costs the loop (about 0.1 ms), a
 a millisecond, so it is checked on the loop."""
 PARSE_ON_THE_LOOP_BYTES = 256 * 1024
 """The C scanner parses this much in about a millisecond: a larger body is parsed off the loop."""
-MAX_DEPTH = 100
-"""A Response request nests about 10 levels, a strict JSON Schema in it at most about 30."""
 _UNPARSABLE = "We could not parse the JSON body of your request. The OpenAI API expects a JSON payload."
-_MAYBE_SURROGATE = re.compile(r"\\u[dD][89a-fA-F]")
-"""Where a lone surrogate could come from: only a `\\uD800`..`\\uDFFF` escape makes one."""
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
-
-
-def _not_json(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON number")
-
-
-_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 @dataclass(frozen=True)
@@ -99,9 +88,9 @@ async def parse_json(raw: bytes, max_members: Mapping[str, int] | None = None) -
         return JsonBody(await asyncio.to_thread(_readable, raw, max_members or {}), len(raw))
     text, value = _parsed(raw, max_members or {}, stepwise=False)
     body = JsonBody(value, len(raw))
-    deep, surrogates = _suspicions(text)
+    deep, surrogates = suspicions(text)
     if deep or surrogates:
-        await body.checked(lambda _: _check_readable(value, deep, surrogates))
+        await body.checked(lambda _: _checked(value, deep, surrogates))
     return body
 
 
@@ -120,8 +109,8 @@ def _readable(raw: bytes, max_members: Mapping[str, int]) -> Any:
     """The value of a large body, parsed a member at a time and checked, or a 400 (in a worker
     thread: see the module's docstring)."""
     text, value = _parsed(raw, max_members, stepwise=True)
-    if any(suspicions := _suspicions(text)):
-        _check_readable(value, *suspicions)
+    if any(suspected := suspicions(text)):
+        _checked(value, *suspected)
     return value
 
 
@@ -130,27 +119,27 @@ def _parsed(raw: bytes, max_members: Mapping[str, int], stepwise: bool) -> tuple
     a member at a time (see `_counted`)."""
     try:
         text = raw.decode("utf-8")
-        value = _counted(text, max_members, stepwise) if max_members or stepwise else _DECODER.decode(text or "null")
+        value = _counted(text, max_members, stepwise) if max_members or stepwise else DECODER.decode(text or "null")
     except RecursionError:
-        raise _too_deep() from None
+        raise _refused(too_deep()) from None
+    except NotStrictJson as problem:
+        raise _refused(problem) from None
     except ValueError as error:
         raise InvalidRequest(_UNPARSABLE) from error
     return text, value
 
 
-def _suspicions(text: str) -> tuple[bool, bool]:
-    """Whether `text` could nest deeper than `MAX_DEPTH`, and could hold a lone surrogate: counts
-    at the speed of C that spare the walks unless the text could hold what they look for."""
-    return text.count("[") + text.count("{") > MAX_DEPTH, _MAYBE_SURROGATE.search(text) is not None
+def _checked(value: Any, deep: bool, surrogates: bool) -> None:
+    """`strict_json.check`, its refusal a 400."""
+    try:
+        check(value, deep, surrogates)
+    except NotStrictJson as problem:
+        raise _refused(problem) from None
 
 
-def _check_readable(value: Any, deep: bool, surrogates: bool) -> None:
-    """A 400 for a value nested deeper than `MAX_DEPTH` (if it could be `deep`) or holding a lone
-    surrogate (if its text has `surrogates` escapes)."""
-    if deep and nesting_depth(value) > MAX_DEPTH:
-        raise _too_deep()
-    if surrogates and _has_lone_surrogate(value):
-        raise InvalidRequest(f"{_UNPARSABLE} A string holds a lone UTF-16 surrogate, which is not text.")
+def _refused(problem: NotStrictJson) -> InvalidRequest:
+    """The 400 for a body that is not strict JSON, naming the problem ("It nests deeper than 100 levels.")."""
+    return InvalidRequest(f"{_UNPARSABLE} It {problem.message}.")
 
 
 def _counted(text: str, max_members: Mapping[str, int], stepwise: bool = False) -> Any:
@@ -159,7 +148,7 @@ def _counted(text: str, max_members: Mapping[str, int], stepwise: bool = False) 
     `stepwise`: the top-level value and every container in it a member at a time."""
     at = _skip(text, 0)
     if not text.startswith("{", at) and not (stepwise and text.startswith("[", at)):
-        return _DECODER.decode(text or "null")
+        return DECODER.decode(text or "null")
     value, end = _container(text, at, None, max_members, stepwise=stepwise)
     if _skip(text, end) != len(text):
         raise ValueError("Extra data")
@@ -194,7 +183,7 @@ def _container(text: str, at: int, bound: int | None, max_members: Mapping[str, 
             member, at = _container(text, at, limit, {}, key if is_object else param)
         else:
             try:
-                member, at = _DECODER.scan_once(text, at)
+                member, at = DECODER.scan_once(text, at)
             except StopIteration:
                 raise ValueError("Expecting value") from None
         if is_object:
@@ -215,24 +204,3 @@ def _skip(text: str, at: int) -> int:
     match = _WHITESPACE.match(text, at)
     assert match is not None  # it matches the empty string
     return match.end()
-
-
-def _too_deep() -> InvalidRequest:
-    return InvalidRequest(f"{_UNPARSABLE} It nests deeper than {MAX_DEPTH} levels.")
-
-
-def _has_lone_surrogate(value: Any) -> bool:
-    """Whether a string of `value` (a key or a value) holds a UTF-16 surrogate: the JSON decoder
-    joins the escapes of a pair into one character, so what is left of one is lone."""
-    pending = [value]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, str):
-            if _SURROGATE.search(node):
-                return True
-        elif isinstance(node, dict):
-            pending.extend(node)
-            pending.extend(node.values())
-        elif isinstance(node, list):
-            pending.extend(node)
-    return False

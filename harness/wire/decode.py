@@ -1,25 +1,19 @@
 """Reading a target's bytes as they are meant to be: UTF-8, JSON as specified, bounded.
 
-Python's `json` accepts what JSON forbids (`NaN`, `Infinity`), turns a number too large for a
-double into infinity, and nests as deep as a body does (and so do the harness's own checks).
-`read_json` parses strictly and bounds the depth, and `read_utf8` decodes strictly, so a
-malformed answer is a `Defect` of the target, reported as a finding, never an error of the
-harness.
+`read_json` reads strictly and bounded as the reference gateway reads a request
+(`openai_contract.strict_json`: no `NaN`, no number too large for a double, no lone surrogate,
+at most `MAX_DEPTH` levels), and `read_utf8` decodes strictly, so a malformed answer is a
+`Defect` of the target, reported as a finding, never an error of the harness.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import sys
 from dataclasses import dataclass
 from typing import Any
 
-from ...openai_contract.documents import nesting_depth
+from ...openai_contract.strict_json import NotStrictJson, loads
 
-MAX_DEPTH = 64
-"""How deep a JSON value may nest. OpenAI's Responses nest about 10 levels (a tool's JSON
-Schema somewhat more); 64 leaves room and keeps every recursive check far from Python's limit."""
 _DATA_LINE = re.compile(r"^data", re.MULTILINE)
 
 
@@ -53,36 +47,13 @@ class Unreadable(ValueError):
         self.defect = defect
 
 
-def _not_a_json_number(name: str) -> Any:
-    raise Unreadable(Defect("number", f"has the number {name}, which JSON does not allow"))
-
-
-def _finite(text: str) -> float:
-    value = float(text)
-    if value in (float("inf"), float("-inf")):
-        raise Unreadable(Defect("number", f"has the number {text[:40]}, too large for a double"))
-    return value
-
-
 def read_json(text: str) -> Any:
-    """The JSON value of `text`; `Unreadable` when it is not JSON as RFC 8259 has it (or nests
-    deeper than `MAX_DEPTH`), its defect saying what is wrong and where, of no subject
-    ("is not JSON (...)")."""
+    """The JSON value of `text`; `Unreadable` when it is not strict JSON (`strict_json.loads`),
+    its defect saying what is wrong and where, of no subject ("is not JSON (...)")."""
     try:
-        value = json.loads(text, parse_constant=_not_a_json_number, parse_float=_finite)
-    except RecursionError:
-        raise Unreadable(Defect("depth", f"nests deeper than {MAX_DEPTH} levels")) from None
-    except json.JSONDecodeError as error:
-        raise Unreadable(Defect("json", f"is not JSON ({error.msg} at line {error.lineno} column "
-                                        f"{error.colno})")) from None
-    except Unreadable:
-        raise
-    except ValueError:  # an integer of more digits than Python converts
-        raise Unreadable(Defect("number", f"has an integer of more than {sys.get_int_max_str_digits():,} digits"))\
-            from None
-    if text.count("[") + text.count("{") > MAX_DEPTH and (depth := nesting_depth(value)) > MAX_DEPTH:
-        raise Unreadable(Defect("depth", f"nests {depth} levels deep (more than {MAX_DEPTH})"))
-    return value
+        return loads(text)
+    except NotStrictJson as problem:
+        raise Unreadable(Defect(problem.rule, problem.message)) from None
 
 
 def read_utf8(raw: bytes, cut_short: bool = False) -> tuple[str, Defect | None]:

@@ -200,6 +200,7 @@ BEHAVIOURS: dict[str, Behaviour] = {
     "invalid-utf8-json": _whole(json.dumps(_response("caf@")).encode().replace(b"@", b"\xff")),
     "invalid-utf8-stream": invalid_utf8_stream,
     "nan": _whole(json.dumps(_response() | {"temperature": float("nan")}).encode()),
+    "lone-surrogate": _whole(json.dumps(_response("caf@")).encode().replace(b"@", b"\\ud800")),
     "huge-integer": _whole(json.dumps(_response()).encode().replace(b'"created_at": 1', b'"created_at": '
                                                                     + b"9" * 5000)),
     "overflowing-float": _whole(json.dumps(_response() | {"temperature": 1}).encode().replace(

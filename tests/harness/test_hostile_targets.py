@@ -16,6 +16,7 @@ from hostile_target import BEHAVIOURS, SCENARIO, HostileTarget
 
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.stack import Stack
+from responses_parity.openai_contract.strict_json import MAX_DEPTH
 
 LATE = "no complete answer within 2s"
 TOO_LARGE = "the answer is larger than the capture limit of 4 MiB: the harness stopped reading it there"
@@ -29,11 +30,13 @@ EXPECTED: dict[str, tuple[str, str, str]] = {
     "huge-json": ("nonstream", "transport", TOO_LARGE),
     "huge-event": ("stream", "transport", TOO_LARGE),
     "gzip-bomb": ("nonstream", "transport", TOO_LARGE),
-    "deep-json": ("nonstream", "wire.depth", "the body nests deeper than 64 levels"),
-    "deep-event": ("stream", "grammar.framing", "event 1 nests deeper than 64 levels"),
+    "deep-json": ("nonstream", "wire.depth", f"the body nests deeper than {MAX_DEPTH} levels"),
+    "deep-event": ("stream", "grammar.framing", f"event 1 nests deeper than {MAX_DEPTH} levels"),
     "invalid-utf8-json": ("nonstream", "wire.encoding", "the body is not UTF-8: byte 0xff at offset "),
     "invalid-utf8-stream": ("stream", "wire.encoding", "the stream is not UTF-8: byte 0xff at offset "),
     "nan": ("nonstream", "wire.number", "the body has the number NaN, which JSON does not allow"),
+    "lone-surrogate": ("nonstream", "wire.encoding", "the body has a string with a lone UTF-16 surrogate, which is "
+                                                     "not text"),
     "huge-integer": ("nonstream", "wire.number", "the body has an integer of more than 4,300 digits"),
     "overflowing-float": ("nonstream", "wire.number", "the body has the number 1e400, too large for a double"),
     "json-as-event-stream": ("stream", "wire.content_type", "the body is labelled text/event-stream but holds no "
@@ -53,8 +56,8 @@ EXPECTED: dict[str, tuple[str, str, str]] = {
     "not-http": ("nonstream", "transport", "RemoteProtocolError: Server disconnected without sending a response"),
     "huge-headers": ("nonstream", "transport", "RemoteProtocolError: Receive buffer too long"),
 }
-WIRE_ONLY = {"deep-json", "invalid-utf8-json", "nan", "huge-integer", "overflowing-float", "json-as-event-stream",
-             "event-stream-as-json", "json-without-content-type"}
+WIRE_ONLY = {"deep-json", "invalid-utf8-json", "nan", "lone-surrogate", "huge-integer", "overflowing-float",
+             "json-as-event-stream", "event-stream-as-json", "json-without-content-type"}
 
 
 @pytest.fixture(scope="module")

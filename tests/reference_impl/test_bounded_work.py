@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.openai_contract import strict_json
 from responses_parity.openai_contract.request_schema import RequestSchema
 from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime, vector_stores
 from responses_parity.reference_impl.chunking import text_chunks
@@ -82,10 +83,10 @@ def conversation(stack: Stack) -> str:
 
 def test_100000_items_are_refused_before_any_check_walks_them(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
     walked: list[str] = []
-    checked, nested = RequestSchema.first_violation, json_body.nesting_depth
+    checked, nested = RequestSchema.first_violation, strict_json.nesting_depth
     monkeypatch.setattr(RequestSchema, "first_violation",
                         lambda self, body: walked.append("schema") or checked(self, body))
-    monkeypatch.setattr(json_body, "nesting_depth", lambda value: walked.append("depth") or nested(value))
+    monkeypatch.setattr(strict_json, "nesting_depth", lambda value: walked.append("depth") or nested(value))
     items = [{"type": "message", "role": "user", "content": "hello"}] * 100_000
     existing = conversation(stack)
     walked.clear()
@@ -164,14 +165,14 @@ def test_a_large_body_is_parsed_off_the_loop_a_member_at_a_time(traced: tuple[ht
     the whole body)."""
     client, _ = traced
     calls: list[tuple[bool, int]] = []
-    scan = json_body._DECODER.scan_once  # what `decode` calls too
+    scan = json_body.DECODER.scan_once  # what `decode` calls too
 
     def scanned(text: str, at: int) -> tuple[Any, int]:
         value, end = scan(text, at)
         calls.append((on_the_loop(), end - at))
         return value, end
 
-    monkeypatch.setattr(json_body._DECODER, "scan_once", scanned)
+    monkeypatch.setattr(json_body.DECODER, "scan_once", scanned)
     small = {"model": "m", "input": "Hi", "max_output_tokens": 0}  # refused after it is parsed: no model is called
     large = small | {"input": [{"type": "message", "role": "user", "content": "hello " * 3}] * 20_000}
     assert len(json.dumps(large)) > json_body.PARSE_ON_THE_LOOP_BYTES
@@ -505,7 +506,7 @@ def test_a_key_named_again_is_one_member() -> None:
                                   '[{"a": [1,]}]', '[1]x'])
 def test_counting_while_parsing_refuses_what_json_loads_refuses(text: str) -> None:
     with pytest.raises(ValueError):
-        json_body._DECODER.decode(text)
+        json_body.DECODER.decode(text)
     for stepwise in (False, True):
         with pytest.raises(ValueError):
             json_body._counted(text, {"items": 20}, stepwise)

@@ -17,10 +17,10 @@ import pytest
 
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
 from responses_parity.openai_contract.request_body import MAX_BODY_BYTES
+from responses_parity.openai_contract.strict_json import MAX_DEPTH
 from responses_parity.reference_impl import app as app_module
 from responses_parity.reference_impl import build_gateway_app
-from responses_parity.reference_impl.json_body import (CHECK_ON_THE_LOOP_BYTES, MAX_DEPTH,
-                                                       PARSE_ON_THE_LOOP_BYTES, JsonBody)
+from responses_parity.reference_impl.json_body import CHECK_ON_THE_LOOP_BYTES, PARSE_ON_THE_LOOP_BYTES, JsonBody
 
 PATHS = ("/v1/responses", "/v1/conversations")
 
@@ -33,8 +33,13 @@ def deep(levels: int) -> bytes:
 @pytest.mark.parametrize(("body", "says"), [
     (b'{"model": "m", "input": ', "We could not parse the JSON body of your request."),
     (b'{"model": "m", "input": "caf\xff"}', "We could not parse the JSON body of your request."),
-    (b'{"model": "m", "input": "x", "temperature": NaN}', "We could not parse the JSON body"),
-    (b'{"model": "m", "input": "x\\ud800"}', "a lone UTF-16 surrogate"),
+    (b'{"model": "m", "input": "x", "temperature": NaN}', "It has the number NaN, which JSON does not allow."),
+    (b'{"model": "m", "input": "x", "temperature": -Infinity}', "It has the number -Infinity, which JSON does not"),
+    # a number json would read as infinity, and the gateway send on as `Infinity`, which is not JSON
+    (b'{"model": "m", "input": "x", "temperature": 1e400}', "It has the number 1e400, too large for a double."),
+    (b'{"model": "m", "input": [{"role": "user", "content": "x", "n": -2.5e308}]}', "the number -2.5e308, too large"),
+    (b'{"model": "m", "input": "x\\ud800"}', "It has a string with a lone UTF-16 surrogate, which is not text."),
+    (b'{"model": "m", "metadata": {"\\udc00": "x"}}', "a lone UTF-16 surrogate"),
     (deep(MAX_DEPTH + 1), f"It nests deeper than {MAX_DEPTH} levels."),
     (deep(100_000), f"It nests deeper than {MAX_DEPTH} levels."),
 ])
