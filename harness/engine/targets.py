@@ -6,6 +6,12 @@ stream short or sends without end gives an `Exchange` with `transport_error` set
 arrived; bytes that are not what they claim to be (not UTF-8, not JSON, mislabelled, an event
 never ended) are its `defects`. Either is a finding for the report, never a stuck, swollen or
 crashed run.
+
+Why httpx: the harness's clients are not in anyone's request path (aiohttp's speed is what the
+recording proxy and the reference gateway's model client need), and httpx-sse reads a stream's
+events from an httpx answer, as respx mocks one in the tests. httpx2, which the openai and mcp
+SDKs use (and the reference gateway for its MCP and web search clients), reads events itself: the
+harness would need neither httpx nor httpx-sse on it, which is the way to one stack fewer.
 """
 
 from __future__ import annotations
