@@ -20,10 +20,10 @@ the guard lets through carries the address it checked (`CHECKED_ADDRESS`), and `
 connects there and nowhere else, so a second lookup cannot send it elsewhere; the URL keeps the
 host name, so over https TLS sends it (SNI) and verifies the certificate against it.
 
-Why httpx2, where the model client is aiohttp (`upstream.http`) and the harness httpx: the mcp
-SDK's transports take an httpx2 client (`streamable_http_client(http_client=...)`, the SSE
-transport's `httpx_client_factory`), so the guard is an httpx2 transport, and web search goes
-through the same guard with the same client.
+Why httpx2, where the model client is aiohttp (`upstream.http`): the mcp SDK's transports take an
+httpx2 client (`streamable_http_client(http_client=...)`, the SSE transport's
+`httpx_client_factory`), so the guard is an httpx2 transport, and web search goes through the same
+guard with the same client (the harness's clients are httpx2 too).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -78,7 +78,7 @@ def run_scenario(stack: Stack, tmp_path: Path) -> RunScenario:
         target = Target("test", target_url or stack.reference_url or "", timeout_s=timeout_s)
 
         async def go() -> ScenarioResult:
-            async with httpx.AsyncClient(timeout=httpx.Timeout(timeout_s)) as http:
+            async with httpx2.AsyncClient(timeout=httpx2.Timeout(timeout_s)) as http:
                 fixtures = FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url)
                 engine = Engine(target, http, fixtures, gateways=stack.reference_gateways())
                 return await engine.run(LoadedScenario(scenario, path), mode)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
@@ -244,7 +244,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
     by_name = {target.name: target for target in targets}
     batches = 2 * options.rounds * sum(workload not in target.cannot for workload in options.workloads
                                        for target in targets)
-    async with httpx.AsyncClient(timeout=30) as http:
+    async with httpx2.AsyncClient(timeout=30) as http:
         control = FixtureClient(http, upstream_url, fixtures)
 
         async def batch(workload: Workload, where: BenchTarget | None, runs: RunTokens, sizes: Sizes) -> Batch:

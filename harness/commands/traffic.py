@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import click
-import httpx
+import httpx2
 
 from ..engine.fixture_client import FixtureClient
 from ..engine.session import open_session
@@ -149,7 +149,7 @@ def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) 
         try:
             with open_session(options, (), redactor=redactor) as session:
                 async def go() -> list[Replayed]:
-                    async with httpx.AsyncClient(timeout=httpx.Timeout(session.target.timeout_s)) as client:
+                    async with httpx2.AsyncClient(timeout=httpx2.Timeout(session.target.timeout_s)) as client:
                         upstream = session.stack.upstream_url if session.stack is not None else None
                         fixtures = FixtureClient(client, upstream, {}) if upstream is not None else None
                         return await replay(recorded, session.target, client, fixtures)

@@ -7,7 +7,7 @@ import sys
 import time
 
 import click
-import httpx
+import httpx2
 
 from ..engine.readiness import poll_until_ready
 from ..options import WAIT_TIMEOUT
@@ -18,8 +18,8 @@ from .console import EXIT_FAILED, EXIT_OK, error, say
 def _url(ctx: click.Context, param: click.Parameter, values: tuple[str, ...]) -> tuple[str, ...]:
     for value in values:
         try:
-            url = httpx.URL(value)
-        except httpx.InvalidURL as problem:
+            url = httpx2.URL(value)
+        except httpx2.InvalidURL as problem:
             raise click.BadParameter(f"{value!r} is not a URL ({problem})", ctx, param) from problem
         if url.scheme not in ("http", "https") or not url.host:
             raise click.BadParameter(f"{value!r} is not an http:// or https:// URL with a host", ctx, param)

@@ -8,7 +8,7 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import httpx
+import httpx2
 
 from ...fixtures.upstream.script import RunScript
 from ..errors import HarnessError
@@ -17,7 +17,7 @@ from ..scenario.fixtures import McpFixture
 
 
 class FixtureClient:
-    def __init__(self, http: httpx.AsyncClient, upstream_url: str, mcp: Mapping[str, McpFixture],
+    def __init__(self, http: httpx2.AsyncClient, upstream_url: str, mcp: Mapping[str, McpFixture],
                  search_url: str | None = None) -> None:
         """`search_url`: the search fixture's base URL (None: there is none, and a run that
         states what searches find cannot run)."""
@@ -31,14 +31,14 @@ class FixtureClient:
             response = await self._http.get(url)
             response.raise_for_status()
             return response.json()
-        except (httpx.HTTPError, ValueError) as error:
+        except (httpx2.HTTPError, ValueError) as error:
             raise HarnessError(f"cannot read the fixture log at {url}: {type(error).__name__} {error}") from error
 
     async def register(self, run: str, script: RunScript) -> None:
         url = f"{self._upstream}/__parity/runs/{run}"
         try:
             response = await self._http.put(url, json=script.model_dump(mode="json"))
-        except httpx.HTTPError as error:
+        except httpx2.HTTPError as error:
             raise HarnessError(f"the scripted upstream at {self._upstream} is not reachable: {error}") from error
         if response.status_code != 204:
             raise HarnessError(f"the scripted upstream refused the script: {response.text}")
@@ -54,7 +54,7 @@ class FixtureClient:
         url = f"{self._search}/__parity/runs/{run}"
         try:
             response = await self._http.put(url, json=dict(catalogue))
-        except httpx.HTTPError as error:
+        except httpx2.HTTPError as error:
             raise HarnessError(f"the search fixture at {self._search} is not reachable: {error}") from error
         if response.status_code != 204:
             raise HarnessError(f"the search fixture refused the scenario's `search:`: {response.text}")
@@ -65,7 +65,7 @@ class FixtureClient:
                 *([f"{self._search}/__parity/runs/{run}"] if self._search else []),
                 *(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls" for name in mcp_names)]
         for url in urls:
-            with contextlib.suppress(httpx.HTTPError):  # a server keeps a little more memory; nothing depends on it
+            with contextlib.suppress(httpx2.HTTPError):  # a server keeps a little more memory; nothing depends on it
                 await self._http.delete(url)
 
     async def route_default_mcp(self, run: str, mcp_names: list[str]) -> None:
@@ -76,7 +76,7 @@ class FixtureClient:
             try:
                 response = await self._http.put(url, json={"run": run})
                 response.raise_for_status()
-            except httpx.HTTPError as error:
+            except httpx2.HTTPError as error:
                 raise HarnessError(f"cannot route the MCP fixture {name}'s default endpoint: {error}") from error
 
     async def observed(self, run: str, mcp_names: list[str]) -> Observed:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import httpx
+import httpx2
 
 from ..wire.redaction import redact_text
 
@@ -35,9 +35,9 @@ def poll_until_ready(method: str, url: str, *, timeout_s: float, ready: Callable
     while True:
         check()
         try:
-            answer = httpx.request(method, url, json=body, headers=headers,
-                                   timeout=min(ATTEMPT_TIMEOUT_S, max(deadline - time.monotonic(), POLL_INTERVAL_S)))
-        except httpx.HTTPError as error:
+            answer = httpx2.request(method, url, json=body, headers=headers,
+                                    timeout=min(ATTEMPT_TIMEOUT_S, max(deadline - time.monotonic(), POLL_INTERVAL_S)))
+        except httpx2.HTTPError as error:
             last = f"{type(error).__name__}" + (f" ({error})" if str(error) else "")
         else:
             if ready(answer.status_code):

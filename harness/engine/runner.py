@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
-import httpx
+import httpx2
 from pydantic import ValidationError
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
@@ -210,7 +210,7 @@ class _Run:
 
 
 class Engine:
-    def __init__(self, target: Target, http: httpx.AsyncClient, fixtures: FixtureClient | None,
+    def __init__(self, target: Target, http: httpx2.AsyncClient, fixtures: FixtureClient | None,
                  on_event: Callable[[UnitFinished], None] | None = None, *,
                  gateways: GatewayProvider | None = None, mcp: Mapping[str, McpFixture] | None = None,
                  against: Against | None = None) -> None:

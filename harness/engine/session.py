@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
+import httpx2
 
 from ...fixtures.upstream.script import AdHocScript
 from ..defaults import DEFAULT_MODEL, LOOPBACK, REFERENCE
@@ -70,7 +70,7 @@ class Session:
         on_event = self._learning(on_event)
         if (why := await unreachable(self.target)) is not None:
             raise HarnessError(f"the target {self.target.name} at {self.target.base_url} is unreachable: {why}")
-        async with httpx.AsyncClient(timeout=httpx.Timeout(self.target.timeout_s)) as http:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(self.target.timeout_s)) as http:
             chat = any(loaded.scenario.surface == "chat" for loaded, _ in units)
             if units and self.target.scripted and chat not in self.refusal:  # OpenAI's paths are OpenAI's
                 self.refusal[chat] = await refused_at_once(self.target, http, chat)

@@ -30,7 +30,7 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
+import httpx2
 import uvicorn
 from starlette.types import ASGIApp
 
@@ -115,7 +115,7 @@ class ServerThread:
             raise HarnessError(f"cannot listen on {host}:{port}: {error.strerror}") from error
         self.port = self._socket.getsockname()[1]
         self.url = f"http://{host}:{self.port}"
-        # Idle connections are kept longer than an httpx client keeps them (5 s): were both 5 s, a
+        # Idle connections are kept longer than an httpx2 client keeps them (5 s): were both 5 s, a
         # client could send on a connection at the moment the server closes it ("disconnected
         # without sending a response"), a spurious failure on a busy machine.
         # "auto": uvloop and httptools where they are installed (a dependency wherever they have
@@ -184,7 +184,7 @@ class Announced:
     """The search fixture's base URL (None when it serves none)."""
 
 
-HEALTH_TIMEOUT = httpx.Timeout(30.0, connect=10.0)
+HEALTH_TIMEOUT = httpx2.Timeout(30.0, connect=10.0)
 """How long a scripted upstream may take to answer its health check: on a loaded machine it can
 take seconds, and one taken for absent makes the run start another on its port."""
 
@@ -193,9 +193,9 @@ def running_upstream(url: str) -> Announced | None:
     """The fixtures a scripted upstream answering at `url` announces, or None when no scripted
     upstream answers there."""
     try:
-        response = httpx.get(f"{url.rstrip('/')}/__parity/health", timeout=HEALTH_TIMEOUT)
+        response = httpx2.get(f"{url.rstrip('/')}/__parity/health", timeout=HEALTH_TIMEOUT)
         health = response.json()
-    except (httpx.HTTPError, ValueError):
+    except (httpx2.HTTPError, ValueError):
         return None
     if response.status_code != 200 or not isinstance(health, dict) or health.get("service") != SERVICE_NAME:
         return None

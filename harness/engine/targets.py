@@ -7,11 +7,10 @@ arrived; bytes that are not what they claim to be (not UTF-8, not JSON, mislabel
 never ended) are its `defects`. Either is a finding for the report, never a stuck, swollen or
 crashed run.
 
-Why httpx: the harness's clients are not in anyone's request path (aiohttp's speed is what the
-recording proxy and the reference gateway's model client need), and httpx-sse reads a stream's
-events from an httpx answer, as respx mocks one in the tests. httpx2, which the openai and mcp
-SDKs use (and the reference gateway for its MCP and web search clients), reads events itself: the
-harness would need neither httpx nor httpx-sse on it, which is the way to one stack fewer.
+Why httpx2: the openai and mcp SDKs use it (and the reference gateway for its MCP and web search
+clients), and it reads a stream's events itself (`EventSource`), so the harness's clients share
+their stack rather than adding one. They are not in anyone's request path; aiohttp's speed is what
+the recording proxy and the reference gateway's model client need.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 
 from ..defaults import (DEFAULT_CHAT_PATH, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_RESPONSES_PATH,
                         DEFAULT_TIMEOUT_S)
@@ -119,7 +118,7 @@ async def unreachable(target: Target) -> str | None:
     """Why no connection to the target opens at all (no such host, nothing listening, no route
     within the connect deadline), or None when one does. Asked once per run, so a target that
     is not there is one clear error, not a finding in every unit."""
-    url = httpx.URL(target.base_url)
+    url = httpx2.URL(target.base_url)
     port = url.port or (443 if url.scheme == "https" else 80)
     deadline_s = min(target.timeout_s, CONNECT_DEADLINE_S)
     try:
@@ -143,7 +142,7 @@ _NO_ENDPOINT = {404: "has no endpoint there", 405: "takes no POST there"}
 _REFUSED = {401: "refuses the run's credentials", 403: "forbids the run's requests"}
 
 
-async def refused_at_once(target: Target, http: httpx.AsyncClient, chat: bool) -> str | None:
+async def refused_at_once(target: Target, http: httpx2.AsyncClient, chat: bool) -> str | None:
     """Why every request of the run would be refused alike, or None: asked once, before any
     scenario, with an empty body POSTed to each endpoint the run creates responses at (OpenAI
     answers it 400, naming what is missing). An answer 404 or 405 says the endpoint is at
@@ -156,7 +155,7 @@ async def refused_at_once(target: Target, http: httpx.AsyncClient, chat: bool) -
         url = target.url(path)
         try:
             answer = await http.post(url, json={}, headers=dict(target.headers))
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             return None  # a transport failure is each scenario's finding, with what arrived
         said = f"POST {url} with an empty body answered HTTP {answer.status_code} ({answer.text[:200]!r})"
         if answer.status_code in _NO_ENDPOINT:
@@ -178,7 +177,7 @@ Trigger = Callable[[], Awaitable[bool]]
 when it gave up waiting for that."""
 
 
-async def send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
+async def send(client: httpx2.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                disconnect: Disconnect | None = None, disconnect_when: Trigger | None = None,
                headers: dict[str, str] | None = None) -> Exchange:
     """Send one request (a JSON body, a `Form` as multipart, or a `RawBody`) and read the whole
@@ -191,7 +190,7 @@ async def send(client: httpx.AsyncClient, target: Target, method: str, path: str
     otherwise linger in a shared pool."""
     headers = dict(target.headers) | (headers or {})
     if disconnect is not None:
-        async with httpx.AsyncClient(timeout=client.timeout) as own:
+        async with httpx2.AsyncClient(timeout=client.timeout) as own:
             return await _send(own, target, method, path, body, disconnect=disconnect,
                                disconnect_when=disconnect_when, headers=headers)
     attempt = 0
@@ -231,7 +230,7 @@ def retry_after_s(value: str, now: datetime) -> float | None:
     return max((date.replace(tzinfo=date.tzinfo or UTC) - now).total_seconds(), 0.0)  # an HTTP-date is in GMT
 
 
-async def _send(client: httpx.AsyncClient, target: Target, method: str, path: str, body: Any, *,
+async def _send(client: httpx2.AsyncClient, target: Target, method: str, path: str, body: Any, *,
                 disconnect: Disconnect | None, disconnect_when: Trigger | None, headers: dict[str, str]) -> Exchange:
     url = target.url(path)
     exchange = Exchange(method=method, url=url,
@@ -274,7 +273,7 @@ async def _send(client: httpx.AsyncClient, target: Target, method: str, path: st
             exchange.disconnected = True
         else:
             exchange.transport_error = f"no complete answer within {target.timeout_s:g}s"
-    except httpx.HTTPError as error:
+    except httpx2.HTTPError as error:
         exchange.transport_error = f"{type(error).__name__}: {failure_reason(error)}"
     finally:
         if trigger is not None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 
 from ..engine.targets import Form, Target, send
 from .surfaces import PLACEHOLDERS, placeholder
@@ -27,7 +27,7 @@ def _id(answer: Any, key: str = "id") -> str | None:
     return answer.get(key) if isinstance(answer, dict) and isinstance(answer.get(key), str) else None
 
 
-async def create_objects(http: httpx.AsyncClient, target: Target, text: str) -> dict[str, str]:
+async def create_objects(http: httpx2.AsyncClient, target: Target, text: str) -> dict[str, str]:
     """Each placeholder's object, created on the target (`text`: the input of the response)."""
     api = target.responses_path.rsplit("/", 1)[0]
 

@@ -46,10 +46,11 @@ The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForw
 `Dropped`, `forwarding.py`); it prints nothing. WebSocket-mode connections are relayed frame by
 frame (`socket_proxy.py`), and recorded and checked in the same checker process.
 
-Why aiohttp, where the rest of the harness speaks httpx: the proxy sits in the path of every
-request a client makes, and aiohttp's compiled parser spends a fraction of httpx's CPU on each
-(paired in one bench run in front of the reference gateway: a text answer +2.63 -> +0.90 ms, a
-whole stream +3.88 -> +1.13 ms), the reason the reference gateway reaches its model with it too.
+Why aiohttp, where the rest of the harness speaks httpx2: the proxy sits in the path of every
+request a client makes, and aiohttp's compiled parser spends a fraction of the CPU of httpx (which
+httpx2 forks) on each (paired in one bench run in front of the reference gateway: a text answer
++2.63 -> +0.90 ms, a whole stream +3.88 -> +1.13 ms), the reason the reference gateway reaches its
+model with it too.
 """
 
 from __future__ import annotations

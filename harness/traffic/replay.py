@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token
 from ..engine.fixture_client import FixtureClient
@@ -59,7 +59,7 @@ def captured_turns(captures: list[Captured]) -> list[ModelTurn]:
     return [turn for captured in captures for turn in model_turns(captured.exchange.response_object())]
 
 
-async def replay(captures: list[Captured], target: Target, client: httpx.AsyncClient,
+async def replay(captures: list[Captured], target: Target, client: httpx2.AsyncClient,
                  fixtures: FixtureClient | None) -> list[Replayed]:
     """Send each captured request to `target`, in order, and judge each answer; `fixtures`
     reaches the target's scripted upstream (None: its model is not scripted)."""
@@ -73,7 +73,7 @@ async def replay(captures: list[Captured], target: Target, client: httpx.AsyncCl
             await fixtures.forget(run)
 
 
-async def _sent_again(captures: list[Captured], target: Target, client: httpx.AsyncClient) -> list[Replayed]:
+async def _sent_again(captures: list[Captured], target: Target, client: httpx2.AsyncClient) -> list[Replayed]:
     replacements: dict[str, str] = {}
     replayed = []
     for captured in captures:

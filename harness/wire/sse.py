@@ -1,8 +1,9 @@
-"""Server-sent events, parsed with `httpx-sse` whether they come live or from a file.
+"""Server-sent events, parsed with httpx2's `EventSource` whether they come live or from a file.
 
 Live streams are read through `TeeStream`, which keeps the raw bytes as they arrive while
-`httpx`'s line decoder and `httpx-sse` assemble events, so an event split across reads is
-put back together and the raw stream can still be saved as a golden.
+`EventSource` assembles events, so an event split across reads is put back together and the
+raw stream can still be saved as a golden. An event's size is not bounded here: a live
+answer's bytes are (`TeeStream`'s limit).
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
-from httpx_sse import EventSource
+import httpx2
 
 from .decode import Defect, Unreadable, read_json
 
@@ -51,14 +51,20 @@ def _event(event: str, data: str) -> SseEvent:
     return SseEvent(event or None, data, payload if isinstance(payload, dict) else None)
 
 
+_STORED = httpx2.Request("GET", "http://stream.invalid/")
+"""The request `EventSource` names in its errors (it needs one); the bytes it parses were read
+elsewhere (a stored stream, a live one through `TeeStream`), so this request is never sent."""
+
+
 def parse_sse(text: str) -> list[SseEvent]:
     """Every event in a stored stream."""
-    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode())
+    response = httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode(),
+                               request=_STORED)
     return [_event(sse.event if sse.event != "message" else "", sse.data)
-            for sse in EventSource(response).iter_sse()]
+            for sse in httpx2.EventSource(response, max_event_size=None)]
 
 
-class TeeStream(httpx.AsyncByteStream):
+class TeeStream(httpx2.AsyncByteStream):
     """A response byte stream that keeps a copy of everything read through it, up to `limit`
     bytes: there the stream ends early and `overflowed` is set."""
 
@@ -86,6 +92,6 @@ class TeeStream(httpx.AsyncByteStream):
 
 async def iter_sse(tee: TeeStream) -> AsyncIterator[SseEvent]:
     """Events of a live stream read through `tee` (which keeps the raw bytes)."""
-    mirrored = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=tee)
-    async for sse in EventSource(mirrored).aiter_sse():
+    mirrored = httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=tee, request=_STORED)
+    async for sse in httpx2.EventSource(mirrored, max_event_size=None):
         yield _event(sse.event if sse.event != "message" else "", sse.data)

@@ -7,11 +7,12 @@ container at a time, each in one call into C, so that the loop has its turn betw
 (building and encoding 100,000 items takes about a second, and one call into C for the whole
 body would hold the loop, thread or not).
 
-Why aiohttp when the rest of the project speaks httpx: a plain model call cost the gateway about
-1.3 ms of CPU through httpx (most of it in httpcore's pool bookkeeping) and 0.17 ms through
-aiohttp, whose HTTP parser is compiled (tests/benchmarks/http_stack.py shows the gateway's
-share). Streams are still parsed by httpx-sse, through its public `EventSource` over an
-`httpx.Response` that reads the aiohttp body.
+Why aiohttp when the rest of the project speaks httpx2: a plain model call cost the gateway about
+1.3 ms of CPU through httpx (most of it in httpcore's pool bookkeeping; httpx2 is its fork) and
+0.17 ms through aiohttp, whose HTTP parser is compiled (tests/benchmarks/http_stack.py shows the
+gateway's share). Streams are still parsed by httpx2's public `EventSource` over an
+`httpx2.Response` that reads the aiohttp body; an event's size is not bounded there, as the
+model URL is trusted configuration.
 
 The model URL is trusted configuration: the outbound policy, which guards where MCP servers may
 point, does not apply to it. Proxy variables of the environment are not read.
@@ -25,8 +26,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
-import httpx
-from httpx_sse import EventSource, ServerSentEvent
+import httpx2
 
 from ..errors import GatewayError, UpstreamError
 
@@ -72,7 +72,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=
 
 
 def json_bytes(body: Any) -> bytes:
-    """A request body as httpx's `json=` sends it: compact, UTF-8, no NaN."""
+    """A request body as httpx2's `json=` sends it: compact, UTF-8, no NaN."""
     return _ENCODE(body).encode()
 
 
@@ -188,11 +188,11 @@ class HttpUpstream:
         try:
             if answer.status >= 400:
                 raise upstream_error_from(answer.status, await answer.read())
-            async for sse in EventSource(_as_httpx_response(answer)).aiter_sse():
+            async for sse in httpx2.EventSource(_as_httpx2_response(answer), max_event_size=None):
                 if sse.data == "[DONE]":
                     return
                 yield _payload(sse)
-        except (*UPSTREAM_FAILURES, httpx.HTTPError) as error:  # httpx-sse's SSEError is an httpx error
+        except (*UPSTREAM_FAILURES, httpx2.HTTPError) as error:  # its `SSEError` is an httpx2 error
             raise UpstreamError(502, f"The upstream model stream failed: {_failure_text(error)}") from error
         finally:
             answer.release()
@@ -202,7 +202,7 @@ def _unreachable(error: BaseException) -> UpstreamError:
     return UpstreamError(502, f"The upstream model could not be reached: {_failure_text(error)}")
 
 
-class _AiohttpBody(httpx.AsyncByteStream):
+class _AiohttpBody(httpx2.AsyncByteStream):
     """An aiohttp answer's body, chunk by chunk as it arrives (already decompressed)."""
 
     def __init__(self, answer: aiohttp.ClientResponse) -> None:
@@ -213,14 +213,19 @@ class _AiohttpBody(httpx.AsyncByteStream):
             yield chunk
 
 
-def _as_httpx_response(answer: aiohttp.ClientResponse) -> httpx.Response:
-    """What httpx-sse reads: the content type (with its charset) and the body; no content
+_MODEL_REQUEST = httpx2.Request("POST", "http://model.invalid/")
+"""The request `EventSource` names in its errors (it needs one); the post was aiohttp's, so this
+one is never sent."""
+
+
+def _as_httpx2_response(answer: aiohttp.ClientResponse) -> httpx2.Response:
+    """What `EventSource` reads: the content type (with its charset) and the body; no content
     encoding, since aiohttp has decoded the body already."""
-    return httpx.Response(answer.status, headers={"content-type": answer.headers.get("content-type", "")},
-                          stream=_AiohttpBody(answer))
+    return httpx2.Response(answer.status, headers={"content-type": answer.headers.get("content-type", "")},
+                           stream=_AiohttpBody(answer), request=_MODEL_REQUEST)
 
 
-def _payload(sse: ServerSentEvent) -> dict[str, Any]:
+def _payload(sse: httpx2.ServerSentEvent) -> dict[str, Any]:
     try:
         payload = json.loads(sse.data)
     except ValueError as error:

@@ -39,7 +39,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+import httpx2
 import psutil
 
 from responses_parity.harness.engine.child_process import ChildProcess
@@ -118,20 +118,20 @@ class Sampler:
 def memory(url: str, pid: int, args: argparse.Namespace, figures: Figures) -> None:
     content = (b"The quick brown fox jumps over the lazy dog. " * (args.upload_mib * MIB // 45 + 1))[
         :args.upload_mib * MIB]
-    with httpx.Client(base_url=url, timeout=SLOW_S) as client:  # warm up: the multipart code, the store's pages
+    with httpx2.Client(base_url=url, timeout=SLOW_S) as client:  # warm up: the multipart code, the store's pages
         for _ in range(2):
             client.post("/v1/files", files={"file": ("warm.txt", content[:MIB])},
                         data={"purpose": "assistants"}).raise_for_status()
     time.sleep(1)
     before = psutil.Process(pid).memory_info().rss
 
-    async def upload(client: httpx.AsyncClient) -> int:
+    async def upload(client: httpx2.AsyncClient) -> int:
         answer = await client.post("/v1/files", files={"file": ("big.txt", content)}, data={"purpose": "assistants"})
         return answer.status_code
 
     async def all_uploads() -> list[int]:
-        limits = httpx.Limits(max_connections=args.uploads, max_keepalive_connections=args.uploads)
-        async with httpx.AsyncClient(base_url=url, timeout=SLOW_S, limits=limits) as client:
+        limits = httpx2.Limits(max_connections=args.uploads, max_keepalive_connections=args.uploads)
+        async with httpx2.AsyncClient(base_url=url, timeout=SLOW_S, limits=limits) as client:
             return await asyncio.gather(*(upload(client) for _ in range(args.uploads)))
 
     with Sampler(pid) as sampler:
@@ -147,7 +147,7 @@ class Probe:
     that overlapped a window."""
 
     def __init__(self, url: str, path: str, every_s: float) -> None:
-        self._client = httpx.Client(base_url=url, timeout=SLOW_S)
+        self._client = httpx2.Client(base_url=url, timeout=SLOW_S)
         self._path, self._every_s = path, every_s
         self._samples: list[tuple[float, float]] = []
         self._stop = threading.Event()
@@ -179,7 +179,7 @@ def _p99(values: list[float]) -> float:
 
 
 def stalls(url: str, args: argparse.Namespace, figures: Figures) -> None:
-    with httpx.Client(base_url=url, timeout=SLOW_S) as client:
+    with httpx2.Client(base_url=url, timeout=SLOW_S) as client:
         conversation = client.post("/v1/conversations", json={}).json()["id"]
         words = " ".join(f"word{n}" for n in range(2000))
         file_id = client.post("/v1/files", files={"file": ("words.txt", words.encode())},

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
+import httpx2
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
@@ -107,7 +107,7 @@ def request_body(gateway: Gateway, mcp_url: str) -> dict:
                        "require_approval": "never"}]}
 
 
-def round_trip(http: httpx.Client, gateway: Gateway, body: dict) -> float:
+def round_trip(http: httpx2.Client, gateway: Gateway, body: dict) -> float:
     started = time.perf_counter()
     response = http.post(f"{gateway.url}/v1/responses", json=body)
     wall = time.perf_counter() - started
@@ -138,7 +138,7 @@ def main() -> None:
     script = RunScript(steps=[[ModelTurn(call=ToolCallSpec(tool="add", arguments={"a": 1, "b": 2})),
                                ModelTurn(text="3")]])
     gateways: list[Gateway] = []
-    with tempfile.TemporaryDirectory() as links, httpx.Client(timeout=60) as http:
+    with tempfile.TemporaryDirectory() as links, httpx2.Client(timeout=60) as http:
         try:
             for name, tree in trees.items():
                 gateways.append(start_gateway(name, tree, upstream_url, Path(links)))

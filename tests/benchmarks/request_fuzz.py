@@ -16,7 +16,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 from hypothesis import HealthCheck, given, seed, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference_impl"))
@@ -37,7 +37,7 @@ def main() -> None:
     with Stack(mcp_names=[], with_reference=False) as stack:
         gateway = probed_gateway(stack.upstream_url or "", stack.search_url)
         try:
-            with httpx.Client(base_url=gateway.url, timeout=30) as client:
+            with httpx2.Client(base_url=gateway.url, timeout=30) as client:
                 @seed(args.seed)
                 @settings(max_examples=args.examples, deadline=None, database=None,
                           suppress_health_check=list(HealthCheck))

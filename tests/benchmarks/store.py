@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference_impl"))
 
@@ -145,7 +145,7 @@ def through_gateway(stores: dict[str, MakeStore], rounds: int, per_round: int, k
     upstream = ServerThread(build_upstream_app()).start()
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Rome."}]]})
-    httpx.put(f"{upstream.url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{upstream.url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     body = {"model": "m", "input": f"Capital of Italy? {run_marker(run, 0)}"}
     built, gateways, traces = runtime.SqliteStore, {}, {}
     try:
@@ -161,7 +161,7 @@ def through_gateway(stores: dict[str, MakeStore], rounds: int, per_round: int, k
         runtime.SqliteStore = built
     times: dict[str, list[float]] = {name: [] for name in stores}
     try:
-        with httpx.Client(timeout=30) as client:
+        with httpx2.Client(timeout=30) as client:
             for name, (server, _) in gateways.items():  # warm up, uncounted
                 for _ in range(per_round // 4):
                     client.post(f"{server.url}/v1/responses", json=body).raise_for_status()

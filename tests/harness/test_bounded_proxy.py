@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from urllib.parse import quote
 
-import httpx
+import httpx2
 import pytest
 from counting_upstream import CountingUpstream
 from parity_process import DEADLINE_S, ParityProcess, running
@@ -89,7 +89,7 @@ def test_no_credential_reaches_a_capture_or_a_line_and_body_values_stay_secrets_
     with CountingUpstream() as upstream:
         proxy, url = start_proxy(start, upstream.url("echo"), tmp_path / "captures",
                                  "--secret-header", "X-Tenant-Token")
-        with httpx.Client(timeout=DEADLINE_S) as client:
+        with httpx2.Client(timeout=DEADLINE_S) as client:
             first = client.post(f"{url}/v1/responses", params={"api_key": QUERY_KEY},
                                 headers={"Authorization": f"Bearer {API_KEY}", "X-Tenant-Token": TENANT_TOKEN},
                                 json=CREATE | {"metadata": {"api_key": "completed"}, "tools": [mcp]})
@@ -136,7 +136,7 @@ def test_a_body_over_the_limit_is_refused_with_a_413_before_the_rest_is_read(
             piece = b" " * 65536
             chunked.sendall((f"{len(piece):x}\r\n".encode() + piece + b"\r\n") * 20)
             refused.append(_answer(chunked))
-        accepted = httpx.post(f"{url}/v1/responses", json=CREATE | {"input": "x" * 2**19}, timeout=DEADLINE_S)
+        accepted = httpx2.post(f"{url}/v1/responses", json=CREATE | {"input": "x" * 2**19}, timeout=DEADLINE_S)
         _wait_for_lines(proxy, "POST /v1/responses: not forwarded: The request body is", 2)
         files = captured_files(tmp_path / "captures", 1)
     for status, body in refused:
@@ -151,7 +151,7 @@ def test_what_is_recorded_of_a_request_body_is_capped_and_the_whole_is_forwarded
     with CountingUpstream() as upstream:
         _, url = start_proxy(start, upstream.url("echo"), tmp_path / "captures",
                              "--max-recorded-request-mb", "0.01", "--max-answer-mb", "0.01")
-        answer = httpx.post(f"{url}/v1/responses", json=CREATE | {"input": "x" * 100_000}, timeout=DEADLINE_S)
+        answer = httpx2.post(f"{url}/v1/responses", json=CREATE | {"input": "x" * 100_000}, timeout=DEADLINE_S)
         capture = captured_files(tmp_path / "captures", 1)[0]
     assert answer.json()["echo"]["body"]["input"] == "x" * 100_000
     recorded = json.loads(capture.read_text())
@@ -184,7 +184,7 @@ def test_an_upstream_silent_past_the_read_deadline_is_a_504_or_an_error_event_an
         start: Callable[..., ParityProcess], tmp_path: Path) -> None:
     with CountingUpstream() as upstream:
         proxy, url = start_proxy(start, upstream.base_url, tmp_path / "captures", "--read-timeout", "0.5")
-        with httpx.Client(timeout=DEADLINE_S) as client:
+        with httpx2.Client(timeout=DEADLINE_S) as client:
             silent = client.post(f"{url}/hang/v1/responses", json=CREATE)
             with client.stream("POST", f"{url}/silent-stream/v1/responses", json=CREATE | {"stream": True}) as cut:
                 events = parse_sse(cut.read().decode())
@@ -203,7 +203,7 @@ def test_a_stream_that_keeps_sending_outlives_the_read_deadline(start: Callable[
                                                                 tmp_path: Path) -> None:
     with CountingUpstream() as upstream:
         _, url = start_proxy(start, upstream.url("endless"), tmp_path / "captures", "--read-timeout", "2")
-        with httpx.Client(timeout=DEADLINE_S) as client, \
+        with httpx2.Client(timeout=DEADLINE_S) as client, \
                 client.stream("POST", f"{url}/v1/responses", json=CREATE | {"stream": True}) as streamed:
             began, received = time.monotonic(), b""
             for chunk in streamed.iter_bytes():
@@ -227,7 +227,7 @@ def test_each_client_that_goes_away_is_one_line_never_a_traceback(start: Callabl
             with _connect(url) as connection:
                 connection.sendall(_request(url, "/endless/v1/responses", CREATE | {"stream": True}))
                 assert connection.recv(65536)
-        deep = httpx.post(f"{url}/echo/v1/responses", content=b"[" * 100_000 + b"]" * 100_000, timeout=DEADLINE_S)
+        deep = httpx2.post(f"{url}/echo/v1/responses", content=b"[" * 100_000 + b"]" * 100_000, timeout=DEADLINE_S)
         _wait_for_lines(proxy, "POST /echo/v1/responses: not forwarded: the client went away", 50)
         _wait_for_lines(proxy, "POST /endless/v1/responses -> 200 (stream); the client went away", 10)
         proxy.wait_for(r"^0011-post-echo-v1-responses\.json: POST /echo/v1/responses -> 200$")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from faulty_gateways import RewritingRequests, forget_replayed_lists, leak_list_tools_upstream, reexecute_replayed_calls
 from starlette.applications import Starlette
@@ -23,7 +23,7 @@ def forwarding(upstream: str) -> Starlette:
     """A pass-through to the scripted upstream (a faulty gateway's request rewriting goes in front)."""
 
     async def forward(request: Request) -> Response:
-        client = httpx.AsyncClient(timeout=30)
+        client = httpx2.AsyncClient(timeout=30)
         sent = client.build_request("POST", f"{upstream}{request.url.path}", content=await request.body(),
                                     headers={"content-type": "application/json"})
         answer = await client.send(sent, stream=True)

@@ -17,7 +17,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.harness.defaults import HTTP_MODES
@@ -58,7 +58,7 @@ def stand_in_results(stack: Stack) -> list[ScenarioResult]:
     assert selected, "no built-in scenario runs live"
 
     async def go() -> list[ScenarioResult]:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(target.timeout_s)) as http:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(target.timeout_s)) as http:
             engine = Engine(target, http, FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url))
             return await engine.run_all([(loaded, mode) for loaded in selected for mode in loaded.scenario.modes],
                                         jobs=4)

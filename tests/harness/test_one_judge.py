@@ -8,7 +8,7 @@ import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from faulty_gateways import TEXT_SCENARIO, RewritingGateway, numbered_from_one
 from parity_process import DEADLINE_S, PARITY, ParityProcess, running
@@ -56,7 +56,7 @@ def test_the_engine_the_proxy_replay_and_check_exchange_find_the_same_fault(
         gateway = faulty_gateway(scripted)
         try:
             proxy, url = start_proxy(start, gateway.url, captures, "--json")
-            with httpx.Client(timeout=DEADLINE_S) as client:
+            with httpx2.Client(timeout=DEADLINE_S) as client:
                 answer = client.post(f"{url}/v1/responses", json={"model": "m", "input": "Hello", "stream": True})
             assert answer.status_code == 200
             proxied = json.loads(proxy.wait_for(r'^\{"capture": "0001-post-v1-responses.json".*"rule": "'

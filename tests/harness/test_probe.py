@@ -11,7 +11,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -327,7 +327,7 @@ def test_divergences_are_grouped_by_the_targets_answer_across_fields_and_the_cos
 
 def test_a_broken_upload_the_probes_send_leaves_no_log_line(caplog: pytest.LogCaptureFixture) -> None:
     with Stack(with_reference=True) as stack:
-        answer = httpx.post(f"{stack.reference_url}/v1/files", content=bytes(range(256)) * 8,
-                            headers={"content-type": "multipart/form-data; boundary=parity-probe-boundary"})
+        answer = httpx2.post(f"{stack.reference_url}/v1/files", content=bytes(range(256)) * 8,
+                             headers={"content-type": "multipart/form-data; boundary=parity-probe-boundary"})
     assert answer.status_code == 400
     assert [record.getMessage() for record in caplog.records] == []

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from hostile_target import HostileTarget
@@ -89,9 +89,9 @@ def test_the_agents_sdk_gets_the_same_run_through_the_proxy(transport: Transport
 
 
 @contextmanager
-def streaming(url: str) -> Iterator[httpx.Response]:
+def streaming(url: str) -> Iterator[httpx2.Response]:
     """A streamed request to `url`, its answer open until the block ends."""
-    with httpx.Client(timeout=DEADLINE_S) as client, \
+    with httpx2.Client(timeout=DEADLINE_S) as client, \
             client.stream("POST", url, json={"model": "m", "input": "hi", "stream": True}) as answer:
         yield answer
 
@@ -115,7 +115,7 @@ def test_findings_of_a_misbehaving_stream_are_printed_while_it_flows(start: Call
 def test_json_findings_name_the_capture_and_the_rule(start: Callable[..., ParityProcess], tmp_path: Path) -> None:
     with HostileTarget() as hostile:
         proxy, url = start_proxy(start, hostile.url("invalid-utf8-json"), tmp_path / "captures", "--json")
-        assert httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 200
+        assert httpx2.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 200
         line = json.loads(proxy.wait_for(r'^\{"capture": "0001-post-v1-responses.json".*$').group(0))
     assert line["rule"] == "wire.encoding" and line["severity"] == "error"
 
@@ -126,7 +126,7 @@ def test_with_json_standard_output_is_json_lines_from_the_first(start: Callable[
     proxy = start([str(PARITY), "proxy", "--upstream", "http://127.0.0.1:9", "--port", "0", "--captures",
                    str(tmp_path / "captures"), "--json"], "proxy", stdout=stdout)
     url = proxy.wait_for(LISTENING)["url"]  # on standard error
-    assert httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 502
+    assert httpx2.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}).status_code == 502
     proxy.stop()
     lines = [json.loads(line) for line in stdout.read_text().splitlines()]
     assert [(line["capture"], line["rule"]) for line in lines] == [("0001-post-v1-responses.json", "proxy.upstream")]
@@ -149,8 +149,8 @@ def test_an_upstream_that_fails_is_a_502_in_openais_envelope_and_a_finding(
     with HostileTarget() as hostile:
         upstream = "http://127.0.0.1:9" if behaviour == "refused" else hostile.url(behaviour)
         proxy, url = start_proxy(start, upstream, tmp_path / "captures")
-        first = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
-        again = httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
+        first = httpx2.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
+        again = httpx2.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
         proxy.wait_for(r"^0002-post-v1-responses\.json: error proxy\.upstream: the upstream .* gave no answer")
     for answer in (first, again):  # the proxy keeps serving after a failure
         assert answer.status_code == 502
@@ -164,8 +164,8 @@ def test_an_answer_the_upstream_breaks_off_is_cut_for_the_client_too_and_a_findi
     with HostileTarget() as hostile:
         proxy, url = start_proxy(start, hostile.url("reset"), tmp_path / "captures")
         for _ in range(2):  # the proxy keeps serving after the first
-            with pytest.raises(httpx.RemoteProtocolError):
-                httpx.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
+            with pytest.raises(httpx2.RemoteProtocolError):
+                httpx2.post(f"{url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=DEADLINE_S)
         proxy.wait_for(r"^0002-post-v1-responses\.json: error proxy\.upstream: the upstream .* broke off its answer")
         capture = json.loads(captured_files(tmp_path / "captures", 2)[0].read_text())
     assert "broke off" in capture["transport_error"]

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from conftest import RunScenario, write_scenario
 from faulty_gateways import read_body, replaying
@@ -112,7 +112,7 @@ def test_a_query_no_scenario_stated_finds_nothing_and_still_counts_as_searched_e
     result = run_scenario(scenario("stated query", [["unstated query"]], [[]]), target_url=url)
     assert result.outcome == "pass", result.findings  # the fixture logs it as unmatched, not for the run
     assert app.found[-1] == ("unstated query", [])
-    unmatched = httpx.get(f"{stack.search_url}/__parity/unmatched").json()["searches"]
+    unmatched = httpx2.get(f"{stack.search_url}/__parity/unmatched").json()["searches"]
     assert "unstated query" in [search["query"] for search in unmatched]
 
 
@@ -124,7 +124,7 @@ def test_both_modes_of_one_scenario_each_see_only_their_own_search(
     loaded = LoadedScenario(load_file(path), path)
 
     async def both() -> list[Any]:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(20)) as http:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(20)) as http:
             engine = Engine(Target("front", url, timeout_s=20), http,
                             FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url))
             return await engine.run_all([(loaded, "nonstream"), (loaded, "stream")], jobs=2)
@@ -139,7 +139,7 @@ def test_a_scenario_that_states_searches_cannot_run_without_a_search_fixture(
     path = write_scenario(tmp_path, scenario("parity nowhere", [[]], [[]]))
 
     async def without_search_fixture() -> Any:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(20)) as http:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(20)) as http:
             engine = Engine(Target("front", url, timeout_s=20), http,
                             FixtureClient(http, stack.upstream_url or "", stack.mcp))
             return await engine.run(LoadedScenario(load_file(path), path), "nonstream")

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -59,14 +59,14 @@ def start_reference(start: Any, upstream: str, config: dict[str, Any] | None, fo
 def test_serve_prints_the_settings_of_the_upstream_and_fixtures_it_serves(served: dict[str, Any]) -> None:
     upstream = served["upstream"]
     assert served["model_base_url"] == f"{upstream}/v1"
-    health = httpx.get(f"{upstream}/__parity/health").json()
+    health = httpx2.get(f"{upstream}/__parity/health").json()
     assert health["mcp"] == {name: urls["url"].removesuffix("/mcp") for name, urls in served["mcp"].items()}
     assert sorted(served["mcp"]) == sorted(FIXTURE_SERVERS)
     for urls in served["mcp"].values():
-        assert httpx.get(urls["url"].replace("/mcp", "/__parity/runs/x/calls")).json() == {"calls": []}
+        assert httpx2.get(urls["url"].replace("/mcp", "/__parity/runs/x/calls")).json() == {"calls": []}
     search = served["search"]["url"]
     assert health["search"] == search and served["search"]["endpoint"] == f"{search}/search"
-    assert httpx.post(f"{search}/search", json={"query": "q", "max_results": 1}).json() == {"results": []}
+    assert httpx2.post(f"{search}/search", json={"query": "q", "max_results": 1}).json() == {"results": []}
     ports = sorted([*(int(urls["url"].rsplit(":", 1)[1].split("/")[0]) for urls in served["mcp"].values()),
                     int(search.rsplit(":", 1)[1])])
     assert served["outbound_allow"] == {"ranges": ["127.0.0.1/32"], "ports": ports}
@@ -184,8 +184,8 @@ def test_the_fixtures_keep_nothing_of_a_finished_run(run_scenario: RunScenario, 
     assert result.outcome == "pass" and step.observed is not None and step.observed.mcp_calls
     assert step.exchange is not None
     run = step.exchange.request_body["tools"][0]["server_url"].split("/r/")[1].split("/")[0]
-    assert httpx.get(f"{stack.mcp['calc'].base_url}/__parity/runs/{run}/calls").json() == {"calls": []}
-    assert httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").status_code == 404
+    assert httpx2.get(f"{stack.mcp['calc'].base_url}/__parity/runs/{run}/calls").json() == {"calls": []}
+    assert httpx2.get(f"{stack.upstream_url}/__parity/runs/{run}").status_code == 404
 
 
 def test_a_served_upstream_slow_to_answer_is_still_the_one_a_run_uses() -> None:

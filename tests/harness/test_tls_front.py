@@ -10,7 +10,7 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from websockets import ConnectionClosed
 from websockets.sync.client import connect
@@ -35,7 +35,7 @@ def fronted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsFront]:
 
 def test_a_client_trusting_its_certificate_gets_the_servers_answers(fronted: TlsFront) -> None:
     assert fronted.url.startswith("https://127.0.0.1:")
-    with httpx.Client(verify=ssl.create_default_context(cafile=fronted.ca_file), timeout=DEADLINE_S) as client:
+    with httpx2.Client(verify=ssl.create_default_context(cafile=fronted.ca_file), timeout=DEADLINE_S) as client:
         answer = client.post(f"{fronted.url}/v1/responses", json={"model": DEFAULT_MODEL, "input": "Hi"})
         assert answer.json()["output"][0]["content"][0]["text"] == "Hello over TLS."
         with client.stream("POST", f"{fronted.url}/v1/responses",
@@ -55,8 +55,8 @@ def test_a_websocket_passes_through_it(fronted: TlsFront) -> None:
 
 
 def test_a_client_trusting_the_usual_authorities_is_refused(fronted: TlsFront) -> None:
-    with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
-        httpx.get(f"{fronted.url}/health", timeout=DEADLINE_S)
+    with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+        httpx2.get(f"{fronted.url}/health", timeout=DEADLINE_S)
 
 
 def test_stopping_it_ends_what_it_relays(tmp_path: Path) -> None:

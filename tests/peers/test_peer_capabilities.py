@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import httpx
+import httpx2
 import openai
 import pytest
 import websockets
@@ -38,7 +38,7 @@ STORE_READY_S = 60.0
 @dataclass
 class Probe:
     session: Session
-    http: httpx.Client
+    http: httpx2.Client
     sdk: openai.OpenAI
 
     def ask(self, tool: dict, call: dict, question: str, include: list[str] | None = None) -> dict | None:
@@ -57,7 +57,7 @@ class Probe:
         run = new_run_token()
         script = RunScript.model_validate({"steps": [turns]})
         upstream = self.session.stack.upstream_url
-        assert httpx.put(f"{upstream}/__parity/runs/{run}", json=script.model_dump(mode="json")).status_code == 204
+        assert httpx2.put(f"{upstream}/__parity/runs/{run}", json=script.model_dump(mode="json")).status_code == 204
         return run
 
     def store_with_document(self) -> tuple[str, str] | None:
@@ -81,7 +81,7 @@ def probe(request: pytest.FixtureRequest) -> Iterator[Probe]:
         target = session.target
         headers = dict(target.headers)
         api_base = target.base_url.rstrip("/") + target.responses_path.rsplit("/", 1)[0]
-        with httpx.Client(base_url=target.base_url, headers=headers, timeout=90) as http, \
+        with httpx2.Client(base_url=target.base_url, headers=headers, timeout=90) as http, \
                 openai.OpenAI(base_url=api_base, api_key=headers.get("Authorization", "Bearer none").split()[-1],
                               default_headers=headers, max_retries=0, timeout=60) as sdk:
             yield Probe(session, http, sdk)

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 from hypothesis import strategies as st
 
 from responses_parity.harness.engine.stack import ServerThread, reference_config
@@ -198,7 +198,7 @@ def probed_gateway(upstream_url: str, search_url: str | None) -> ServerThread:
     return ServerThread(build_gateway_app(config, resolver=knows_no_host)).start()
 
 
-def answered(answer: httpx.Response) -> Outcome:
+def answered(answer: httpx2.Response) -> Outcome:
     """An HTTP answer at the error-contract level (`harness.probe.send.Outcome`)."""
     content_type = answer.headers.get("content-type")
     streamed = "text/event-stream" in (content_type or "")
@@ -207,7 +207,7 @@ def answered(answer: httpx.Response) -> Outcome:
                             defects=defects, sse=answer.text if streamed else None))
 
 
-def verdict(refused: bool | None, answer: httpx.Response) -> str | None:
+def verdict(refused: bool | None, answer: httpx2.Response) -> str | None:
     """What is wrong with the gateway's answer to a request OpenAI's description refuses or not
     (None: it does not say), or None."""
     if (kind := judged(answered(answer), bool(refused))) is not None:

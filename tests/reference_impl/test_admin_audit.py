@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
@@ -33,9 +33,9 @@ def response_id(stack: Stack, gateway: str) -> str:
     """The id of one finished loop run (one model round)."""
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Hello"}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
-    response = httpx.post(f"{gateway}/v1/responses", timeout=20,
-                          json={"model": "m", "input": f"Hi {run_marker(run, 0)}"})
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    response = httpx2.post(f"{gateway}/v1/responses", timeout=20,
+                           json={"model": "m", "input": f"Hi {run_marker(run, 0)}"})
     assert response.status_code == 200, response.text
     return str(response.json()["id"])
 
@@ -45,7 +45,7 @@ def error(status: int, message: str, code: str | None = None) -> tuple[int, dict
 
 
 def test_the_admin_key_reads_a_runs_audit(gateway: str, response_id: str) -> None:
-    answer = httpx.get(f"{gateway}/admin/audit/{response_id}", headers={"Authorization": f"Bearer {KEY}"})
+    answer = httpx2.get(f"{gateway}/admin/audit/{response_id}", headers={"Authorization": f"Bearer {KEY}"})
     assert answer.status_code == 200
     assert answer.json()["run_id"] == response_id
     assert [(record["kind"], record["round"]) for record in answer.json()["records"]] == [("model_round", 1)]
@@ -64,19 +64,19 @@ MISSING = "The admin routes need the gateway's admin key, sent as 'Authorization
 ])
 def test_without_the_admin_key_a_runs_audit_is_a_401(gateway: str, response_id: str, headers: dict[str, str],
                                                        expected: tuple[int, dict[str, object]]) -> None:
-    answer = httpx.get(f"{gateway}/admin/audit/{response_id}", headers=headers)
+    answer = httpx2.get(f"{gateway}/admin/audit/{response_id}", headers=headers)
     assert (answer.status_code, answer.json()) == expected
 
 
 def test_an_unknown_run_is_a_404(gateway: str) -> None:
-    answer = httpx.get(f"{gateway}/admin/audit/resp_unknown", headers={"Authorization": f"Bearer {KEY}"})
+    answer = httpx2.get(f"{gateway}/admin/audit/resp_unknown", headers={"Authorization": f"Bearer {KEY}"})
     assert (answer.status_code, answer.json()) == error(404, "No audit records for run 'resp_unknown'.")
 
 
 @pytest.mark.parametrize("settings", [{}, {"admin_key": ""}])
 def test_without_an_admin_key_in_the_settings_there_is_no_audit_route(stack: Stack, settings: dict[str, str]) -> None:
     for url in serve(stack, **settings):
-        answer = httpx.get(f"{url}/admin/audit/resp_any", headers={"Authorization": "Bearer"})
+        answer = httpx2.get(f"{url}/admin/audit/resp_any", headers={"Authorization": "Bearer"})
         assert (answer.status_code, answer.json()) == error(404, "Invalid URL (GET /admin/audit/resp_any)")
 
 

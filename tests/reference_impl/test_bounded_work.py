@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,20 +41,20 @@ STATIC = {"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_over
 
 
 @pytest.fixture
-def traced(stack: Stack) -> Iterator[tuple[httpx.Client, SqlTrace]]:
+def traced(stack: Stack) -> Iterator[tuple[httpx2.Client, SqlTrace]]:
     """A reference gateway of its own (`:memory:` store), every statement it runs and every row
     it reads counted."""
     trace = SqlTrace()
     with trace.connections():
         server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or ""))).start()
     try:
-        with httpx.Client(base_url=f"{server.url}/v1", timeout=60) as client:
+        with httpx2.Client(base_url=f"{server.url}/v1", timeout=60) as client:
             yield client, trace
     finally:
         server.stop()
 
 
-def upload(client: httpx.Client, text: str = WORDS, name: str = "words.txt") -> str:
+def upload(client: httpx2.Client, text: str = WORDS, name: str = "words.txt") -> str:
     answer = client.post("/files", files={"file": (name, text.encode())}, data={"purpose": "assistants"})
     assert answer.status_code == 200, answer.text
     return str(answer.json()["id"])
@@ -70,15 +70,15 @@ def test_a_conversation_is_refused_at_its_21st_item_before_the_rest_of_the_body_
     items = ", ".join(json.dumps({"role": "user", "content": f"item {n}"}) for n in range(21))
     body = f'{{"items": [{items}, this is not JSON at all'  # never read: the 21st item is one too many
     for path in ("/v1/conversations", f"/v1/conversations/{conversation(stack)}/items"):
-        answer = httpx.post(f"{stack.reference_url}{path}", content=body.encode(),
-                            headers={"content-type": "application/json"}, timeout=30)
+        answer = httpx2.post(f"{stack.reference_url}{path}", content=body.encode(),
+                             headers={"content-type": "application/json"}, timeout=30)
         assert answer.status_code == 400, answer.text
         error = answer.json()["error"]
         assert (error["param"], error["code"]) == ("items", "array_above_max_length"), error
 
 
 def conversation(stack: Stack) -> str:
-    return str(httpx.post(f"{stack.reference_url}/v1/conversations", json={}).json()["id"])
+    return str(httpx2.post(f"{stack.reference_url}/v1/conversations", json={}).json()["id"])
 
 
 def test_100000_items_are_refused_before_any_check_walks_them(stack: Stack, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -91,7 +91,7 @@ def test_100000_items_are_refused_before_any_check_walks_them(stack: Stack, monk
     existing = conversation(stack)
     walked.clear()
     for path in ("/v1/conversations", f"/v1/conversations/{existing}/items"):
-        answer = httpx.post(f"{stack.reference_url}{path}", json={"items": items, "metadata": {}}, timeout=60)
+        answer = httpx2.post(f"{stack.reference_url}{path}", json={"items": items, "metadata": {}}, timeout=60)
         assert answer.status_code == 400 and answer.json()["error"]["param"] == "items", answer.text
     assert walked == []
 
@@ -99,8 +99,8 @@ def test_100000_items_are_refused_before_any_check_walks_them(stack: Stack, monk
 def test_a_count_bound_is_checked_before_the_values_it_bounds(stack: Stack) -> None:
     """17 metadata values, each of the wrong type: the count is what is wrong first."""
     metadata = {f"key{n}": n for n in range(17)}
-    answer = httpx.post(f"{stack.reference_url}/v1/responses", json={"model": "m", "input": "x", "metadata": metadata},
-                        timeout=30)
+    answer = httpx2.post(f"{stack.reference_url}/v1/responses", json={"model": "m", "input": "x", "metadata": metadata},
+                         timeout=30)
     assert answer.status_code == 400
     assert answer.json()["error"]["code"] == "object_above_max_properties", answer.text
 
@@ -128,7 +128,7 @@ def test_a_search_leaves_the_store_lock_free_while_sqlite_ranks_the_chunks(stack
     config = reference_config(stack.upstream_url or "", store_path=str(tmp_path / "gateway.sqlite3"))
     server = ServerThread(build_gateway_app(config)).start()
     try:
-        with httpx.Client(base_url=f"{server.url}/v1", timeout=60) as client:
+        with httpx2.Client(base_url=f"{server.url}/v1", timeout=60) as client:
             store_id = client.post("/vector_stores", json={"file_ids": [upload(client)],
                                                            "chunking_strategy": STATIC}).json()["id"]
             hits = client.post(f"/vector_stores/{store_id}/search", json={"query": "word7 word150"}).json()["data"]
@@ -146,7 +146,7 @@ def on_the_loop() -> bool:
     return True
 
 
-def test_a_long_search_body_is_checked_off_the_loop(traced: tuple[httpx.Client, SqlTrace],
+def test_a_long_search_body_is_checked_off_the_loop(traced: tuple[httpx2.Client, SqlTrace],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     client, _ = traced
     store_id = client.post("/vector_stores", json={"file_ids": [upload(client)]}).json()["id"]
@@ -158,7 +158,7 @@ def test_a_long_search_body_is_checked_off_the_loop(traced: tuple[httpx.Client, 
     assert where == [True, False]  # a small body on the loop, a long one in a worker thread
 
 
-def test_a_large_body_is_parsed_off_the_loop_a_member_at_a_time(traced: tuple[httpx.Client, SqlTrace],
+def test_a_large_body_is_parsed_off_the_loop_a_member_at_a_time(traced: tuple[httpx2.Client, SqlTrace],
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     """Each call into the C scanner, and where it ran: a small body is one call on the loop, a
     large one's 20,000 input items each a call in a worker thread (so no call holds the loop for
@@ -186,7 +186,7 @@ def test_a_large_body_is_parsed_off_the_loop_a_member_at_a_time(traced: tuple[ht
 
 
 def test_a_long_transcript_is_built_and_encoded_for_the_model_off_the_loop_a_member_at_a_time(
-        stack: Stack, traced: tuple[httpx.Client, SqlTrace], monkeypatch: pytest.MonkeyPatch) -> None:
+        stack: Stack, traced: tuple[httpx2.Client, SqlTrace], monkeypatch: pytest.MonkeyPatch) -> None:
     """Each call into the C encoder for the model request, and where it ran: a short transcript
     is encoded in one call on the loop, a long one an item at a time in a worker thread."""
     client, _ = traced
@@ -197,7 +197,7 @@ def test_a_long_transcript_is_built_and_encoded_for_the_model_off_the_loop_a_mem
     for count in (1, 1000):
         run = new_run_token()
         script = RunScript.model_validate({"steps": [[{"text": "Read."}]]})
-        httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+        httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
         items = [{"role": "user", "content": f"item {n}"} for n in range(count - 1)]
         encoded.clear()
         answer = client.post("/responses", json={"model": "m", "input": [
@@ -217,7 +217,7 @@ def test_a_query_is_searched_by_its_first_words_only() -> None:
     assert '"w0"' in match and f'"w{MAX_QUERY_WORDS}"' not in match and '"later"' not in match
 
 
-def test_a_store_named_again_is_looked_up_and_searched_once(stack: Stack, traced: tuple[httpx.Client, SqlTrace]
+def test_a_store_named_again_is_looked_up_and_searched_once(stack: Stack, traced: tuple[httpx2.Client, SqlTrace]
                                                             ) -> None:
     client, trace = traced
     store_id = client.post("/vector_stores", json={"file_ids": [upload(client)],
@@ -225,7 +225,7 @@ def test_a_store_named_again_is_looked_up_and_searched_once(stack: Stack, traced
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"call": {"tool": "file_search", "arguments": {
         "queries": ["word5"]}}}, {"text": "Found."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     trace.run.clear()
     answer = client.post("/responses", json={
         "model": "m", "input": f"Search. {run_marker(run, 0)}", "include": ["file_search_call.results"],
@@ -238,7 +238,7 @@ def test_a_store_named_again_is_looked_up_and_searched_once(stack: Stack, traced
 
 
 def test_a_search_asks_a_filter_once_a_file_and_reads_only_the_text_it_returns(
-        traced: tuple[httpx.Client, SqlTrace], monkeypatch: pytest.MonkeyPatch) -> None:
+        traced: tuple[httpx2.Client, SqlTrace], monkeypatch: pytest.MonkeyPatch) -> None:
     client, trace = traced
     text = " ".join(f"common word{n}" for n in range(1500))  # 30 chunks of 100 words, each with "common"
     store_id = client.post("/vector_stores", json={"file_ids": [upload(client, text)],
@@ -257,7 +257,7 @@ def test_a_search_asks_a_filter_once_a_file_and_reads_only_the_text_it_returns(
 
 # -- repeated file ids: one file, indexed once ---------------------------------------------------
 
-def test_a_file_named_many_times_is_indexed_once(traced: tuple[httpx.Client, SqlTrace]) -> None:
+def test_a_file_named_many_times_is_indexed_once(traced: tuple[httpx2.Client, SqlTrace]) -> None:
     client, trace = traced
     file_id = upload(client)
     trace.run.clear()
@@ -275,7 +275,7 @@ def test_a_file_named_many_times_is_indexed_once(traced: tuple[httpx.Client, Sql
 
 
 def test_a_list_longer_than_its_bound_is_refused_before_any_file_is_looked_up(
-        traced: tuple[httpx.Client, SqlTrace]) -> None:
+        traced: tuple[httpx2.Client, SqlTrace]) -> None:
     client, trace = traced
     file_id = upload(client)
     store_id = client.post("/vector_stores", json={}).json()["id"]
@@ -289,14 +289,14 @@ def test_a_list_longer_than_its_bound_is_refused_before_any_file_is_looked_up(
 
 # -- paging: a page reads its own rows -----------------------------------------------------------
 
-def rows_read(trace: SqlTrace, request: Callable[[], httpx.Response]) -> tuple[int, dict[str, Any]]:
+def rows_read(trace: SqlTrace, request: Callable[[], httpx2.Response]) -> tuple[int, dict[str, Any]]:
     before = trace.rows
     answer = request()
     assert answer.status_code == 200, answer.text
     return trace.rows - before, answer.json()
 
 
-def test_every_list_reads_one_page_of_rows(stack: Stack, traced: tuple[httpx.Client, SqlTrace]) -> None:
+def test_every_list_reads_one_page_of_rows(stack: Stack, traced: tuple[httpx2.Client, SqlTrace]) -> None:
     client, trace = traced
     conversation_id = client.post("/conversations", json={}).json()["id"]
     for start in range(0, 60, 20):
@@ -304,7 +304,7 @@ def test_every_list_reads_one_page_of_rows(stack: Stack, traced: tuple[httpx.Cli
                     json={"items": [{"role": "user", "content": f"item {n}"} for n in range(start, start + 20)]})
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Read."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     response_id = client.post("/responses", json={"model": "m", "input": [
         {"role": "user", "content": f"item {n} {run_marker(run, 0) if n == 0 else ''}"} for n in range(60)]}
                               ).json()["id"]
@@ -361,7 +361,7 @@ def test_an_upload_and_its_download_are_never_held_in_memory_whole(stack: Stack,
     server = ServerThread(build_gateway_app(config)).start()
     tracemalloc.start()
     try:
-        with httpx.Client(base_url=f"{server.url}/v1", timeout=120) as client:
+        with httpx2.Client(base_url=f"{server.url}/v1", timeout=120) as client:
             tracemalloc.reset_peak()
             answer = client.post("/files", content=multipart(size), headers=MULTIPART)
             upload_peak = tracemalloc.get_traced_memory()[1]
@@ -385,7 +385,7 @@ def test_an_upload_and_its_download_are_never_held_in_memory_whole(stack: Stack,
 def test_a_streamed_upload_over_the_limit_is_a_413_before_the_rest_is_read(stack: Stack,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files, "MAX_FILE_BYTES", 2**20)
-    answer = httpx.post(f"{stack.reference_url}/v1/files", content=multipart(8 * 2**20), headers=MULTIPART, timeout=60)
+    answer = httpx2.post(f"{stack.reference_url}/v1/files", content=multipart(8 * 2**20), headers=MULTIPART, timeout=60)
     assert answer.status_code == 413 and answer.json()["error"]["code"] == "request_too_large", answer.text
 
 
@@ -402,25 +402,25 @@ def test_an_upload_beyond_the_cap_is_a_429_once_no_slot_frees_in_time(stack: Sta
     config = reference_config(stack.upstream_url or "", max_concurrent_uploads=1, upload_wait_s=0)
     server = ServerThread(build_gateway_app(config)).start()
     paused, decisions = threading.Event(), queue.Queue[bool]()
-    results: list[httpx.Response] = []
+    results: list[httpx2.Response] = []
 
     def pause_for_a_decision() -> None:
         paused.set()
         if not decisions.get(timeout=60):
             raise _StartOver
 
-    def upload_until_it_holds_the_slot(holder: httpx.Client) -> None:
+    def upload_until_it_holds_the_slot(holder: httpx2.Client) -> None:
         while True:
             try:
                 answer = holder.post("/files", content=multipart(4 * 2**20, pause_for_a_decision), headers=MULTIPART)
-            except (_StartOver, httpx.TransportError):  # the gateway may close a refused upload's connection
+            except (_StartOver, httpx2.TransportError):  # the gateway may close a refused upload's connection
                 continue
             results.append(answer)
             return
 
     try:
-        with httpx.Client(base_url=f"{server.url}/v1", timeout=60) as client, \
-                httpx.Client(base_url=f"{server.url}/v1", timeout=60) as holder:
+        with httpx2.Client(base_url=f"{server.url}/v1", timeout=60) as client, \
+                httpx2.Client(base_url=f"{server.url}/v1", timeout=60) as holder:
             held = threading.Thread(target=upload_until_it_holds_the_slot, args=(holder,), daemon=True)
             held.start()
             deadline, pause = time.monotonic() + 60, 0.01
@@ -450,8 +450,8 @@ def test_50_uploads_at_once_all_succeed_under_the_default_cap(stack: Stack) -> N
     server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or ""))).start()
 
     async def uploads() -> list[int]:
-        async with httpx.AsyncClient(base_url=f"{server.url}/v1", timeout=120,
-                                     limits=httpx.Limits(max_connections=50)) as client:
+        async with httpx2.AsyncClient(base_url=f"{server.url}/v1", timeout=120,
+                                      limits=httpx2.Limits(max_connections=50)) as client:
             answers = await asyncio.gather(*(client.post("/files", files={"file": (f"{n}.txt", bytes(2**20))},
                                                          data={"purpose": "assistants"}) for n in range(50)))
         return [answer.status_code for answer in answers]

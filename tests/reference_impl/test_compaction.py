@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import BadRequestError, OpenAI
 from scripted_runs import scripted, upstream_requests
@@ -102,7 +102,7 @@ def test_a_sealed_item_opens_after_a_restart_and_not_on_another_gateway(stack: S
     run = scripted(stack, [{"text": "Summary."}], [{"text": "Again."}])
     first = gateway(tmp_path / "gateway.db")
     try:
-        item = httpx.post(f"{first.url}/v1/responses/compact", json={
+        item = httpx2.post(f"{first.url}/v1/responses/compact", json={
             "model": "m", "input": f"Hi {run_marker(run, 0)}"}).json()["output"][-1]
     finally:
         first.stop()
@@ -110,7 +110,7 @@ def test_a_sealed_item_opens_after_a_restart_and_not_on_another_gateway(stack: S
     for store, status in ((tmp_path / "gateway.db", 200), (tmp_path / "another.db", 400)):
         restarted = gateway(store)
         try:
-            assert httpx.post(f"{restarted.url}/v1/responses", json=replay).status_code == status
+            assert httpx2.post(f"{restarted.url}/v1/responses", json=replay).status_code == status
         finally:
             restarted.stop()
 
@@ -182,7 +182,7 @@ def test_input_tokens_counts_a_chain_with_its_new_input(stack: Stack, client: Op
 ])
 def test_what_openai_refuses_there_is_refused(stack: Stack, path: str, body: dict[str, Any], code: str,
                                               param: str | None) -> None:
-    answer = httpx.post(f"{stack.reference_url}{path}", content=json.dumps(body))
+    answer = httpx2.post(f"{stack.reference_url}{path}", content=json.dumps(body))
     assert answer.status_code == 400, answer.text
     error = answer.json()["error"]
     assert (error["type"], error["code"], error["param"]) == ("invalid_request_error", code, param)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import new_run_token, run_marker
@@ -100,14 +100,14 @@ def gateways(stack: Stack, tmp_path: Path) -> Iterator[StartGateway]:
         process.stop()
 
 
-async def register(upstream: httpx.AsyncClient, text: str, delay: float = 0.0) -> str:
+async def register(upstream: httpx2.AsyncClient, text: str, delay: float = 0.0) -> str:
     run = new_run_token()
     answer = await upstream.put(f"/__parity/runs/{run}", json={"steps": [[{"text": text, "delay": delay}]]})
     answer.raise_for_status()
     return run
 
 
-async def create(client: httpx.AsyncClient, kind: str, run: str, key: str, seen: Seen) -> None:
+async def create(client: httpx2.AsyncClient, kind: str, run: str, key: str, seen: Seen) -> None:
     """One request of `kind`, noting what its client is shown."""
     body: dict[str, Any] = {"model": "m", "input": f"crash {run_marker(run, 0)}",
                             "stream": kind in ("stream", "background_stream"),
@@ -144,7 +144,7 @@ async def until_killed(work: Awaitable[None], seen: Seen) -> None:
     """Run `work`; a failure is expected only once the gateway was killed."""
     try:
         await work
-    except (httpx.HTTPError, AssertionError, KeyError, ValueError) as error:
+    except (httpx2.HTTPError, AssertionError, KeyError, ValueError) as error:
         if not seen.killed.is_set():
             seen.errors.append(f"{type(error).__name__}: {error}")
 
@@ -154,9 +154,9 @@ async def load_then_kill(url: str, upstream_url: str, process: ChildProcess) -> 
     upstream, kill the gateway as the next completion is seen; let the clients read what was
     sent before it died."""
     seen = Seen()
-    limits = httpx.Limits(max_connections=64)
-    async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S, limits=limits) as client, \
-            httpx.AsyncClient(base_url=upstream_url, timeout=DEADLINE_S) as upstream:
+    limits = httpx2.Limits(max_connections=64)
+    async with httpx2.AsyncClient(base_url=url, timeout=DEADLINE_S, limits=limits) as client, \
+            httpx2.AsyncClient(base_url=upstream_url, timeout=DEADLINE_S) as upstream:
         slow_runs = [await register(upstream, f"slow {index}", SLOW_S) for index in range(len(SLOW_KINDS))]
 
         async def fast(worker: int) -> None:
@@ -185,10 +185,10 @@ async def load_then_kill(url: str, upstream_url: str, process: ChildProcess) -> 
     return seen
 
 
-async def stored_after_restart(url: str, seen: Seen) -> tuple[dict[str, httpx.Response], dict[str, list[dict]]]:
+async def stored_after_restart(url: str, seen: Seen) -> tuple[dict[str, httpx2.Response], dict[str, list[dict]]]:
     """Each response the clients saw, as the restarted gateway returns it; and the events of
     each background stream resumed after the last event its client saw."""
-    async with httpx.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
+    async with httpx2.AsyncClient(base_url=url, timeout=DEADLINE_S) as client:
         ids = sorted(set(seen.completed) | seen.background)
         answers = dict(zip(ids, await asyncio.gather(*(client.get(f"/v1/responses/{i}") for i in ids)), strict=True))
 

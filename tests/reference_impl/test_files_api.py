@@ -7,7 +7,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Iterator
 
-import httpx
+import httpx2
 import pytest
 from openai import NotFoundError, OpenAI
 from openai.types import FileObject
@@ -23,8 +23,8 @@ def client(stack: Stack) -> OpenAI:
 
 
 @pytest.fixture
-def http(stack: Stack) -> httpx.Client:
-    with httpx.Client(base_url=f"{stack.reference_url}/v1") as client:
+def http(stack: Stack) -> httpx2.Client:
+    with httpx2.Client(base_url=f"{stack.reference_url}/v1") as client:
         yield client
 
 
@@ -32,7 +32,7 @@ def unique_text() -> bytes:
     return f"Parity notes {secrets.token_hex(8)}: the gateway keeps uploads byte for byte.\n".encode()
 
 
-def test_an_upload_is_listed_read_downloaded_and_deleted(client: OpenAI, http: httpx.Client) -> None:
+def test_an_upload_is_listed_read_downloaded_and_deleted(client: OpenAI, http: httpx2.Client) -> None:
     text = unique_text()
     created = client.files.create(file=("notes.txt", text, "text/plain"), purpose="assistants")
     raw = http.get(f"/files/{created.id}").json()
@@ -78,7 +78,7 @@ def test_expiry_follows_expires_after_and_batch_files_expire_in_30_days(client: 
         client.files.delete(file.id)
 
 
-def test_an_unknown_file_is_openais_404(http: httpx.Client) -> None:
+def test_an_unknown_file_is_openais_404(http: httpx2.Client) -> None:
     for method, path in (("GET", "/files/file-unknown"), ("GET", "/files/file-unknown/content"),
                          ("DELETE", "/files/file-unknown")):
         answer = http.request(method, path)
@@ -105,7 +105,7 @@ def test_an_unknown_file_is_openais_404(http: httpx.Client) -> None:
     ({"purpose": "batch", "expires_after[anchor]": "created_at", "expires_after[seconds]": "9" * 2**21},
      {"file": ("a.txt", b"text")}, "expires_after.seconds", None),
 ])
-def test_a_bad_upload_is_a_400_naming_the_param(http: httpx.Client, data: dict[str, str],
+def test_a_bad_upload_is_a_400_naming_the_param(http: httpx2.Client, data: dict[str, str],
                                                 files: dict[str, tuple[str | None, bytes]], param: str,
                                                 code: str | None) -> None:
     before = http.get("/files").json()["data"]
@@ -116,14 +116,14 @@ def test_a_bad_upload_is_a_400_naming_the_param(http: httpx.Client, data: dict[s
     assert http.get("/files").json()["data"] == before
 
 
-def test_a_bad_list_query_is_a_400(http: httpx.Client) -> None:
+def test_a_bad_list_query_is_a_400(http: httpx2.Client) -> None:
     answer = http.get("/files", params={"limit": MAX_LIST_LIMIT + 1})
     assert answer.status_code == 400
     assert answer.json()["error"]["param"] == "limit"
     assert http.get("/files", params={"after": "file-unknown"}).json()["error"]["param"] == "after"
 
 
-def test_a_file_over_the_gateways_limit_is_a_413_and_not_kept(http: httpx.Client,
+def test_a_file_over_the_gateways_limit_is_a_413_and_not_kept(http: httpx2.Client,
                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(files_api, "MAX_FILE_BYTES", 1024)  # the gateway runs in this process
     answer = http.post("/files", data={"purpose": "assistants"}, files={"file": ("big.bin", b"x" * 1025)})
@@ -135,7 +135,7 @@ def test_a_file_over_the_gateways_limit_is_a_413_and_not_kept(http: httpx.Client
     http.delete(f"/files/{fits.json()['id']}").raise_for_status()
 
 
-def test_a_chunked_upload_is_cut_at_the_limit_as_it_arrives(http: httpx.Client,
+def test_a_chunked_upload_is_cut_at_the_limit_as_it_arrives(http: httpx2.Client,
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """No content-length to refuse up front: the gateway counts the body as it reads it, so a
     hostile upload cannot fill its disk before the size check."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import OpenAI
 from openai.types.responses import ResponseFileSearchToolCall, ResponseOutputMessage
@@ -100,7 +100,7 @@ def test_the_stream_keeps_the_harness_grammar(stack: Stack, paris_store: tuple[s
     run = scripted(stack, turns(file_id))
     body = {"model": "m", "input": f"Capital? {run_marker(run, 0)}", "stream": True,
             "tools": [{"type": "file_search", "vector_store_ids": [store_id]}]}
-    answer = httpx.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
+    answer = httpx2.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
     events = parse_sse(answer.text)
     assert [f.message for f in check_stream(events)] == []
     assert [e.type for e in events].count("response.output_text.annotation.added") == 1
@@ -162,8 +162,8 @@ def test_a_replayed_file_search_result_may_lack_any_key_as_openais_description_a
 ])
 def test_a_file_search_tool_the_gateway_cannot_run_is_refused_naming_the_param(
         stack: Stack, tool: dict[str, Any], param: str) -> None:
-    answer = httpx.post(f"{stack.reference_url}/v1/responses",
-                        json={"model": "m", "input": "x", "tools": [tool], "stream": True}, timeout=30)
+    answer = httpx2.post(f"{stack.reference_url}/v1/responses",
+                         json={"model": "m", "input": "x", "tools": [tool], "stream": True}, timeout=30)
     assert 400 <= answer.status_code < 500, answer.text
     assert answer.json()["error"]["param"] == param
 
@@ -216,8 +216,8 @@ def test_invalid_arguments_fail_the_call_and_tell_the_model(stack: Stack, client
 
 
 def test_tool_choice_naming_a_built_in_tool_the_request_lacks_is_refused(stack: Stack) -> None:
-    answer = httpx.post(f"{stack.reference_url}/v1/responses", timeout=30,
-                        json={"model": "m", "input": "x", "tool_choice": {"type": "file_search"}})
+    answer = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
+                         json={"model": "m", "input": "x", "tool_choice": {"type": "file_search"}})
     assert answer.status_code == 400 and answer.json()["error"]["param"] == "tool_choice"
 
 

@@ -11,7 +11,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -116,12 +116,12 @@ def test_one_session_serves_two_requests_through_the_gateway(stack: Stack, calc:
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"call": {"tool": "add", "arguments": {"a": 1, "b": 2}}},
                                                   {"text": "3"}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     body = {"model": "m", "input": f"1+2 {run_marker(run, 0)}",
             "tools": [{"type": "mcp", "server_label": "calc", "server_url": f"{base}/r/{run}/mcp",
                        "require_approval": "never"}]}
     try:
-        answers = [httpx.post(f"{gateway.url}/v1/responses", json=body, timeout=30) for _ in range(2)]
+        answers = [httpx2.post(f"{gateway.url}/v1/responses", json=body, timeout=30) for _ in range(2)]
     finally:
         gateway.stop()
     assert [[item["type"] for item in answer.json()["output"]] for answer in answers] == \
@@ -153,7 +153,7 @@ async def test_different_authorization_values_never_share_a_session(calc: tuple[
     async with McpConnector(10) as connector:
         for server in (alice, bob, alice, bob):
             assert (await add(connector, server)).output == "5"
-    calls = httpx.get(f"{base}/__parity/runs/credentials/calls").json()["calls"]
+    calls = httpx2.get(f"{base}/__parity/runs/credentials/calls").json()["calls"]
     assert [call["headers"]["authorization"] for call in calls if call["method"] == "tools/call"] == \
         [fingerprint(f"Bearer {name}") for name in ("alice-token-1", "bob-token-22") * 2]
     assert counter.handshakes == 2

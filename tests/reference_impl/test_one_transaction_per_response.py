@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
@@ -40,17 +40,17 @@ def traced_gateway(request: pytest.FixtureRequest, stack: Stack,
 def body(stack: Stack, **fields: Any) -> dict[str, Any]:
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Rome."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     return {"model": "m", "input": f"Capital of Italy? {run_marker(run, 0)}", **fields}
 
 
 def respond(url: str, request: dict[str, Any]) -> str:
     """The id of the response, once the client has seen it complete."""
     if not request.get("stream"):
-        answer = httpx.post(f"{url}/v1/responses", json=request, timeout=20)
+        answer = httpx2.post(f"{url}/v1/responses", json=request, timeout=20)
         assert answer.status_code == 200 and answer.json()["status"] == "completed", answer.text
         return str(answer.json()["id"])
-    with httpx.stream("POST", f"{url}/v1/responses", json=request, timeout=20) as answer:
+    with httpx2.stream("POST", f"{url}/v1/responses", json=request, timeout=20) as answer:
         events = [json.loads(line[6:]) for line in answer.iter_lines() if line.startswith("data: ")]
     assert events[-1]["type"] == "response.completed", events[-1]
     return str(events[-1]["response"]["id"])
@@ -64,7 +64,7 @@ def test_a_response_commits_once(traced_gateway: tuple[str, SqlTrace, bool], sta
     url, statements, sweeps = traced_gateway
     respond(url, body(stack))  # an earlier response, for the sweep to evict
     if fields.pop("conversation", False):
-        fields["conversation"] = httpx.post(f"{url}/v1/conversations", json={}).json()["id"]
+        fields["conversation"] = httpx2.post(f"{url}/v1/conversations", json={}).json()["id"]
     statements.run.clear()
     response_id = respond(url, body(stack, **fields))
     assert statements.commits() == 1, statements.run
@@ -74,5 +74,5 @@ def test_a_response_commits_once(traced_gateway: tuple[str, SqlTrace, bool], sta
     assert "INTO audit_trails" in written, written
     assert ("DELETE FROM tool_cache" in written) == sweeps, written
     assert ("DELETE FROM responses" in written) == (sweeps and fields.get("store", True)), written
-    found = httpx.get(f"{url}/v1/responses/{response_id}").status_code
+    found = httpx2.get(f"{url}/v1/responses/{response_id}").status_code
     assert found == (200 if fields.get("store", True) else 404)

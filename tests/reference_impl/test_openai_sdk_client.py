@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import OpenAI
 
@@ -23,7 +23,7 @@ def contract_of(response: Any) -> Contract:
 def scripted(stack: Stack, turns: list[dict]) -> str:
     run = new_run_token()
     script = RunScript.model_validate({"steps": [turns]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     return run
 
 

@@ -12,7 +12,6 @@ import ipaddress
 import re
 from importlib.resources import files
 
-import httpx
 import httpx2
 import pytest
 
@@ -251,11 +250,11 @@ def test_nothing_of_a_blocked_server_reaches_the_model(stack: Stack) -> None:
     server = ServerThread(build_gateway_app(config, resolver)).start()
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"call": {"tool": "add"}}], [{"call": {"tool": "add"}}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     try:
-        chat = httpx.post(f"{server.url}/v1/chat/completions", timeout=20, json={
+        chat = httpx2.post(f"{server.url}/v1/chat/completions", timeout=20, json={
             "model": "m", "messages": [{"role": "user", "content": f"2+3 {run_marker(run, 0)}"}]})
-        responses = httpx.post(f"{server.url}/v1/responses", timeout=20, json={
+        responses = httpx2.post(f"{server.url}/v1/responses", timeout=20, json={
             "model": "m", "input": f"2+3 {run_marker(run, 1)}",
             "tools": [{"type": "mcp", "server_label": "docs", "server_url": "http://docs.example.org/mcp",
                        "require_approval": "never"}]})
@@ -266,5 +265,5 @@ def test_nothing_of_a_blocked_server_reaches_the_model(stack: Stack) -> None:
     assert responses.json()["error"]["type"] == "external_connector_error"
     assert ("169.254.169.254, which the gateway's outbound policy blocks: not globally routable (link local range "
             "169.254.0.0/16)") in responses.json()["error"]["message"]
-    record = httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()
+    record = httpx2.get(f"{stack.upstream_url}/__parity/runs/{run}").json()
     assert record["requests"] == []

@@ -17,7 +17,6 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Literal
 
-import httpx
 import httpx2
 import pytest
 import trustme
@@ -192,7 +191,7 @@ async def test_a_web_search_over_https_reaches_the_checked_address(
     app = build_search_app(state)
     run, query = new_run_token(), f"pinned {new_run_token()}"
     page = {"url": "https://docs.example.org/a", "title": "A", "snippet": "first"}
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://search") as fixture:
+    async with httpx2.AsyncClient(transport=httpx2.ASGITransport(app=app), base_url="http://search") as fixture:
         assert (await fixture.put(f"/__parity/runs/{run}", json={query: [page]})).status_code == 204
     async with checked_and_decoy(ca, "https", app) as (checked, decoy):
         provider = HttpSearchProvider(f"https://{HOST}:{checked.port}", guarded(trusting))

@@ -11,7 +11,7 @@ import asyncio
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -42,15 +42,15 @@ def gateway(stack: Stack) -> Iterator[ServerThread]:
 def objects(gateway: ServerThread) -> dict[str, str]:
     """The objects requests name (a stored response, a vector store, ...), made on the gateway."""
     async def made() -> dict[str, str]:
-        async with httpx.AsyncClient(timeout=30) as http:
+        async with httpx2.AsyncClient(timeout=30) as http:
             return await create_objects(http, Target("reference", gateway.url), "Hi")
 
     return asyncio.run(made())
 
 
 @pytest.fixture(scope="module")
-def client(gateway: ServerThread) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{gateway.url}/v1", timeout=30) as http:
+def client(gateway: ServerThread) -> Iterator[httpx2.Client]:
+    with httpx2.Client(base_url=f"{gateway.url}/v1", timeout=30) as http:
         yield http
 
 
@@ -62,7 +62,7 @@ def _path(surface: BodySurface, objects: dict[str, str]) -> str:
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 @SETTINGS
 @given(data=st.data())
-def test_a_hostile_body_is_answered_as_openai_would(client: httpx.Client, objects: dict[str, str], family: str,
+def test_a_hostile_body_is_answered_as_openai_would(client: httpx2.Client, objects: dict[str, str], family: str,
                                                    data: st.DataObject) -> None:
     surface, body = data.draw(surface_bodies(family))
     sent = filled_body(body, objects)
@@ -72,7 +72,7 @@ def test_a_hostile_body_is_answered_as_openai_would(client: httpx.Client, object
 
 @SETTINGS
 @given(data=st.data())
-def test_a_hostile_query_is_answered_as_openai_would(client: httpx.Client, objects: dict[str, str],
+def test_a_hostile_query_is_answered_as_openai_would(client: httpx2.Client, objects: dict[str, str],
                                                     data: st.DataObject) -> None:
     route: Route = data.draw(st.sampled_from(QUERIED))
     query: dict[str, Any] = data.draw(queries(route.query))
@@ -83,7 +83,7 @@ def test_a_hostile_query_is_answered_as_openai_would(client: httpx.Client, objec
 
 @SETTINGS
 @given(parts=forms())
-def test_a_hostile_upload_is_answered_as_openai_would(client: httpx.Client, parts: list[Any]) -> None:
+def test_a_hostile_upload_is_answered_as_openai_would(client: httpx2.Client, parts: list[Any]) -> None:
     answer = client.post("/files", content=multipart(parts), headers={"content-type": FORM})
     assert verdict(form_refused(parts), answer) is None, parts
     if answer.status_code < 300:

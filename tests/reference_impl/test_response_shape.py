@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import OpenAI
 from openai.types.responses import Response
@@ -30,9 +30,9 @@ NEWEST_OPENAI_FIELDS = frozenset({
 def create(stack: Stack, **fields: Any) -> dict[str, Any]:
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Hi."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     body = {"model": "m", "input": f"Hello {run_marker(run, 0)}"} | fields
-    answer = httpx.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
+    answer = httpx2.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
     answer.raise_for_status()
     return answer.json()
 
@@ -53,7 +53,7 @@ def test_the_strict_sdk_accepts_it(stack: Stack) -> None:
                     _strict_response_validation=True)
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Hi."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     assert isinstance(client.responses.create(model="m", input=f"Hello {run_marker(run, 0)}"), Response)
 
 
@@ -87,7 +87,7 @@ def test_reasoning_and_text_are_echoed_as_openai_echoes_them(stack: Stack) -> No
 def streamed(stack: Stack, turn: dict[str, Any], **fields: Any) -> list[dict[str, Any]]:
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[turn]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     client = OpenAI(base_url=f"{stack.reference_url}/v1", api_key="not-checked", max_retries=0)
     with client.responses.create(model="m", input=f"Hello {run_marker(run, 0)}", stream=True, **fields) as events:
         return [event.model_dump(exclude_unset=True) for event in events]

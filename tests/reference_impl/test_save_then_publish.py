@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
@@ -36,12 +36,12 @@ def failing_store_gateway(stack: Stack, tmp_path: Path, monkeypatch: pytest.Monk
 def request(stack: Stack, **fields: Any) -> dict[str, Any]:
     run = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Rome."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     return {"model": "m", "input": f"Capital of Italy? {run_marker(run, 0)}", **fields}
 
 
 def streamed(url: str, body: dict[str, Any]) -> list[dict[str, Any]]:
-    with httpx.stream("POST", f"{url}/v1/responses", json=body, timeout=20) as answer:
+    with httpx2.stream("POST", f"{url}/v1/responses", json=body, timeout=20) as answer:
         assert answer.status_code == 200
         return [json.loads(line.removeprefix("data: ")) for line in answer.iter_lines() if line.startswith("data: ")]
 
@@ -57,5 +57,5 @@ def test_a_stream_whose_end_was_not_stored_never_shows_it(failing_store_gateway:
 
 
 def test_a_json_answer_whose_end_was_not_stored_is_an_error(failing_store_gateway: str, stack: Stack) -> None:
-    answer = httpx.post(f"{failing_store_gateway}/v1/responses", json=request(stack), timeout=20)
+    answer = httpx2.post(f"{failing_store_gateway}/v1/responses", json=request(stack), timeout=20)
     assert answer.status_code == 500, answer.text

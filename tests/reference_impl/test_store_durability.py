@@ -8,7 +8,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-import httpx
+import httpx2
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
@@ -21,7 +21,7 @@ from responses_parity.reference_impl.store import RESTARTED, SqliteStore, Stored
 def register(stack: Stack, turns: list[list[dict]]) -> str:
     run = new_run_token()
     script = RunScript.model_validate({"steps": turns})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
     return run
 
 
@@ -31,7 +31,7 @@ def gateway(stack: Stack, database: Path) -> ServerThread:
 
 
 def last_model_input(stack: Stack, run: str) -> list[str]:
-    return httpx.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"][-1]["item_types"]
+    return httpx2.get(f"{stack.upstream_url}/__parity/runs/{run}").json()["requests"][-1]["item_types"]
 
 
 def test_a_chain_continues_after_the_gateway_restarts(stack: Stack, tmp_path: Path) -> None:
@@ -39,16 +39,16 @@ def test_a_chain_continues_after_the_gateway_restarts(stack: Stack, tmp_path: Pa
     run = register(stack, [[{"text": "Rome."}, {"text": "Madrid."}]])
     first_gateway = gateway(stack, database)
     try:
-        first = httpx.post(f"{first_gateway.url}/v1/responses", timeout=20,
-                           json={"model": "m", "input": f"Capital of Italy? {run_marker(run, 0)}"}).json()
+        first = httpx2.post(f"{first_gateway.url}/v1/responses", timeout=20,
+                            json={"model": "m", "input": f"Capital of Italy? {run_marker(run, 0)}"}).json()
     finally:
         first_gateway.stop()
     second_gateway = gateway(stack, database)
     try:
-        retrieved = httpx.get(f"{second_gateway.url}/v1/responses/{first['id']}")
+        retrieved = httpx2.get(f"{second_gateway.url}/v1/responses/{first['id']}")
         assert retrieved.status_code == 200 and retrieved.json()["output"] == first["output"]
-        second = httpx.post(f"{second_gateway.url}/v1/responses", timeout=20,
-                            json={"model": "m", "input": "And of Spain?", "previous_response_id": first["id"]})
+        second = httpx2.post(f"{second_gateway.url}/v1/responses", timeout=20,
+                             json={"model": "m", "input": "And of Spain?", "previous_response_id": first["id"]})
     finally:
         second_gateway.stop()
     assert second.status_code == 200, second.text
@@ -61,7 +61,7 @@ def test_fifty_concurrent_chained_requests(stack: Stack, tmp_path: Path) -> None
     runs = [register(stack, [[{"text": f"first {i}"}, {"text": f"second {i}"}]]) for i in range(50)]
 
     async def chains() -> list[tuple[dict, dict]]:
-        async with httpx.AsyncClient(base_url=server.url, timeout=60) as client:
+        async with httpx2.AsyncClient(base_url=server.url, timeout=60) as client:
             async def start(index: int, run: str) -> dict:
                 answer = await client.post("/v1/responses", json={"model": "m",
                                                                   "input": f"chain {index} {run_marker(run, 0)}"})

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
@@ -264,10 +264,10 @@ def keeps_one(stack: Stack) -> Iterator[str]:
 def create(stack: Stack, gateway: str, **fields: Any) -> dict[str, Any]:
     run_token = new_run_token()
     script = RunScript.model_validate({"steps": [[{"text": "Rome."}]]})
-    httpx.put(f"{stack.upstream_url}/__parity/runs/{run_token}",
-              json=script.model_dump(mode="json")).raise_for_status()
-    answer = httpx.post(f"{gateway}/v1/responses", timeout=20,
-                        json={"model": "m", "input": f"Capital of Italy? {run_marker(run_token, 0)}", **fields})
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run_token}",
+               json=script.model_dump(mode="json")).raise_for_status()
+    answer = httpx2.post(f"{gateway}/v1/responses", timeout=20,
+                         json={"model": "m", "input": f"Capital of Italy? {run_marker(run_token, 0)}", **fields})
     assert answer.status_code == 200, answer.text
     return answer.json()
 
@@ -278,21 +278,21 @@ def test_an_evicted_response_is_unknown_as_openai_says(stack: Stack, keeps_one: 
     not_found = {"message": f"Response with id '{evicted}' not found.", "type": "invalid_request_error",
                  "param": None, "code": None}
     for path in (f"/v1/responses/{evicted}", f"/v1/responses/{evicted}/input_items"):
-        answer = httpx.get(f"{keeps_one}{path}")
+        answer = httpx2.get(f"{keeps_one}{path}")
         assert (answer.status_code, answer.json()) == (404, {"error": not_found}), path
-    continued = httpx.post(f"{keeps_one}/v1/responses", timeout=20,
-                           json={"model": "m", "input": "And Spain?", "previous_response_id": evicted})
+    continued = httpx2.post(f"{keeps_one}/v1/responses", timeout=20,
+                            json={"model": "m", "input": "And Spain?", "previous_response_id": evicted})
     assert continued.status_code == 400, continued.text
     assert continued.json()["error"] | {"message": ""} == {"message": "", "type": "invalid_request_error",
                                                            "param": "previous_response_id",
                                                            "code": "previous_response_not_found"}
-    assert httpx.get(f"{keeps_one}/v1/responses/{newest}").status_code == 200
+    assert httpx2.get(f"{keeps_one}/v1/responses/{newest}").status_code == 200
 
 
 def test_a_conversation_keeps_the_items_of_its_evicted_responses(stack: Stack, keeps_one: str) -> None:
-    conversation = httpx.post(f"{keeps_one}/v1/conversations", json={}).json()["id"]
+    conversation = httpx2.post(f"{keeps_one}/v1/conversations", json={}).json()["id"]
     first = create(stack, keeps_one, conversation=conversation)
     create(stack, keeps_one)
-    assert httpx.get(f"{keeps_one}/v1/responses/{first['id']}").status_code == 404
-    items = httpx.get(f"{keeps_one}/v1/conversations/{conversation}/items", params={"order": "asc"}).json()["data"]
+    assert httpx2.get(f"{keeps_one}/v1/responses/{first['id']}").status_code == 404
+    items = httpx2.get(f"{keeps_one}/v1/conversations/{conversation}/items", params={"order": "asc"}).json()["data"]
     assert [item["id"] for item in items][-1] == first["output"][-1]["id"]

@@ -12,7 +12,7 @@ import socket
 import threading
 
 import h11
-import httpx
+import httpx2
 import pytest
 
 from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
@@ -46,8 +46,8 @@ def deep(levels: int) -> bytes:
 @pytest.mark.parametrize("padding", [0, PARSE_ON_THE_LOOP_BYTES], ids=["small", "large"])
 def test_an_unreadable_body_is_an_openai_400(stack: Stack, path: str, body: bytes, says: str, padding: int) -> None:
     """Read on the loop, or (a large one) in a worker thread a member at a time."""
-    answer = httpx.post(f"{stack.reference_url}{path}", content=b" " * padding + body, timeout=30,
-                        headers={"content-type": "application/json"})
+    answer = httpx2.post(f"{stack.reference_url}{path}", content=b" " * padding + body, timeout=30,
+                         headers={"content-type": "application/json"})
     assert answer.status_code == 400, answer.text[:200]
     error = answer.json()["error"]
     assert set(error) == {"message", "type", "param", "code"} and error["type"] == "invalid_request_error"
@@ -57,27 +57,27 @@ def test_an_unreadable_body_is_an_openai_400(stack: Stack, path: str, body: byte
 @pytest.mark.parametrize("body", [deep(100_000), b'{"model": ', b"[1]"])
 def test_a_chat_body_passed_through_unread_is_refused_by_the_model_in_openais_envelope(stack: Stack,
                                                                                      body: bytes) -> None:
-    answer = httpx.post(f"{stack.reference_url}/v1/chat/completions", content=body, timeout=30,
-                        headers={"content-type": "application/json"})
+    answer = httpx2.post(f"{stack.reference_url}/v1/chat/completions", content=body, timeout=30,
+                         headers={"content-type": "application/json"})
     assert answer.status_code == 400, answer.text[:200]
     assert set(answer.json()["error"]) == {"message", "type", "param", "code"}
 
 
 @pytest.mark.parametrize("path", [*PATHS, "/v1/chat/completions"])
 def test_a_body_over_the_limit_is_a_413_on_every_surface(stack: Stack, path: str) -> None:
-    answer = httpx.post(f"{stack.reference_url}{path}", content=b" " * (MAX_BODY_BYTES + 1), timeout=30,
-                        headers={"content-type": "application/json"})
+    answer = httpx2.post(f"{stack.reference_url}{path}", content=b" " * (MAX_BODY_BYTES + 1), timeout=30,
+                         headers={"content-type": "application/json"})
     assert answer.status_code == 413
     assert answer.json()["error"]["code"] == "request_too_large"
 
 
 def test_a_body_that_nests_to_the_limit_is_read(stack: Stack) -> None:
-    answer = httpx.post(f"{stack.reference_url}/v1/conversations", timeout=30,
-                        json={"metadata": {"k": "v"}, "items": [{"role": "user", "content": [
+    answer = httpx2.post(f"{stack.reference_url}/v1/conversations", timeout=30,
+                         json={"metadata": {"k": "v"}, "items": [{"role": "user", "content": [
                             {"type": "input_text", "text": "x"}]}]})
     assert answer.status_code == 200, answer.text
-    nested = httpx.post(f"{stack.reference_url}/v1/responses", content=deep(MAX_DEPTH - 1), timeout=30,
-                        headers={"content-type": "application/json"})
+    nested = httpx2.post(f"{stack.reference_url}/v1/responses", content=deep(MAX_DEPTH - 1), timeout=30,
+                         headers={"content-type": "application/json"})
     assert nested.status_code == 400 and nested.json()["error"]["param"] == "metadata"  # read, then refused by type
 
 
@@ -88,7 +88,7 @@ def test_a_bug_is_a_500_in_openai_envelope(stack: Stack, monkeypatch: pytest.Mon
     monkeypatch.setattr(app_module, "read_json", broken)
     server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or ""))).start()
     try:
-        answer = httpx.post(f"{server.url}/v1/responses", json={"model": "m", "input": "x"}, timeout=30)
+        answer = httpx2.post(f"{server.url}/v1/responses", json={"model": "m", "input": "x"}, timeout=30)
     finally:
         server.stop()
     assert answer.status_code == 500
@@ -99,7 +99,7 @@ def test_a_bug_is_a_500_in_openai_envelope(stack: Stack, monkeypatch: pytest.Mon
 def _answers_on_one_connection(url: str, requests: list[tuple[str, str, bytes]]) -> list[tuple[int, bytes]]:
     """The answers to `requests` (method, path, body) sent at once, pipelined, on one keep-alive
     connection, read until each is answered or the server closes the connection."""
-    host, port = httpx.URL(url).host, httpx.URL(url).port
+    host, port = httpx2.URL(url).host, httpx2.URL(url).port
     client = h11.Connection(h11.CLIENT)
     head = b"%s %s HTTP/1.1\r\nhost: %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
     wire = b"".join(head % (method.encode(), path.encode(), host.encode(), len(body)) + body

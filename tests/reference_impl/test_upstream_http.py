@@ -11,7 +11,7 @@ import gzip
 import json
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
+import httpx2
 import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -167,7 +167,7 @@ def test_the_chat_passthrough_relays_the_models_answer_and_its_errors_in_openais
     config = GatewayConfig(upstream_url=f"{model}/{kind}", upstream_wire="chat", upstream_api_key="sk-test-key")
     gateway = ServerThread(build_gateway_app(config)).start()
     try:
-        answer = httpx.post(f"{gateway.url}/v1/chat/completions", json={"model": "m", "messages": []}, timeout=30)
+        answer = httpx2.post(f"{gateway.url}/v1/chat/completions", json={"model": "m", "messages": []}, timeout=30)
     finally:
         gateway.stop()
     assert (answer.status_code, answer.json()) == (status, body)

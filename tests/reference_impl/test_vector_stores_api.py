@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import BadRequestError, NotFoundError, OpenAI
 from openai.types import FileObject, VectorStore, VectorStoreSearchResponse
@@ -31,8 +31,8 @@ def client(stack: Stack) -> OpenAI:
 
 
 @pytest.fixture
-def http(stack: Stack) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=f"{stack.reference_url}/v1") as client:
+def http(stack: Stack) -> Iterator[httpx2.Client]:
+    with httpx2.Client(base_url=f"{stack.reference_url}/v1") as client:
         yield client
 
 
@@ -45,7 +45,7 @@ def strictly(model: type, raw: dict) -> None:
 
 
 def test_a_search_finds_the_chunk_with_the_words_and_filters_exclude_by_attribute(client: OpenAI,
-                                                                                  http: httpx.Client) -> None:
+                                                                                  http: httpx2.Client) -> None:
     word = f"zq{secrets.token_hex(4)}"  # a word no other test's file holds
     manual = upload(client, f"The {word} valve opens clockwise. Maintenance happens yearly.", "manual.txt")
     memo = upload(client, f"Lunch is at noon. The {word} valve was replaced in spring.", "memo.txt")
@@ -114,7 +114,7 @@ def test_scores_rank_the_hits_and_the_threshold_drops_the_weaker(client: OpenAI)
     assert [hit.file_id for hit in kept] == ids[:1]
 
 
-def test_files_are_listed_read_and_chunked_as_their_strategy_says(client: OpenAI, http: httpx.Client) -> None:
+def test_files_are_listed_read_and_chunked_as_their_strategy_says(client: OpenAI, http: httpx2.Client) -> None:
     words = " ".join(f"w{n}" for n in range(250))
     file = upload(client, words)
     vector_store = client.vector_stores.create(name="chunks")
@@ -166,7 +166,7 @@ UNKNOWN_STORE = "No vector store found with id 'vs_missing'."
     (("POST", "/vector_stores", {"chunking_strategy": {"type": "fixed"}}), (400, "Invalid value: 'fixed'")),
     (("POST", "/vector_stores", {"nmae": "x"}), (400, "Unknown parameter: 'nmae'. Did you mean 'name'?")),
 ])
-def test_errors_are_openai_shaped(http: httpx.Client, sent: tuple[str, str, dict | None],
+def test_errors_are_openai_shaped(http: httpx2.Client, sent: tuple[str, str, dict | None],
                                   expected: tuple[int, str]) -> None:
     method, path, body = sent
     answer = http.request(method, path, json=body)
@@ -175,7 +175,7 @@ def test_errors_are_openai_shaped(http: httpx.Client, sent: tuple[str, str, dict
     assert expected[1] in error["message"] and error["type"] == "invalid_request_error"
 
 
-def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) -> None:
+def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx2.Client) -> None:
     vector_store = client.vector_stores.create(name="errors")
     file = upload(client, "Some text.")
     base = f"/vector_stores/{vector_store.id}"
@@ -220,7 +220,7 @@ def test_errors_on_a_store_name_the_field(client: OpenAI, http: httpx.Client) ->
     ({"type": "eq", "key": "a", "value": 1, "bogus": 1}, "filters.bogus"),
     ({"type": "or", "filters": [], "bogus": 1}, "filters.bogus"),
 ])
-def test_a_filter_value_openai_does_not_describe_is_a_400_naming_it(client: OpenAI, http: httpx.Client,
+def test_a_filter_value_openai_does_not_describe_is_a_400_naming_it(client: OpenAI, http: httpx2.Client,
                                                                      filters: dict[str, Any], param: str) -> None:
     vector_store = client.vector_stores.create(name="numbers")
     file = upload(client, "Seven is a number.")
@@ -247,7 +247,7 @@ def test_a_filter_value_openai_does_not_describe_is_a_400_naming_it(client: Open
     ("/{id}/files", {"file_id": "file-x", "chunking_strategy": None}, "chunking_strategy"),
     ("/{id}/file_batches", {"file_ids": ["file-x"], "chunking_strategy": None}, "chunking_strategy"),
 ])
-def test_a_body_openais_description_refuses_is_a_400_naming_the_field(client: OpenAI, http: httpx.Client, path: str,
+def test_a_body_openais_description_refuses_is_a_400_naming_the_field(client: OpenAI, http: httpx2.Client, path: str,
                                                                       body: dict[str, Any], param: str) -> None:
     vector_store = client.vector_stores.create(name="described")
     answer = http.post(f"/vector_stores{path.format(id=vector_store.id)}", json=body)
@@ -256,7 +256,7 @@ def test_a_body_openais_description_refuses_is_a_400_naming_the_field(client: Op
 
 
 def test_a_type_file_search_does_not_read_is_refused_and_nothing_is_attached(client: OpenAI,
-                                                                            http: httpx.Client) -> None:
+                                                                            http: httpx2.Client) -> None:
     text, table = upload(client, "Readable."), upload(client, "a,b\n1,2", "data.csv")
     bare = upload(client, "x", "README")
     name = f"refused-{secrets.token_hex(4)}"
@@ -276,7 +276,7 @@ def test_a_type_file_search_does_not_read_is_refused_and_nothing_is_attached(cli
     assert client.vector_stores.retrieve(vector_store.id).file_counts.total == 0
 
 
-def test_a_store_and_its_files_attributes_are_updated(client: OpenAI, http: httpx.Client) -> None:
+def test_a_store_and_its_files_attributes_are_updated(client: OpenAI, http: httpx2.Client) -> None:
     word = f"zq{secrets.token_hex(4)}"
     file = upload(client, f"The {word} report.")
     vector_store = client.vector_stores.create(name="before", file_ids=[file.id], metadata={"v": "1"})
@@ -299,7 +299,7 @@ def test_a_store_and_its_files_attributes_are_updated(client: OpenAI, http: http
     assert missing["param"] == "attributes"
 
 
-def test_a_store_files_content_is_its_text(client: OpenAI, http: httpx.Client) -> None:
+def test_a_store_files_content_is_its_text(client: OpenAI, http: httpx2.Client) -> None:
     text = "First line.\nSecond line, with  two spaces."
     file = upload(client, text)
     vector_store = client.vector_stores.create(file_ids=[file.id])
@@ -311,7 +311,7 @@ def test_a_store_files_content_is_its_text(client: OpenAI, http: httpx.Client) -
         text]
 
 
-def test_a_deleted_file_is_found_in_no_store(client: OpenAI, http: httpx.Client) -> None:
+def test_a_deleted_file_is_found_in_no_store(client: OpenAI, http: httpx2.Client) -> None:
     word = f"zq{secrets.token_hex(4)}"
     gone, kept = upload(client, f"The {word} memo."), upload(client, f"The {word} manual.")
     stores = [client.vector_stores.create(file_ids=[gone.id, kept.id]) for _ in range(2)]
@@ -325,7 +325,7 @@ def test_a_deleted_file_is_found_in_no_store(client: OpenAI, http: httpx.Client)
         assert http.get(f"/vector_stores/{store.id}/files/{gone.id}").status_code == 404
 
 
-def test_a_file_batch_attaches_its_files_with_their_attributes(client: OpenAI, http: httpx.Client) -> None:
+def test_a_file_batch_attaches_its_files_with_their_attributes(client: OpenAI, http: httpx2.Client) -> None:
     word = f"zq{secrets.token_hex(4)}"
     memos = [upload(client, f"{word} memo {n}.") for n in range(2)]
     manual, broken = upload(client, f"{word} manual."), client.files.create(file=("x.txt", b"\xff\xfe"),

@@ -1,18 +1,16 @@
 """The web_search backends: the JSON-protocol provider against the real search fixture on
-loopback, the outbound guard refusing it for real, Brave's replies (played by respx: its
-service cannot be reached from here), the key kept out of every message, and the
+loopback, the outbound guard refusing it for real, Brave's replies (played by httpx2's
+`MockTransport` under the guard: its service cannot be reached from here), the key kept out of every message, and the
 `web_search:` settings."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import httpx
 import httpx2
 import pytest
-import respx
 
 from responses_parity.fixtures.recording import fingerprint
 from responses_parity.fixtures.search import SearchState, build_search_app
@@ -31,7 +29,7 @@ PAGES = [{"url": "https://docs.example.org/a", "title": "A", "snippet": "first"}
 
 
 async def public_resolver(host: str) -> list[str]:
-    """Brave's host resolved to a globally routable address (respx answers; nothing is sent)."""
+    """Brave's host resolved to a globally routable address (a mock transport answers; nothing is sent)."""
     return ["93.184.215.14"]
 
 
@@ -49,7 +47,7 @@ def test_the_http_provider_finds_what_the_fixture_was_given_and_sends_the_key(
         fixture_server: tuple[str, SearchState]) -> None:
     url, state = fixture_server
     run, query = new_run_token(), f"providers {new_run_token()}"
-    assert httpx.put(f"{url}/__parity/runs/{run}", json={query: PAGES}).status_code == 204
+    assert httpx2.put(f"{url}/__parity/runs/{run}", json={query: PAGES}).status_code == 204
     provider = HttpSearchProvider(url, guarded_client_factory(LOOPBACK_ALLOWED), api_key=KEY)
     found = asyncio.run(provider.search(query, max_results=5, allowed_domains=("example.org",)))
     assert found == [WebResult(**PAGES[0])]
@@ -78,24 +76,29 @@ def test_the_http_provider_says_what_a_backend_that_does_not_speak_the_protocol_
         asyncio.run(provider.search("anything", max_results=3))
 
 
-class RespxBridge(httpx2.AsyncBaseTransport):
-    """Hands the guarded clients' requests (httpx2) to a respx router (httpx) and back."""
-
-    def __init__(self, router: respx.MockRouter) -> None:
-        self.router = router
-
-    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            reply = await self.router.async_handler(httpx.Request(request.method, str(request.url),
-                                                                  headers=list(request.headers.items()),
-                                                                  content=await request.aread()))
-        except httpx.TimeoutException as error:
-            raise httpx2.ReadTimeout(str(error), request=request) from error
-        return httpx2.Response(reply.status_code, headers=list(reply.headers.items()), content=await reply.aread())
+BraveReply = Callable[[httpx2.Request], httpx2.Response] | httpx2.Response | httpx2.TransportError
 
 
-def brave(router: respx.MockRouter, **settings: Any) -> BraveSearchProvider:
-    clients = guarded_client_factory(OutboundPolicy(), public_resolver, inner=lambda: RespxBridge(router))
+class Brave:
+    """Brave's service under the outbound guard: each `GET BRAVE_URL` is answered by `reply` (a
+    function of the request, a response, or a transport error raised) and kept; anything else
+    fails the test."""
+
+    def __init__(self, reply: BraveReply) -> None:
+        self.reply = reply
+        self.requests: list[httpx2.Request] = []
+
+    def answer(self, request: httpx2.Request) -> httpx2.Response:
+        assert (request.method, request.url.copy_with(query=None)) == ("GET", httpx2.URL(BRAVE_URL)), request.url
+        self.requests.append(request)
+        if isinstance(self.reply, httpx2.TransportError):
+            raise self.reply
+        return self.reply if isinstance(self.reply, httpx2.Response) else self.reply(request)
+
+
+def brave(service: Brave, **settings: Any) -> BraveSearchProvider:
+    clients = guarded_client_factory(OutboundPolicy(), public_resolver,
+                                     inner=lambda: httpx2.MockTransport(service.answer))
     return BraveSearchProvider(KEY, clients, **settings)
 
 
@@ -104,58 +107,52 @@ def brave_result(url: str, title: str, description: str) -> dict[str, Any]:
 
 
 def test_brave_results_become_plain_text_pages_and_the_request_says_what_was_asked() -> None:
-    router = respx.MockRouter(assert_all_called=False)
-    route = router.get(BRAVE_URL).respond(json={"type": "search", "query": {"original": "q"}, "web": {
+    service = Brave(httpx2.Response(200, json={"type": "search", "query": {"original": "q"}, "web": {
         "type": "search", "results": [
             brave_result("https://docs.example.org/a", "<strong>Parity</strong> &amp; you",
                          "the <strong>best</strong>"),
             brave_result("https://elsewhere.test/b", "B", "off the allowed domains"),
             {"type": "search_result", "title": "no URL"},
-            brave_result("https://example.org/c", "C", "third")]}})
-    found = asyncio.run(brave(router).search("parity", max_results=50, allowed_domains=("example.org", "x.test")))
+            brave_result("https://example.org/c", "C", "third")]}}))
+    found = asyncio.run(brave(service).search("parity", max_results=50, allowed_domains=("example.org", "x.test")))
     assert found == [WebResult("https://docs.example.org/a", "Parity & you", "the best"),
                      WebResult("https://example.org/c", "C", "third")]
-    sent = route.calls.last.request
+    [sent] = service.requests
     assert sent.url.params["q"] == "parity (site:example.org OR site:x.test)"
     assert sent.url.params["count"] == "20"  # Brave's most per request
     assert sent.headers["x-subscription-token"] == KEY and KEY not in str(sent.url)
 
 
 def test_brave_cuts_to_max_results_and_finds_nothing_without_a_web_section() -> None:
-    router = respx.MockRouter(assert_all_called=False)
-    router.get(BRAVE_URL, params={"q": "many"}).respond(json={"web": {"results": [
-        brave_result(f"https://example.org/{n}", str(n), "") for n in range(5)]}})
-    router.get(BRAVE_URL, params={"q": "nothing"}).respond(json={"type": "search", "query": {"original": "nothing"}})
-    assert [page.title for page in asyncio.run(brave(router).search("many", max_results=2))] == ["0", "1"]
-    assert asyncio.run(brave(router).search("nothing", max_results=2)) == []
+    answers = {"many": {"web": {"results": [brave_result(f"https://example.org/{n}", str(n), "") for n in range(5)]}},
+               "nothing": {"type": "search", "query": {"original": "nothing"}}}
+    service = Brave(lambda request: httpx2.Response(200, json=answers[request.url.params["q"]]))
+    assert [page.title for page in asyncio.run(brave(service).search("many", max_results=2))] == ["0", "1"]
+    assert asyncio.run(brave(service).search("nothing", max_results=2)) == []
 
 
 @pytest.mark.parametrize(("reply", "says"), [
-    (httpx.Response(422, json={"type": "ErrorResponse", "error": {
+    (httpx2.Response(422, json={"type": "ErrorResponse", "error": {
         "id": "e1", "status": 422, "code": "SUBSCRIPTION_TOKEN_INVALID",
         "detail": f"The provided subscription token {KEY} is invalid."}}), r"HTTP 422: The provided subscription "
                                                                            r"token \[api key\] is invalid"),
-    (httpx.Response(429, json={"type": "ErrorResponse", "error": {
+    (httpx2.Response(429, json={"type": "ErrorResponse", "error": {
         "status": 429, "code": "RATE_LIMITED", "detail": "Request rate limit exceeded for plan."}}),
      "HTTP 429: Request rate limit exceeded"),
-    (httpx.Response(502, text="<html>Bad gateway</html>"), "HTTP 502: <html>Bad gateway"),
-    (httpx.Response(200, text="not json"), "not JSON"),
-    (httpx.Response(200, json={"web": {"results": {"url": "x"}}}), r"`web.results` is not a list"),
-    (httpx.Response(200, json=["a list"]), "not a JSON object"),
+    (httpx2.Response(502, text="<html>Bad gateway</html>"), "HTTP 502: <html>Bad gateway"),
+    (httpx2.Response(200, text="not json"), "not JSON"),
+    (httpx2.Response(200, json={"web": {"results": {"url": "x"}}}), r"`web.results` is not a list"),
+    (httpx2.Response(200, json=["a list"]), "not a JSON object"),
 ])
-def test_brave_failures_say_what_went_wrong_without_the_key(reply: httpx.Response, says: str) -> None:
-    router = respx.MockRouter(assert_all_called=False)
-    router.get(BRAVE_URL).mock(return_value=reply)
+def test_brave_failures_say_what_went_wrong_without_the_key(reply: httpx2.Response, says: str) -> None:
     with pytest.raises(SearchFailed, match=says) as failed:
-        asyncio.run(brave(router).search("q", max_results=3))
+        asyncio.run(brave(Brave(reply)).search("q", max_results=3))
     assert str(failed.value).startswith("Brave Search") and KEY not in str(failed.value)
 
 
 def test_a_brave_timeout_is_a_search_failure() -> None:
-    router = respx.MockRouter(assert_all_called=False)
-    router.get(BRAVE_URL).mock(side_effect=httpx.ReadTimeout("slow"))
     with pytest.raises(SearchFailed, match=r"did not answer within 0\.5s"):
-        asyncio.run(brave(router, timeout_s=0.5).search("q", max_results=3))
+        asyncio.run(brave(Brave(httpx2.ReadTimeout("slow")), timeout_s=0.5).search("q", max_results=3))
 
 
 def settings(web_search: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import OpenAI
 from openai.types.responses import ResponseFunctionWebSearch
@@ -33,7 +33,7 @@ def searched_for(stack: Stack, steps_of: Any) -> tuple[str, str]:
     model's steps are `steps_of(query)`. Returns (run, query)."""
     run = new_run_token()
     query = f"weather in Paris {run}"
-    httpx.put(f"{stack.search_url}/__parity/runs/{run}", json={query: [PAGE, OTHER]}).raise_for_status()
+    httpx2.put(f"{stack.search_url}/__parity/runs/{run}", json={query: [PAGE, OTHER]}).raise_for_status()
     return scripted(stack, *steps_of(query), run=run), query
 
 
@@ -43,7 +43,7 @@ def one_search(query: str) -> list[list[dict[str, Any]]]:
 
 
 def searches(stack: Stack, run: str) -> list[dict[str, Any]]:
-    return httpx.get(f"{stack.search_url}/__parity/runs/{run}/searches").json()["searches"]
+    return httpx2.get(f"{stack.search_url}/__parity/runs/{run}/searches").json()["searches"]
 
 
 @pytest.fixture
@@ -86,7 +86,7 @@ def test_the_stream_follows_openais_order_and_the_harness_grammar(stack: Stack) 
     run, _ = searched_for(stack, one_search)
     body = {"model": "m", "input": f"Weather? {run_marker(run, 0)}", "stream": True,
             "tools": [{"type": "web_search"}]}
-    events = parse_sse(httpx.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30).text)
+    events = parse_sse(httpx2.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30).text)
     assert [f.message for f in check_stream(events)] == []
     types = [event.type for event in events]
     assert types[2:7] == ["response.output_item.added", "response.web_search_call.in_progress",
@@ -120,7 +120,7 @@ def test_a_failed_search_is_a_failed_item_and_the_model_is_told(stack: Stack) ->
 def test_web_search_without_a_provider_is_refused_naming_the_tool(stack: Stack) -> None:
     server = ServerThread(build_gateway_app(reference_config(stack.upstream_url or ""))).start()
     try:
-        answer = httpx.post(f"{server.url}/v1/responses", timeout=30, json={
+        answer = httpx2.post(f"{server.url}/v1/responses", timeout=30, json={
             "model": "m", "input": "x", "tools": [{"type": "function", "name": "f"}, {"type": "web_search"}]})
     finally:
         server.stop()

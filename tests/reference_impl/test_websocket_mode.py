@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from openai import OpenAI
 from scripted_runs import scripted, upstream_requests
@@ -122,7 +122,7 @@ def test_a_client_that_closes_the_socket_cancels_its_response(stack: Stack) -> N
         created = json.loads(socket.recv(timeout=DEADLINE_S))
     response_id = created["response"]["id"]
     deadline = time.monotonic() + DEADLINE_S
-    while (stored := httpx.get(f"{stack.reference_url}/v1/responses/{response_id}").json()).get("status") != \
+    while (stored := httpx2.get(f"{stack.reference_url}/v1/responses/{response_id}").json()).get("status") != \
             "cancelled":  # stored once the run has ended
         assert time.monotonic() < deadline, f"the response is still {stored}"
         time.sleep(0.05)
