@@ -7,15 +7,18 @@ was, its filter works and it reads without script; screenshots of the pages are 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 from urllib.request import url2pathname
 
+import psutil
 import pytest
 from click.testing import CliRunner
 from report_pages import scenarios_for_reports
@@ -40,6 +43,11 @@ SELECTION = ("-s", "text-misstated", "-s", "mcp-call", "-s", "text-basic", "-s",
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 LOOPBACK = ("127.0.0.1", "localhost", "[::1]", "::1")
+LAUNCH_TIMEOUT_MS = 60_000
+"""Playwright's own deadlines: Chromium's launch, and each wait on a page (generous for a loaded machine)."""
+START_S = 90
+TEST_S = 300
+"""The watchdog's deadlines, past Playwright's own: the driver's start and a whole test."""
 
 
 def screenshot_dir() -> Path:
@@ -70,12 +78,54 @@ def reports(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             "six": root / "six" / "report.html", "six_document": six}
 
 
+class Watchdog:
+    """Ends the processes this test process started since the watchdog was made (Playwright's
+    driver and Chromium) when a block outlives its deadline, and fails with what took too long.
+    Playwright's timeouts cover a launch and each wait on a page, not the driver's start
+    (playwright 1.41 on a uvloop loop waited for it forever); with the driver gone, every wait
+    ends at once."""
+
+    def __init__(self) -> None:
+        self._me = psutil.Process()
+        self._before = {child.pid for child in self._me.children(recursive=True)}
+
+    def _end_new_processes(self) -> None:
+        for child in self._me.children(recursive=True):
+            if child.pid not in self._before:
+                with contextlib.suppress(psutil.NoSuchProcess):
+                    child.kill()
+
+    @contextlib.contextmanager
+    def within(self, seconds: float, what: str) -> Iterator[None]:
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            self._end_new_processes()
+
+        timer = threading.Timer(seconds, expire)
+        timer.daemon = True
+        timer.start()
+        message = f"{what} took longer than {seconds:g} s: Playwright's driver and Chromium were ended"
+        try:
+            yield
+        except Exception:
+            if expired.is_set():
+                pytest.fail(message, pytrace=False)
+            raise
+        finally:
+            timer.cancel()
+        if expired.is_set():
+            pytest.fail(message, pytrace=False)
+
+
 class Browser:
     """One Chromium with a fresh profile; every request it makes is recorded, and any to an
     address other than a file or loopback is refused and kept in `outside`."""
 
-    def __init__(self, context: Any) -> None:
+    def __init__(self, context: Any, watchdog: Watchdog) -> None:
         self.context = context
+        self.watchdog = watchdog
         self.requests: list[str] = []
         self.outside: list[str] = []
         context.route("**/*", self._route)
@@ -100,15 +150,26 @@ class Browser:
 def browser(reports: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Browser]:
     """Started after the reports are written: Playwright's sync API holds an event loop of its
     own, and the runs need theirs."""
-    with sync_api.sync_playwright() as playwright:
+    watchdog = Watchdog()
+    with watchdog.within(START_S, "starting Playwright's driver and Chromium"):
+        playwright = sync_api.sync_playwright().start()
         context = playwright.chromium.launch_persistent_context(
             str(tmp_path_factory.mktemp("chromium-profile")), executable_path=CHROMIUM, headless=True, args=ARGS,
-            viewport={"width": 1280, "height": 900})
-        context.set_default_timeout(60_000)  # a deadline for each wait, generous for a loaded machine
-        try:
-            yield Browser(context)
-        finally:
+            viewport={"width": 1280, "height": 900}, timeout=LAUNCH_TIMEOUT_MS)
+    context.set_default_timeout(LAUNCH_TIMEOUT_MS)
+    try:
+        yield Browser(context, watchdog)
+    finally:
+        with watchdog.within(START_S, "closing Chromium and Playwright's driver"):
             context.close()
+            playwright.stop()
+
+
+@pytest.fixture(autouse=True)
+def bounded(browser: Browser) -> Iterator[None]:
+    """Each test within `TEST_S`: a browser that stops answering fails it, never the suite."""
+    with browser.watchdog.within(TEST_S, "the test"):
+        yield
 
 
 def _ids(page: Any) -> set[str]:
