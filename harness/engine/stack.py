@@ -25,7 +25,7 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,14 +70,6 @@ WS_FRAME_ROOM = 2**20
 large itself rather than have the connection closed under it."""
 
 
-def _server_loop_factory() -> Callable[[], asyncio.AbstractEventLoop]:
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop
-    return uvloop.new_event_loop
-
-
 class _PromptServer(uvicorn.Server):
     """uvicorn's server, which notices `ask_to_stop` at once: uvicorn's own looks at
     `should_exit` once a tick (0.1 s), and every stack's stop waited for it."""
@@ -85,15 +77,6 @@ class _PromptServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
-
-    def run(self, sockets: list[socket.socket] | None = None) -> None:
-        """uvicorn's run on a loop of this thread's own (uvloop's where it is installed, as
-        uvicorn's "auto" picks): older uvicorns (0.32) set the process's event loop policy to
-        uvloop's instead, so every loop made in the process after a server started ran on uvloop,
-        the harness's own client's too, where uvloop reads a reset connection as a clean close now
-        and then, and playwright before 1.42 never started."""
-        with asyncio.Runner(loop_factory=_server_loop_factory()) as runner:
-            runner.run(self.serve(sockets=sockets))
 
     async def main_loop(self) -> None:
         """uvicorn's loop of ticks (the date header, the exit check), each cut short by a stop."""

@@ -114,15 +114,18 @@ def test_with_a_warm_cache_the_gateway_checks_requests_without_importing_the_sdk
     """What start-up saves: a warm cache spares the gateway importing openai (its request
     descriptions) and mcp (until a request names an MCP server)."""
     script = (
-        "import sys\n"
-        "from starlette.testclient import TestClient\n"
+        "import asyncio, sys\n"
+        "import httpx2\n"
         "from responses_parity.reference_impl import GatewayConfig, build_gateway_app\n"
         "app = build_gateway_app(GatewayConfig(upstream_url='http://127.0.0.1:9/v1', store_path=':memory:'))\n"
-        "with TestClient(app) as client:\n"
-        "    answer = client.post('/v1/responses', json={'model': 'm', 'input': 'hi', 'temperature': 9})\n"
-        "    assert answer.status_code == 400, answer.text\n"
-        "    assert answer.json()['error']['param'] == 'temperature', answer.text\n"
-        "    assert client.get('/v1/responses/resp_1?include=nope').status_code == 400\n"
+        "async def main():\n"
+        "    async with app.router.lifespan_context(app), httpx2.AsyncClient(\n"
+        "            transport=httpx2.ASGITransport(app=app), base_url='http://gateway') as client:\n"
+        "        answer = await client.post('/v1/responses', json={'model': 'm', 'input': 'hi', 'temperature': 9})\n"
+        "        assert answer.status_code == 400, answer.text\n"
+        "        assert answer.json()['error']['param'] == 'temperature', answer.text\n"
+        "        assert (await client.get('/v1/responses/resp_1?include=nope')).status_code == 400\n"
+        "asyncio.run(main())\n"
         "print(sorted({name.split('.')[0] for name in sys.modules} & {'openai', 'mcp', 'pydantic'}))\n")
     env = {**os.environ, "PARITY_CACHE_DIR": str(tmp_path)}
     cold = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120,
