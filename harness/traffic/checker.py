@@ -7,26 +7,39 @@ events complete, `judge.live_checks`), and every exchange's end (`end`: the exch
 how it ended, the answer as recorded, and the request when no `begin` carried it: one message
 for an exchange that is not a stream); of a WebSocket-mode connection, its opening, every frame
 as it passed and its close (`socket_recording.py` keeps, judges and writes it); and the run's
-secrets as the relay learns them, before any message they concern. Here each exchange is read, judged, and written
-to the capture folder (whole or not at all, secrets removed); the events the relay reports
-(`Found`, `Recorded`) come back and are handed to `on_event` from a thread of the relay's process.
+secrets as the relay learns them, before any message they concern. Here each exchange is read,
+judged, and written to the capture folder (whole or not at all, secrets removed); the events
+the relay reports (`Found`, `Recorded`) come back and are handed to `on_event`.
+
+On the relay's side all of it runs on its event loop: a message is pickled and written to the
+process's pipe through a non-blocking pipe transport, and what comes back is read the same way,
+so a message costs the relay one write and no thread hand-off (a `multiprocessing.Queue` woke a
+feeder thread and a reader thread for each, which took the interpreter lock from the relay: a
+third of the proxy's CPU on a text answer).
 
 Bounded: at most `max_pending_bytes` of messages are on their way here and not yet taken in (a
 message counts its bytes, and at least `MESSAGE_COST`). What does not fit is dropped, never
 queued: a stream's chunk (the live checks of that exchange stop; the whole answer is still
 judged at its end), a connection's frame (the relay sends none of its later ones, and its file
 says how many were not recorded), or a whole exchange (`Dropped`: neither checked nor written).
+The process says what it took in every `ACK_BYTES` and whenever it has been idle `ACK_IDLE_S`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import multiprocessing
 import os
-import threading
+import pickle
+import select
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
+
+import anyio.to_thread
 
 from ..judge.judgement import Case, judge
 from ..judge.live_checks import LiveStream
@@ -40,9 +53,11 @@ from .socket_recording import SocketOpened, SocketRecording
 MESSAGE_COST = 1024
 """What a message counts for at least, whatever bytes it carries (its envelope, its pickling)."""
 DEFAULT_MAX_PENDING_BYTES = 256 * 2**20
-ACK_EVERY = 64
-"""Messages taken in between two acknowledgements (and whenever the inbox is empty)."""
-
+ACK_BYTES = 2**20
+ACK_IDLE_S = 0.02
+_HEAD = struct.Struct("!Q")
+"""A message on either pipe: its pickle's length, then the pickle."""
+_READ_BYTES = 2**20
 
 @dataclass(frozen=True)
 class RecordedRequest:
@@ -55,36 +70,50 @@ class RecordedRequest:
 
 
 class Checker:
-    """The relay's side: start the process, send it what happens, hear back (see the module)."""
+    """The relay's side: start the process, send it what happens, hear back (see the module).
+    Its methods run on the relay's event loop; messages sent before `start` wait for it."""
 
     def __init__(self, captures: Path, on_event: Callable[[ProxyEvent], None], redactor: Redactor,
                  max_pending_bytes: int = DEFAULT_MAX_PENDING_BYTES) -> None:
         self.on_event = on_event
         self.max_pending_bytes = max_pending_bytes
         context = multiprocessing.get_context("spawn")
-        self._inbox: Any = context.Queue()
-        self._outbox: Any = context.Queue()
-        self._process = context.Process(target=serve, args=(self._inbox, self._outbox, str(captures), redactor.known()),
+        self._inbox_end, self._inbox = context.Pipe(duplex=False)
+        self._outbox, self._outbox_end = context.Pipe(duplex=False)
+        self._process = context.Process(target=serve, args=(self._inbox_end, self._outbox_end, str(captures),
+                                                            redactor.known()),
                                         name="parity-proxy-checker", daemon=True)
         self._pending = 0
-        self._lock = threading.Lock()
-        self._reader = threading.Thread(target=self._hear, name="parity-proxy-checker-events", daemon=True)
+        self._waiting: list[bytes] | None = []
+        """Messages sent before `start`."""
+        self._writer: asyncio.WriteTransport | None = None
+        self._hearing: _Hearing | None = None
 
     @property
     def pid(self) -> int | None:
         """The checker process's, once started."""
         return self._process.pid
 
-    def start(self) -> None:
+    async def start(self) -> None:
+        """Start the process, and send it what was sent so far."""
         self._process.start()
-        self._reader.start()
+        self._inbox_end.close()  # the process's ends: closed here, so that either side sees the other's end
+        self._outbox_end.close()
+        loop = asyncio.get_running_loop()
+        self._writer, _ = await loop.connect_write_pipe(asyncio.BaseProtocol, self._inbox)
+        _, self._hearing = await loop.connect_read_pipe(lambda: _Hearing(self._heard), self._outbox)
+        for message in self._waiting or ():
+            self._writer.write(message)
+        self._waiting = None
 
-    def close(self) -> None:
-        """Let the process take in, check and write everything sent so far, then end it."""
-        self._inbox.put(None)
-        self._process.join()
-        self._outbox.put(None)  # ends the reader if the process could not say it ended (it was killed)
-        self._reader.join()
+    async def close(self) -> None:
+        """Let the process take in, check and write everything sent so far, then end it (or
+        notice that it ended)."""
+        assert self._writer is not None and self._hearing is not None
+        self._write(_message(None))
+        await self._hearing.ended  # the process closed its end of the pipe: it exited
+        self._writer.close()
+        await anyio.to_thread.run_sync(self._process.join)
 
     def learn(self, secrets: list[str]) -> None:
         """Secrets of the run learnt since the start (never dropped: they are few, and a capture
@@ -124,26 +153,65 @@ class Checker:
 
     @property
     def pending(self) -> int:
-        """Bytes sent and not yet taken in by the process."""
-        with self._lock:
-            return self._pending
+        """Bytes sent and not yet taken in by the process (as it last said)."""
+        return self._pending
 
     def _send(self, message: tuple[Any, ...], size: int, always: bool = False) -> bool:
         cost = max(size, MESSAGE_COST)
-        with self._lock:
-            if not always and self._pending + cost > self.max_pending_bytes:
-                return False
-            self._pending += cost
-        self._inbox.put((cost, message))
+        if not always and self._pending + cost > self.max_pending_bytes:
+            return False
+        self._pending += cost
+        self._write(_message((cost, message)))
         return True
 
-    def _hear(self) -> None:
-        while (event := self._outbox.get()) is not None:
-            if isinstance(event, int):
-                with self._lock:
-                    self._pending -= event
-            else:
-                self.on_event(event)
+    def _write(self, message: bytes) -> None:
+        if self._waiting is not None:
+            self._waiting.append(message)
+        elif self._writer is not None and not self._writer.is_closing():  # closing: the process is gone
+            self._writer.write(message)
+
+    def _heard(self, event: Any) -> None:
+        if isinstance(event, int):
+            self._pending -= event
+        else:
+            self.on_event(event)
+
+
+class _Hearing(asyncio.Protocol):
+    """The relay's end of the pipe the process answers on: each message to `heard`; `ended`
+    once the process closed its end."""
+
+    def __init__(self, heard: Callable[[Any], None]) -> None:
+        self._heard = heard
+        self._received = bytearray()
+        self.ended: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def data_received(self, data: bytes) -> None:
+        self._received += data
+        for message in _taken(self._received):
+            self._heard(message)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.ended.done():
+            self.ended.set_result(None)
+
+
+def _message(value: Any) -> bytes:
+    pickled = pickle.dumps(value, pickle.HIGHEST_PROTOCOL)
+    return _HEAD.pack(len(pickled)) + pickled
+
+
+def _taken(received: bytearray) -> list[Any]:
+    """The whole messages at the start of `received`, removed from it (a partial one stays)."""
+    messages, at = [], 0
+    while len(received) - at >= _HEAD.size:
+        (length,) = _HEAD.unpack_from(received, at)
+        if len(received) - at - _HEAD.size < length:
+            break
+        messages.append(pickle.loads(received[at + _HEAD.size:at + _HEAD.size + length]))
+        at += _HEAD.size + length
+    del received[:at]
+    return messages
 
 
 @dataclass
@@ -157,54 +225,79 @@ class _Open:
     live: LiveStream | None = None
 
 
-def serve(inbox: Any, outbox: Any, captures: str, known: frozenset[str]) -> None:
-    """The checker process: take in messages until the `None` that ends them (`known`: the
-    run's secrets when it started). It yields the cores to the relay (and to everything else the
-    machine runs): it catches up when they are idle, and what it cannot take in is dropped."""
+def serve(inbox: Connection, outbox: Connection, captures: str, known: frozenset[str]) -> None:
+    """The checker process: take in messages until the `None` that ends them, or the relay's
+    end of the pipe closing (`known`: the run's secrets when it started). It yields the cores
+    to the relay (and to everything else the machine runs): it catches up when they are idle,
+    and what it cannot take in is dropped."""
     _yield_the_cores()
     redactor = Redactor.knowing(known)
     folder = Path(captures)
     folder.mkdir(parents=True, exist_ok=True)
     exchanges: dict[str, _Open] = {}
     sockets: dict[str, SocketRecording] = {}
-    taken = count = 0
-    while (item := inbox.get()) is not None:
-        cost, message = item
-        kind, name = message[0], message[1]
-        try:
-            if kind == "secrets":
-                redactor.add(*name)
-            elif kind == "begin":
-                exchanges[name] = _begun(redactor, message[2])
-            elif kind == "chunk" and (open_ := exchanges.get(name)) is not None:
-                for finding in _live(open_, message[2]):
-                    outbox.put(Found.redacted(name, finding, open_.redactor))
-            elif kind == "end":
-                request = message[4]
-                open_ = exchanges.pop(name, None) if request is None else _begun(redactor, request)
-                for event in _finished(folder, name, open_, message[2], message[3]) if open_ is not None else ():
-                    outbox.put(event)
-            elif kind == "forget":
-                exchanges.pop(name, None)
-            elif kind == "socket":
-                sockets[name] = SocketRecording(name, message[2], redactor)
-            elif kind == "frame" and (connection := sockets.get(name)) is not None:
-                for event in connection.take(message[2], message[3]):
-                    outbox.put(event)
-            elif kind == "socket_end" and (connection := sockets.pop(name, None)) is not None:
-                for event in connection.finish(folder, message[2], message[3]):
-                    outbox.put(event)
-        except Exception as problem:  # one exchange's failure (a full disk, say) ends only it
-            exchanges.pop(name, None)
-            sockets.pop(name, None)
-            (folder / f"{name}.partial").unlink(missing_ok=True)
-            outbox.put(Dropped(str(name), f"the checker failed on it: {type(problem).__name__}: {problem}"))
-        taken, count = taken + cost, count + 1
-        if count % ACK_EVERY == 0 or inbox.empty():
-            outbox.put(taken)
+
+    def tell(event: Any) -> None:
+        _write_all(outbox.fileno(), _message(event))
+
+    received, taken, ended = bytearray(), 0, False
+    while not ended:
+        if taken and not select.select([inbox], [], [], ACK_IDLE_S)[0]:
+            tell(taken)
             taken = 0
-    outbox.put(taken)
-    outbox.put(None)
+        data = os.read(inbox.fileno(), _READ_BYTES)
+        received += data
+        messages = _taken(received) if data else [None]
+        for item in messages:
+            if item is None:
+                ended = True
+                break
+            cost, message = item
+            for event in _take(message, folder, redactor, exchanges, sockets):
+                tell(event)
+            taken += cost
+            if taken >= ACK_BYTES:
+                tell(taken)
+                taken = 0
+    tell(taken)
+
+
+def _take(message: tuple[Any, ...], folder: Path, redactor: Redactor, exchanges: dict[str, _Open],
+          sockets: dict[str, SocketRecording]) -> list[ProxyEvent]:
+    """Take in one message; the events to report (one exchange's failure, a full disk say,
+    ends only it)."""
+    kind, name = message[0], message[1]
+    try:
+        if kind == "secrets":
+            redactor.add(*name)
+        elif kind == "begin":
+            exchanges[name] = _begun(redactor, message[2])
+        elif kind == "chunk" and (open_ := exchanges.get(name)) is not None:
+            return [Found.redacted(name, finding, open_.redactor) for finding in _live(open_, message[2])]
+        elif kind == "end":
+            request = message[4]
+            open_ = exchanges.pop(name, None) if request is None else _begun(redactor, request)
+            return _finished(folder, name, open_, message[2], message[3]) if open_ is not None else []
+        elif kind == "forget":
+            exchanges.pop(name, None)
+        elif kind == "socket":
+            sockets[name] = SocketRecording(name, message[2], redactor)
+        elif kind == "frame" and (connection := sockets.get(name)) is not None:
+            return list(connection.take(message[2], message[3]))
+        elif kind == "socket_end" and (connection := sockets.pop(name, None)) is not None:
+            return list(connection.finish(folder, message[2], message[3]))
+    except Exception as problem:
+        exchanges.pop(name, None)
+        sockets.pop(name, None)
+        (folder / f"{name}.partial").unlink(missing_ok=True)
+        return [Dropped(str(name), f"the checker failed on it: {type(problem).__name__}: {problem}")]
+    return []
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _yield_the_cores() -> None:

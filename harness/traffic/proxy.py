@@ -195,14 +195,14 @@ class RecordingProxy:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_DEADLINE_S,
                                         sock_read=self.limits.read_timeout_s)
         self._checker = Checker(self.captures, self.on_event, self.redactor)
-        self._checker.start()
+        await self._checker.start()
         try:
             async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0),
                                              auto_decompress=False, skip_auto_headers=_NOT_ADDED) as client:
                 self._client = client
                 yield
         finally:
-            await anyio.to_thread.run_sync(self._checker.close)  # what was sent is checked and written
+            await self._checker.close()  # what was sent is checked and written
 
     def stop(self) -> None:
         """End every open exchange at once, as if its client went away, and every one that

@@ -4,6 +4,7 @@ queued. The relay's use of it runs in test_recording_proxy.py and test_bounded_p
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -31,7 +32,7 @@ def _answer() -> list[bytes]:
     return [b'{"id": "resp_1", "object": "response", ', b'"status": "completed", "output": []}']
 
 
-def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(tmp_path: Path) -> None:
+async def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(tmp_path: Path) -> None:
     events: list[ProxyEvent] = []
     checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=3 * MESSAGE_COST + 10)
     checker.learn([SECRET])  # secrets always get through: a capture must not hold them
@@ -42,13 +43,13 @@ def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(
     assert not checker.chunk("0001-kept.json", b"x")  # no room: its live checks stop there
     checker.end("0002-dropped.json", _exchange(), _answer(), request)  # no room: nothing taken in yet
     assert events == [Dropped("0002-dropped.json", events[0].reason)] and "still waiting" in events[0].reason
-    checker.start()
+    await checker.start()
     deadline = time.monotonic() + DEADLINE_S
     while checker.pending:
         assert time.monotonic() < deadline, "the checker took nothing in"
-        time.sleep(0.01)  # poll interval while the process takes the messages in
+        await asyncio.sleep(0.01)  # poll interval while the process takes the messages in
     checker.end("0001-kept.json", _exchange(), _answer(), None)
-    checker.close()
+    await checker.close()
     assert sorted(path.name for path in tmp_path.iterdir()) == ["0001-kept.json"]
     written = (tmp_path / "0001-kept.json").read_text()
     assert SECRET not in written and "<redacted>" in written
@@ -57,41 +58,43 @@ def test_what_fits_is_checked_and_written_and_what_does_not_is_dropped_and_said(
     assert not [event for event in events if isinstance(event, Dropped) and event.capture == "0001-kept.json"]
 
 
-def test_an_exchange_the_checker_cannot_write_is_dropped_and_said_and_the_next_is_written(tmp_path: Path) -> None:
+async def test_an_exchange_the_checker_cannot_write_is_dropped_and_said_and_the_next_is_written(
+        tmp_path: Path) -> None:
     events: list[ProxyEvent] = []
     checker = Checker(tmp_path, events.append, Redactor())
-    checker.start()
+    await checker.start()
     unwritable = _exchange()
     unwritable.meta["not json"] = {1, 2}  # a set: writing the capture fails
     body = b'{"model": "m", "input": "hi"}'
     checker.end("0001-unwritable.json", unwritable, _answer(), RecordedRequest(False, body, len(body)))
     checker.end("0002-fine.json", _exchange(), _answer(), RecordedRequest(False, body, len(body)))
-    checker.close()
+    await checker.close()
     dropped = [event for event in events if isinstance(event, Dropped)]
     assert [event.capture for event in dropped] == ["0001-unwritable.json"]
     assert "the checker failed on it: TypeError" in dropped[0].reason
     assert sorted(path.name for path in tmp_path.iterdir()) == ["0002-fine.json"]
 
 
-def test_a_checker_process_that_was_killed_is_said_and_closing_does_not_hang(tmp_path: Path) -> None:
+async def test_a_checker_process_that_was_killed_is_said_and_closing_does_not_hang(tmp_path: Path) -> None:
     events: list[ProxyEvent] = []
     checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=MESSAGE_COST)
-    checker.start()
+    await checker.start()
     assert checker.pid is not None
     os.kill(checker.pid, signal.SIGKILL)  # as an out-of-memory killer would
     deadline = time.monotonic() + DEADLINE_S
     while psutil.pid_exists(checker.pid) and psutil.Process(checker.pid).status() != psutil.STATUS_ZOMBIE:
         assert time.monotonic() < deadline, "the checker process outlived SIGKILL"
-        time.sleep(0.01)  # poll interval while the kernel ends it
+        await asyncio.sleep(0.01)  # poll interval while the kernel ends it
     body = b"{}"
     checker.end("0001-a.json", _exchange(), _answer(), RecordedRequest(False, body, len(body)))  # fits the bound
     checker.end("0002-b.json", _exchange(), _answer(), RecordedRequest(False, body, len(body)))  # nothing taken in
-    checker.close()  # returns: the reader is ended though the process could not say so
+    await checker.close()  # returns: the process's end of the pipe closed though it could not say so
     assert [(type(event), event.capture) for event in events] == [(Dropped, "0002-b.json")]
     assert "the checker process ended (exit code -9)" in events[0].reason
 
 
-def test_a_socket_connection_is_kept_judged_and_written_and_frames_without_room_are_said(tmp_path: Path) -> None:
+async def test_a_socket_connection_is_kept_judged_and_written_and_frames_without_room_are_said(
+        tmp_path: Path) -> None:
     events: list[ProxyEvent] = []
     checker = Checker(tmp_path, events.append, Redactor(), max_pending_bytes=4 * MESSAGE_COST + 10)
     name, url = "0001-ws-v1-responses.json", "ws://127.0.0.1:9/v1/responses"
@@ -105,8 +108,8 @@ def test_a_socket_connection_is_kept_judged_and_written_and_frames_without_room_
                                                                     "status": "completed", "output": []}}))
     assert not checker.frame(name, "sent", create)  # no room: the relay sends none of the rest
     checker.socket_closed(name, {"code": 1000, "reason": "", "initiator": "client"}, unsent=3)
-    checker.start()
-    checker.close()
+    await checker.start()
+    await checker.close()
     written = (tmp_path / name).read_text()
     assert SECRET not in written
     document = json.loads(written)
