@@ -3,7 +3,7 @@ interpreter lock with the load client: the scripted upstream, the `calc` MCP fix
 reference gateway as `parity serve ...` children, a proxy as a `parity proxy` child, and
 profiled gateways as `parity run` starts them; each a `ChildProcess`, which ends with the
 benchmark, even a killed one. Each one's CPU time (with its children's) is read before and
-after a measurement.
+after a measurement; a proxy's is read apart from its checker's (a child process of its own).
 """
 
 from __future__ import annotations
@@ -29,11 +29,12 @@ LOG_LINES = 20
 _LISTENING = re.compile(r"listening on (http://\S+)")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User and system CPU seconds of the process and its living children so far (0 when gone)."""
+def cpu_seconds(pid: int, *, own: bool = True, children: bool = True) -> float:
+    """User and system CPU seconds so far of the process (`own`) and of its living children,
+    0 for what is gone."""
     try:
         process = psutil.Process(pid)
-        processes = [process, *process.children(recursive=True)]
+        processes = ([process] if own else []) + (process.children(recursive=True) if children else [])
     except psutil.Error:
         return 0.0
     total = 0.0

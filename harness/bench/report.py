@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..wire.redaction import Redactor
-from .run import FLOOR, BenchResult, Measured
+from .run import CHECKER, FLOOR, BenchResult, Measured
 from .workloads import CHAIN_TURNS, LABELS, WORKLOADS, Batch, Workload
 
 MS = 1000.0
@@ -53,6 +53,8 @@ class Figures:
     rps: float | None = None
     share: float | None = None
     cpu_per_request: float | None = None
+    checker_cpu_per_request: float | None = None
+    """A proxy's checker process's (`cpu_per_request` is its relay's)."""
     requests: int = 0
     errors: int = 0
     first_error: str | None = None
@@ -104,6 +106,7 @@ def figures(result: BenchResult, target: str, workload: Workload) -> Figures:
     errors = [error for m in mine for error in m.batch.errors]
     process = "upstream" if target == FLOOR else target
     cpu = sum(m.cpu_s.get(process, 0.0) for m in mine)
+    checker = sum(m.cpu_s.get(process + CHECKER, 0.0) for m in mine)
     return Figures(
         target, workload,
         p50=_median_of([statistics.median(_series(m.batch, workload)) for m in mine if _series(m.batch, workload)]),
@@ -115,6 +118,8 @@ def figures(result: BenchResult, target: str, workload: Workload) -> Figures:
         rps=_median_of(rps) if workload == "throughput" else None,
         share=_median_of(shares) if workload == "throughput" else None,
         cpu_per_request=cpu / requests if requests and any(process in m.cpu_s for m in mine) else None,
+        checker_cpu_per_request=checker / requests if requests and any(process + CHECKER in m.cpu_s for m in mine)
+        else None,
         requests=requests, errors=len(errors), first_error=errors[0] if errors else None)
 
 
@@ -135,7 +140,8 @@ def _cells(f: Figures) -> list[str]:
     if f.not_run:
         return ["not run: " + f.not_run]
     errors = f"{f.errors} of {f.requests}" if f.errors else "0"
-    cpu = _ms(f.cpu_per_request)
+    cpu = _ms(f.cpu_per_request) + (f" + checker {_ms(f.checker_cpu_per_request)}"
+                                    if f.checker_cpu_per_request is not None else "")
     if f.workload == "throughput":
         share = "1.00" if f.target == FLOOR else (f"{f.share:.2f}" if f.share is not None else "—")
         return [f"{f.rps:.0f}" if f.rps is not None else "—", share, cpu, errors]
@@ -244,7 +250,8 @@ def markdown(result: BenchResult, command: str) -> str:
         "Added figures are paired: in each round, the target's batch minus the floor batch (a proxy's: its "
         "gateway's) measured just before it; the median over rounds. CPU / request is the CPU time (user + "
         "system) the target's own process (the floor: the scripted upstream's) spent during its batches, over "
-        "their requests.",
+        "their requests; a proxy's is its relay's, then its checker's (a process of its own that runs only on "
+        "idle cores and catches up after a batch; the next batch waits until it did).",
         "",
         "## Overview",
         "",

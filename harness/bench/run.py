@@ -1,7 +1,10 @@
 """A benchmark run: start the scripted upstream, the `calc` MCP fixture and every target that
 needs starting in processes of their own; then, round after round, for each workload and each
 target, measure a floor batch and right after it the target's batch, reading the CPU time of
-every process the run started around each batch. Stops everything it started, by PID.
+every process the run started around each batch. A proxy's checker (a process of its own, which
+runs only on idle cores) is read apart, and waited for after each batch until it stops working:
+what it does for a batch is counted in that batch and never slows the next. Stops everything it
+started, by PID.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import contextlib
 import os
 import platform
 import tempfile
+import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -35,7 +39,13 @@ REFERENCE = "reference"
 FLOOR = "floor"
 PROXY = "proxy:"
 """`proxy:<target>`: `parity proxy` in front of that target, measured beside it alone."""
+CHECKER = "/checker"
+"""A proxy's name and this: its checker process's CPU time (`Measured.cpu_s`)."""
 WARM_UP_REQUESTS = 5
+CATCH_UP_POLL_S = 0.05
+IDLE_CPU_S = 0.015
+"""A checker that spent at most this (a clock tick and a half) over a poll has caught up."""
+CATCH_UP_DEADLINE_S = 120.0
 
 
 @dataclass(frozen=True)
@@ -109,11 +119,15 @@ class _Started:
         self.stops: list[Callable[[], None]] = []
         self.pids: dict[str, int] = {}
         self.what: dict[str, str] = {}
+        self.checked: set[str] = set()
+        """Proxies: their children are their checker."""
 
-    def add(self, name: str, what: str, pid: int, stop: Callable[[], None]) -> None:
+    def add(self, name: str, what: str, pid: int, stop: Callable[[], None], *, checked: bool = False) -> None:
         self.pids[name] = pid
         self.what[name] = what
         self.stops.append(stop)
+        if checked:
+            self.checked.add(name)
 
     def stop_all(self) -> None:
         for stop in reversed(self.stops):
@@ -142,7 +156,7 @@ def _proxy_target(name: str, behind: BenchTarget, options: BenchOptions, *, star
     captures = work_dir / f"captures-{len(started.pids)}"
     part = ServedPart.start("parity proxy", "--upstream", behind.endpoint.client.base_url, "--captures",
                             str(captures), command="proxy")
-    started.add(name, f"parity proxy in front of {behind.name}", part.pid, part.stop)
+    started.add(name, f"parity proxy in front of {behind.name}", part.pid, part.stop, checked=True)
     endpoint = replace(behind.endpoint, name=name,
                        client=Client(part.url, behind.endpoint.client.headers, options.timeout_s))
     title = f"parity proxy in front of {behind.name} (added: over {behind.name} alone)"
@@ -231,7 +245,23 @@ def _note_memory(targets: list[BenchTarget]) -> None:
 
 
 def _cpu(started: _Started) -> dict[str, float]:
-    return {name: cpu_seconds(pid) for name, pid in started.pids.items()}
+    cpu = {name: cpu_seconds(pid, children=name not in started.checked) for name, pid in started.pids.items()}
+    return cpu | {name + CHECKER: cpu_seconds(started.pids[name], own=False) for name in started.checked}
+
+
+async def _checkers_caught_up(started: _Started, say: Callable[[str], None]) -> None:
+    """Wait until no proxy's checker works any more (it spent next to nothing over a poll)."""
+    for name in started.checked:
+        deadline = time.monotonic() + CATCH_UP_DEADLINE_S
+        spent = cpu_seconds(started.pids[name], own=False)
+        while True:
+            await asyncio.sleep(CATCH_UP_POLL_S)  # poll interval of a condition, bounded by the deadline
+            spent, before = cpu_seconds(started.pids[name], own=False), spent
+            if spent - before <= IDLE_CPU_S:
+                break
+            if time.monotonic() > deadline:
+                say(f"{name}'s checker was still working {CATCH_UP_DEADLINE_S:g} s after a batch; measuring on")
+                break
 
 
 async def _measure(options: BenchOptions, started: _Started, *, upstream_url: str, mcp: McpFixture,
@@ -258,6 +288,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
             """A batch of the round, kept with the CPU time each started process spent in it."""
             before = _cpu(started)
             result = await batch(workload, where, runs, options.sizes)
+            await _checkers_caught_up(started, say)
             after = _cpu(started)
             measured.append(Measured(round_, workload, FLOOR if where is None else where.name, floor_for, result,
                                      {name: after[name] - before[name] for name in after}))

@@ -177,7 +177,7 @@ def test_a_proxy_is_paired_with_its_gateway_alone_and_the_gateways_own_figures_s
         Measured(0, "text", FLOOR, "gw", _batch([1, 1, 1]), {}),
         Measured(0, "text", "gw", None, _batch([3, 3, 3]), {}),
         Measured(0, "text", "gw", "proxy:gw", _batch([4, 4, 4]), {}),  # the proxy's baseline batch
-        Measured(0, "text", "proxy:gw", None, _batch([4.5, 4.5, 4.5]), {"proxy:gw": 0.003}),
+        Measured(0, "text", "proxy:gw", None, _batch([4.5, 4.5, 4.5]), {"proxy:gw": 0.003, "proxy:gw/checker": 0.012}),
     ]
     result = _result(measured, workloads=("text",))
     result.targets.append(proxy)
@@ -185,7 +185,9 @@ def test_a_proxy_is_paired_with_its_gateway_alone_and_the_gateways_own_figures_s
     assert figures(result, "gw", "text").requests == 3
     proxied = figures(result, "proxy:gw", "text")
     assert proxied.added_p50 == pytest.approx(0.0005)  # over the gateway's batch just before, not the floor's
-    assert proxied.cpu_per_request == pytest.approx(0.001)
+    assert proxied.cpu_per_request == pytest.approx(0.001)  # the relay's; its checker's apart
+    assert proxied.checker_cpu_per_request == pytest.approx(0.004)
+    assert "| +0.50 ms | +0.50 ms | 1.00 ms + checker 4.00 ms | 0 |" in markdown(result, "parity bench")
 
 
 def test_a_proxied_target_is_measured_alone_right_before_its_first_proxy() -> None:
