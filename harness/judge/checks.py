@@ -59,10 +59,11 @@ def delivery_findings(exchange: Exchange) -> list[Finding]:
     return findings
 
 
-def stream_findings(exchange: Exchange, chat: bool, current: bool = False) -> list[Finding]:
+def stream_findings(exchange: Exchange, chat: bool, current: bool = False, events_checked: int = 0) -> list[Finding]:
+    """The stream's grammar, and the SDK schema of each event past the first `events_checked`."""
     grammar = check_chat_stream(exchange.events) if chat else check_stream(exchange.events,
                                                                            resumed_after(exchange.url))
-    return grammar + [finding for position, event in enumerate(exchange.events)
+    return grammar + [finding for position, event in enumerate(exchange.events) if position >= events_checked
                       for finding in event_findings(event, position, chat, current)]
 
 
@@ -103,11 +104,13 @@ def compaction_window_findings(body: dict[str, Any]) -> list[Finding]:
                     f"the compacted window is not every user message then one compaction item: {'; '.join(wrong)}")]
 
 
-def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, current: bool = False) -> list[Finding]:
+def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, current: bool = False,
+                          events_checked: int = 0) -> list[Finding]:
     """Grammar and schema findings for a complete answer (`chat`: the Chat Completions surface;
     None: tell from the answer itself). `current`: the answer came just now from a target,
     so a field the SDK requires and it lacks is a warning; otherwise it is traffic recorded
-    earlier, and such a field is drift (a note)."""
+    earlier, and such a field is drift (a note). `events_checked`: a stream's first events
+    whose schemas were checked already (as they arrived)."""
     if exchange.transport_error or exchange.disconnected:
         return []
     chat = is_chat_answer(exchange) if chat is None else chat
@@ -116,7 +119,7 @@ def no_reference_findings(exchange: Exchange, chat: bool | None = None, *, curre
     if not chat:
         findings += approval_link_findings(exchange)
     if exchange.streamed:
-        return findings + stream_findings(exchange, chat, current)
+        return findings + stream_findings(exchange, chat, current, events_checked)
     body = exchange.body
     if body is None:
         return [*findings, _note("the capture kept no response body; schema checks are skipped")]

@@ -64,6 +64,9 @@ class Case:
     """An earlier answer to hold this one against."""
     known: Callable[[Finding], bool] | None = None
     """Whether a baseline already knows a finding."""
+    events_checked: int = 0
+    """A stream's first events whose SDK schemas were checked as they arrived (the proxy's live
+    checks, `live_checks.py`): not checked again."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ def judge(case: Case) -> Judgement:
     readable = not (exchange.transport_error or exchange.unreadable)
     findings = delivery_findings(exchange)
     if readable and case.checks:
-        findings += no_reference_findings(exchange, chat, current=case.current)
+        findings += no_reference_findings(exchange, chat, current=case.current, events_checked=case.events_checked)
     if case.expect is None and case.observed is None and case.reference is None:
         return Judgement(None, _marked([*findings, *case.found], case.known))
     contract = project_chat(exchange) if chat else project(exchange)

@@ -4,9 +4,10 @@ must not wait for its end (a proxy shows them while the client still reads).
 Only what a prefix of a stream can already break is checked live: each event's framing and
 SDK schema, and the `sequence_number` numbering so far. The rules that need the whole stream
 (every `.added` closed, one terminal event, deltas adding up) run when it ends
-(`checks.no_reference_findings`); `LiveStream.unseen` lets the caller leave out what was already
-said live. A live stream keeps no event once checked: its memory stays the same however long
-the stream runs (but for the findings it reported, and an event still arriving).
+(`checks.no_reference_findings`, told how many events were checked live, which it does not
+check again); `LiveStream.unseen` lets the caller leave out what was already said live. A live
+stream keeps no event once checked: its memory stays the same however long the stream runs
+(but for the findings it reported, and an event still arriving).
 """
 
 from __future__ import annotations
@@ -35,6 +36,11 @@ class LiveStream:
         self._events = 0
         self._numbering = SequenceNumbering()
         self._seen: set[tuple[str, str]] = set()
+
+    @property
+    def events_checked(self) -> int:
+        """How many events were complete, and checked, so far."""
+        return self._events
 
     @property
     def next_sequence_number(self) -> int | None:

@@ -341,8 +341,9 @@ def _finished(folder: Path, name: str, open_: _Open, exchange: Exchange, pieces:
         exchange.meta["note"] = (f"the answer was forwarded whole; only its first {exchange.truncated_after} "
                                  "bytes were recorded (--max-answer-mb)")
     elif exchange.transport_error is None and not exchange.disconnected:
-        findings = judge(Case(exchange, open_.chat)).findings
-        unseen = open_.live.unseen(findings) if open_.live is not None else findings
+        live = open_.live
+        findings = judge(Case(exchange, open_.chat, events_checked=live.events_checked if live else 0)).findings
+        unseen = live.unseen(findings) if live is not None else findings
         events += [Found.redacted(name, finding, open_.redactor) for finding in unseen]
     partial = folder / f"{name}.partial"  # a reader of the folder never sees half a file
     open_.redactor.write_json(partial, exchange.to_file())

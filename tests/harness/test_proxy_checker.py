@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from responses_parity.harness.traffic.checker import MESSAGE_COST, Checker, RecordedRequest
 from responses_parity.harness.traffic.forwarding import Dropped, Found, ProxyEvent, Recorded
@@ -134,3 +135,32 @@ def test_a_connection_past_its_recording_bounds_keeps_nothing_more_not_even_an_a
     events = recording.finish(tmp_path, None, unsent=0)
     assert [type(event) for event in events] == [Recorded]  # no finding for a cut answer
     assert "were forwarded and not recorded" in json.loads((tmp_path / recording.name).read_text())["meta"]["note"]
+
+
+def _event(payload: dict[str, object]) -> bytes:
+    return f"event: {payload['type']}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+@pytest.mark.parametrize("live_chunks", [2, 1], ids=["checked-live-to-the-end", "live-checks-stopped-after-one"])
+async def test_each_event_of_a_stream_is_schema_checked_once_live_or_at_its_end(tmp_path: Path,
+                                                                                live_chunks: int) -> None:
+    response = {"id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress", "model": "m",
+                "output": []}
+    chunks = [_event({"type": "response.created", "sequence_number": 0, "response": response}),
+              _event({"type": "response.output_text.delta", "sequence_number": 1, "item_id": "msg_1",
+                      "output_index": 0, "content_index": 0, "delta": 5, "logprobs": []})]  # not a string
+    events: list[ProxyEvent] = []
+    checker = Checker(tmp_path, events.append, Redactor())
+    await checker.start()
+    body = b'{"model": "m", "input": "hi", "stream": true}'
+    assert checker.begin("0001-stream.json", RecordedRequest(False, body, len(body)))
+    for chunk in chunks[:live_chunks]:  # the rest passed while the checker had no room
+        assert checker.chunk("0001-stream.json", chunk)
+    exchange = Exchange(method="POST", url="http://127.0.0.1:9/v1/responses", status=200,
+                        headers={"content-type": "text/event-stream"}, meta={"path": "/v1/responses"})
+    checker.end("0001-stream.json", exchange, chunks, None)
+    await checker.close()
+    about_the_delta = [event.finding.message for event in events
+                       if isinstance(event, Found) and "event 1 (response.output_text.delta)" in event.finding.message]
+    assert len(about_the_delta) == 1, about_the_delta
+    assert isinstance(events[-1], Recorded)
