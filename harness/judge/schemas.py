@@ -22,6 +22,13 @@ Discriminated unions (`anyOf` over objects told apart by `type`) are rewritten t
 dispatch on `type` before validation, so a bad item yields the precise error inside its own
 shape rather than "matches none of 28 alternatives".
 
+Each object is first asked of jsonschema-rs (compiled, a few microseconds for a Response, where
+jsonschema takes most of a millisecond); only one it finds invalid is walked by jsonschema, whose
+errors (paths, values, the leaves of an `anyOf`) the findings are made of. Both implement Draft
+2020-12; jsonschema-rs saying valid where jsonschema finds an error would lose a finding, which
+`tests/harness/test_schema_validators_agree.py` rules out over every payload the tests know and
+mutations of them.
+
 Deriving the schemas imports the SDK and takes about a second, so they are derived once and
 kept on disk (`PARITY_CACHE_DIR`, `sdk-schemas/`) under a name made of the openai and
 pydantic versions and a hash of this module: a new SDK, pydantic or rule derives them anew.
@@ -38,6 +45,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator, ValidationError
 
 from ..model.findings import Finding, Kind, Severity
@@ -152,13 +160,34 @@ _BUILDING = threading.Lock()
 threads, and the first ones to need the validators must not each build them."""
 
 
-def validators() -> dict[str, Draft202012Validator]:
+class Validator:
+    """One schema's validation: whether an object is valid (jsonschema-rs, compiled on first
+    use), and if not, why (`errors`, jsonschema's)."""
+
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self.schema = schema
+        self._detailed = Draft202012Validator(schema)
+        self._quick: Any = None
+        self._compiling = threading.Lock()
+
+    def valid(self, instance: Any) -> bool:
+        if self._quick is None:
+            with self._compiling:
+                if self._quick is None:
+                    self._quick = jsonschema_rs.Draft202012Validator(self.schema)
+        return bool(self._quick.is_valid(instance))
+
+    def errors(self, instance: Any) -> Iterator[ValidationError]:
+        return self._detailed.iter_errors(instance)
+
+
+def validators() -> dict[str, Validator]:
     """Validators by kind of payload, built once from the installed SDK."""
     with _BUILDING:
         return _validators()
 
 
-def event_validators() -> dict[str, Draft202012Validator]:
+def event_validators() -> dict[str, Validator]:
     """One validator per stream event type: the event union dispatched once, by `type`, in
     Python rather than by trying each of its sixty `if` branches on every event."""
     with _BUILDING:
@@ -166,14 +195,14 @@ def event_validators() -> dict[str, Draft202012Validator]:
 
 
 @cache
-def _validators() -> dict[str, Draft202012Validator]:
-    return {kind: Draft202012Validator(schema) for kind, schema in sdk_schemas().items()}
+def _validators() -> dict[str, Validator]:
+    return {kind: Validator(schema) for kind, schema in sdk_schemas().items()}
 
 
 @cache
-def _event_validators() -> dict[str, Draft202012Validator]:
+def _event_validators() -> dict[str, Validator]:
     root = _validators()["event"].schema
-    return {rule["if"]["properties"]["type"]["const"]: Draft202012Validator(rule["then"] | {"$defs": root["$defs"]})
+    return {rule["if"]["properties"]["type"]["const"]: Validator(rule["then"] | {"$defs": root["$defs"]})
             for rule in root["allOf"]}
 
 
@@ -267,11 +296,12 @@ def check_payload(kind: str, instance: Any, where: str | Where, current: bool = 
     return _validate(validators()[kind], kind, instance, Where.of(where), current)
 
 
-def _validate(validator: Draft202012Validator, kind: str, instance: Any, where: Where,
-              current: bool) -> list[Finding]:
+def _validate(validator: Validator, kind: str, instance: Any, where: Where, current: bool) -> list[Finding]:
     if not isinstance(instance, dict):
         return [_finding(Severity.ERROR, "type", where, f"{_short(instance)} is not a JSON object")]
-    findings = [finding for error in validator.iter_errors(instance) for leaf in _leaves(error)
+    if validator.valid(instance):
+        return []
+    findings = [finding for error in validator.errors(instance) for leaf in _leaves(error)
                 for finding in _classify(leaf, where, kind, current)]
     return _dedup(findings)
 
