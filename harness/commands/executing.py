@@ -120,11 +120,11 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     catalogue, units, options = selected.catalogue, selected.units, selected.options
     mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     started, clock = datetime.now(UTC), time.monotonic()
-    console.started(len(units), options.target)
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
     try:
         apart = len(units) >= APART_FROM_UNITS
-        with console.running(), open_session(options, mcp_names, console.say, redactor, apart=apart) as session:
+        with open_session(options, mcp_names, console.say, redactor, apart=apart) as session, console.running():
+            console.started(len(units), options.target)  # once the target is known, installed and started
             results = session.run(units, selected.jobs, console.unit_finished, against, stop_after)
     except HarnessError as problem:
         error(str(problem))

@@ -155,6 +155,7 @@ def test_a_target_that_names_nothing_names_the_closest_target_or_the_url_it_may_
     write_scenario(tmp_path, PASSING)
     code, output = invoke("run", str(tmp_path), "--target", target, "--report-dir", str(tmp_path / "r"))
     assert code == 2 and f"unknown target {target!r} (did you mean {meant!r}?)" in " ".join(output.split()), output
+    assert "Running" not in output  # nothing announced runs that never started
 
 
 def test_a_profile_name_that_names_nothing_names_the_closest_profile(tmp_path: Path) -> None:
