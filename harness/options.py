@@ -160,6 +160,8 @@ RECORD_GOLDEN_DIR = replace(GOLDEN_DIR, default=DEFAULT_GOLDEN_DIR, help="Where 
 MATRIX_JOBS = replace(JOBS, default=2, help="Scenario runs in parallel against one target.")
 MATRIX_TIMEOUT = replace(TIMEOUT, default=30.0,
                          help="Seconds one request may take (shorter than a run's: a matrix runs every target).")
+MATRIX_UPSTREAM = replace(UPSTREAM, help="The scripted upstream the URL targets talk to, with the MCP fixtures "
+                                         "`parity serve` serves beside it (both started there if nothing answers).")
 MATRIX_REPORT_DIR = replace(REPORT_DIR, default=Path("reports/latest/matrix"),
                             help="Each target's full report goes to a folder of its name here.")
 

@@ -22,9 +22,9 @@ import click
 
 from ..engine.collector import settle
 from ..engine.shards import Unit, shard_part, unit_key
-from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MODE, PROFILE_DIR,
-                       RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS, TARGETS,
-                       OptionError, TargetOptions, modes, target_options)
+from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MATRIX_UPSTREAM, MODE,
+                       PROFILE_DIR, RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS,
+                       TARGETS, OptionError, TargetOptions, modes, target_options)
 from ..scenario.loader import Catalogue, LoadedScenario, units_of
 from ..scenario.model import Mode
 from .catalogue import load_catalogue, selected
@@ -166,7 +166,7 @@ def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any
 
 @click.command("matrix")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click_options(TARGETS, SCENARIO, TAG, MODE, MATRIX_JOBS, MATRIX_TIMEOUT)
+@click_options(TARGETS, SCENARIO, TAG, MODE, MATRIX_JOBS, MATRIX_TIMEOUT, MATRIX_UPSTREAM)
 @click.option("--output", type=click.Path(path_type=Path), default=Path("reports/latest/matrix.md"),
               show_default=True, help="The matrix in Markdown; the HTML and the matrix.json `parity merge` reads go "
                                       "beside it.")
@@ -177,7 +177,8 @@ def _record_command(name: str | None, golden_dir: Path, selection: dict[str, Any
 @click.option("-v", "--verbose", count=True, help="Show every scenario run of every target as it finishes, with "
                                                   "every finding (warnings and notes of passing ones too).")
 def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...], tags: tuple[str, ...], mode: str,
-                   jobs: int, timeout_s: float, output: Path, report_dir: Path, profile_dirs: tuple[Path, ...],
+                   jobs: int, timeout_s: float, upstream: str, output: Path, report_dir: Path,
+                   profile_dirs: tuple[Path, ...],
                    shard: str | None, shard_durations: Path | None, as_json: bool, verbose: int) -> None:
     """Run the same scenarios against several gateways, one after another, and write the matrix.
 
@@ -196,7 +197,8 @@ def matrix_command(*, paths: tuple[Path, ...], targets: str, ids: tuple[str, ...
         part = _shard(units, shard, shard_durations)
         executing = _executing()
         executing.matrix(names, catalogue, units if part is None else part[0],
-                         TargetOptions(timeout_s=timeout_s, profile_dirs=profile_dirs), redactor, jobs=jobs,
+                         TargetOptions(timeout_s=timeout_s, upstream=upstream, profile_dirs=profile_dirs), redactor,
+                         jobs=jobs,
                          report_dir=report_dir, output=output, verbose=verbose, as_json=as_json,
                          command=matrix_command_line(names, selection, output, report_dir, shard),
                          shard=None if part is None else part[1] | {"selection": selection})

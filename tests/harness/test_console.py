@@ -83,6 +83,17 @@ def test_a_matrix_prints_no_server_log_line(tmp_path: Path) -> None:
     assert unknown(stderr, r"scenario runs: \d+/\d+ \(\d+%\)$") == []
 
 
+def test_a_matrix_of_a_gateway_of_ones_own_uses_the_upstream_it_is_pointed_at(own_gateway: tuple[str, str],
+                                                                              tmp_path: Path) -> None:
+    """Its scripted upstream on a port of its own, as `parity serve --port` puts it: without
+    `--upstream`, the matrix would serve another one, which the gateway never asks."""
+    gateway, upstream = own_gateway
+    code, stdout, stderr = parity("matrix", "--targets", gateway, "--upstream", upstream, "-s", "text-basic",
+                                  "--output", "m/matrix.md", "--report-dir", "m/runs", cwd=tmp_path)
+    assert code == 0, "\n".join(stdout + stderr)
+    assert f"{gateway}: parity 2/2" in stdout, stdout
+
+
 def test_a_probe_run_prints_no_server_log_line(tmp_path: Path) -> None:
     """Probes on the request body (the broken uploads among them: a form parser logs them),
     temperature and tools, against the embedded reference gateway in this process."""
