@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import httpx2
+import psutil
 import pytest
 from counting_upstream import CountingUpstream
 from parity_process import DEADLINE_S, ParityProcess, running
@@ -267,3 +268,15 @@ def test_sigterm_stops_the_proxy_cleanly_closing_what_is_open_and_recording_it(
     assert len(captured_files(tmp_path / "captures", 2)) == 2
     assert not list((tmp_path / "captures").glob("*.partial"))
     assert "Traceback" not in proxy.output()
+
+
+def test_the_checker_of_a_killed_proxy_ends_quietly(start: Callable[..., ParityProcess], tmp_path: Path) -> None:
+    """An out-of-memory killer ends the proxy: its checker process sees the relay's end of the
+    pipe close, and ends without a traceback (it has no one left to tell what it took in)."""
+    proxy, _ = start_proxy(start, "http://127.0.0.1:9", tmp_path / "captures")
+    [checker] = [child for child in psutil.Process(proxy.process.pid).children()
+                 if "resource_tracker" not in " ".join(child.cmdline())]
+    os.kill(proxy.process.pid, signal.SIGKILL)
+    psutil.wait_procs([checker], timeout=DEADLINE_S)
+    assert not checker.is_running(), "the checker outlived its relay"
+    assert "Traceback" not in proxy.output(), proxy.output()
