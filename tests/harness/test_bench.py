@@ -224,6 +224,7 @@ def test_parity_bench_measures_the_reference_gateway_and_a_failing_target_withou
     assert by[(failing, "text")]["first_error"].startswith("HTTP 502")
     proxied = by[("proxy:reference", "text")]
     assert proxied["errors"] == 0 and proxied["added_p50"] is not None  # paired with the reference alone
+    assert proxied["cpu_per_request"] is not None and proxied["checker_cpu_per_request"] is not None  # read apart
     assert {batch["target"] for batch in data["batches"]} == {"floor", "reference", "proxy:reference", failing}
     written = output.read_text() + output.with_suffix(".json").read_text() + result.output
     assert SECRET not in written
