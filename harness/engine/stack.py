@@ -68,11 +68,15 @@ KEEP_ALIVE_S = 30
 WS_FRAME_ROOM = 2**20
 """How much larger than a body a WebSocket frame may be, so an app can refuse a frame too
 large itself rather than have the connection closed under it."""
+_STOP_POLL_S = 0.002
+"""How often a stopping server looks whether its connections have closed."""
 
 
 class _PromptServer(uvicorn.Server):
-    """uvicorn's server, which notices `ask_to_stop` at once: uvicorn's own looks at
-    `should_exit` once a tick (0.1 s), and every stack's stop waited for it."""
+    """uvicorn's server, which notices `ask_to_stop` at once and stops as soon as its
+    connections have: uvicorn's own looks at `should_exit` once a tick (0.1 s), pauses 0.1 s
+    after asking its connections to close and looks again every 0.1 s, and every stack's stop
+    waited for all of it."""
 
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
@@ -87,6 +91,31 @@ class _PromptServer(uvicorn.Server):
             counter = (counter + 1) % 864000
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), 0.1)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's shutdown: stop listening, close the idle connections, let those answering
+        finish (their tasks cancelled after `timeout_graceful_shutdown`), then the app's lifespan
+        shutdown; each wait ends when its condition holds, looked at every `_STOP_POLL_S`."""
+        for server in self.servers:
+            server.close()
+        for sock in sockets or []:
+            sock.close()
+        for connection in list(self.server_state.connections):
+            connection.shutdown()
+        try:
+            await asyncio.wait_for(self._drained(), timeout=self.config.timeout_graceful_shutdown)
+        except TimeoutError:
+            for task in self.server_state.tasks:
+                task.cancel(msg="Task cancelled, timeout graceful shutdown exceeded")
+        if not self.force_exit:
+            await self.lifespan.shutdown()
+
+    async def _drained(self) -> None:
+        """Once no connection is open and no task of a request runs, and the listeners have closed."""
+        while self.server_state.connections or self.server_state.tasks:
+            await asyncio.sleep(_STOP_POLL_S)
+        for server in self.servers:
+            await server.wait_closed()
 
     def ask_to_stop(self) -> None:
         """Safe from any thread, before, while and after serving."""
