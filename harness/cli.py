@@ -30,7 +30,7 @@ COMMANDS = {
     "matrix": ("running:matrix_command", "Run the same scenarios against several gateways"),
     "merge": ("merge:merge_command", "Put the parts of a split run, matrix or probe run back together"),
     "probe": ("probe:probe_command", "Send generated request probes"),
-    "profiles": ("catalogue:profiles_command", "List the target profiles"),
+    "profiles": ("profiles:profiles_command", "List the target profiles"),
     "proxy": ("traffic:proxy_command", "Forward a client's traffic to UPSTREAM unchanged"),
     "record": ("running:record", "Run scenarios and save every exchange and its contract as goldens"),
     "replay": ("traffic:replay_command", "Send the captured requests"),

@@ -1,6 +1,6 @@
 """What the tool reads before running anything: scenario files (`list`, `validate`), their
-JSON Schema (`schema`), a scenarios folder to start from (`init`) and target profiles
-(`profiles`)."""
+JSON Schema (`schema`) and a scenarios folder to start from (`init`). Target profiles are
+`profiles.py`'s, so what runs scenarios does not import what locks and installs gateways."""
 
 from __future__ import annotations
 
@@ -8,19 +8,16 @@ import json
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import click
 from rich.markup import escape
 
-from ..engine.locks import lock_command, lock_paths, read_lock, write_locks
-from ..engine.profile import ProfileError, find_profile, no_such_profile, profile_paths
 from ..errors import did_you_mean
-from ..options import LIST_TAG, PROFILE_DIR
+from ..options import LIST_TAG
 from ..scenario.loader import Catalogue, LoadedScenario, builtin_scenarios_dir, load
 from ..scenario.model import scenario_json_schema
 from .click_options import click_options, json_option
-from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out, say
+from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, err, error, out
 
 SCHEMA_FILE = "scenario.schema.json"
 EXAMPLE_FILE = "example-mcp-call.yaml"
@@ -44,68 +41,6 @@ def selected(catalogue: Catalogue, ids: tuple[str, ...], tags: tuple[str, ...]) 
             raise click.UsageError(f"no scenario with {what} "
                                    + ", ".join(name + did_you_mean(name, known) for name in unknown))
     return catalogue.select(ids, tags)
-
-
-@click.group("profiles", invoke_without_command=True)
-@click_options(PROFILE_DIR)
-@json_option("Print one JSON object on standard output: profiles (each with name, path, title, lock: the lock "
-             "file or null, lock_command: how to write a missing lock or null, lacks: capability -> why) and "
-             "broken (each with name, path and problem); the rest goes to standard error.")
-@click.pass_context
-def profiles_command(ctx: click.Context, profile_dirs: tuple[Path, ...], as_json: bool) -> None:
-    """List the target profiles (shipped, and in --profile-dir folders) and their locks; exit 2
-    if one is broken."""
-    if ctx.invoked_subcommand is not None:
-        return
-    console = err if as_json else out
-    listed: list[dict[str, Any]] = []
-    broken: list[dict[str, str]] = []
-    for name, path in profile_paths(profile_dirs).items():
-        try:
-            profile = find_profile(name, profile_dirs)
-        except ProfileError as problem:
-            error(str(problem))
-            broken.append({"name": name, "path": str(path), "problem": str(problem)})
-            continue
-        assert profile is not None
-        console.print(f"[bold]{name}[/bold] [dim]{escape(str(path))}[/dim]")
-        console.print(f"    {escape(profile.title)}", soft_wrap=True)
-        lock, command = None, None
-        if profile.install is not None and (profile.install.packages or profile.install.downloads):
-            lock = lock_paths(profile)[0 if profile.install.packages else 1]
-            if not lock.is_file():
-                lock, command = None, lock_command(profile)
-            console.print(f"    [dim]lock: {escape(str(lock))}[/dim]" if lock else
-                          f"    [yellow]no lock[/yellow]: {escape(command or '')}", soft_wrap=True)
-        for capability, why in profile.lacks.items():
-            console.print(f"    [dim]lacks {capability}: {escape(why)}[/dim]", soft_wrap=True)
-        listed.append({"name": name, "path": str(path), "title": profile.title, "lock": lock and str(lock),
-                       "lock_command": command, "lacks": dict(profile.lacks)})
-    if as_json:
-        click.echo(json.dumps({"profiles": listed, "broken": broken}, indent=2))
-    sys.exit(EXIT_USAGE if broken else EXIT_OK)
-
-
-@profiles_command.command("lock")
-@click.argument("target")
-@click_options(PROFILE_DIR)
-def lock_profile(target: str, profile_dirs: tuple[Path, ...]) -> None:
-    """Write the locks of a profile (`smg`, `smg@1.14.0`, a profile file): every package it
-    installs, resolved for its Python on Linux x86_64 with the hash of every file, in `locks/`
-    beside the profile file. Review the lock like code: it is what the install runs."""
-    try:
-        profile = find_profile(target, profile_dirs)
-        if profile is None:
-            raise no_such_profile(target, profile_dirs)
-        say(f"resolving {profile.name}{'@' + profile.version if profile.version else ''} with uv ...")
-        written = write_locks(profile)
-    except ProfileError as problem:
-        error(str(problem))
-        sys.exit(EXIT_USAGE)
-    for path in written:
-        pins = read_lock(path).pins
-        out.print(f"wrote {escape(str(path))} ({len(pins)} package{'s' if len(pins) != 1 else ''}); review it and "
-                  "commit it with the profile", soft_wrap=True)
 
 
 def _problems(catalogue: Catalogue) -> list[dict[str, str]]:

@@ -10,7 +10,7 @@ import time
 from datetime import datetime, UTC
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -23,14 +23,15 @@ from ..judge.against import Against, load_against
 from ..judge.results import ScenarioResult, UnitFinished
 from ..options import TargetOptions
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
-from ..report.junit import write_junit
-from ..report.matrix import Matrix, build_matrix, run_matrix, write_matrix
 from ..scenario.loader import Catalogue, LoadedScenario
 from ..scenario.model import Mode
 from ..wire.redaction import Redactor
 from .console import EXIT_FAILED, EXIT_OK, EXIT_USAGE, error, for_people
 from .run_console import QUIET, VERBOSE, RunConsole
 from .selection import Conventions, Selection
+
+if TYPE_CHECKING:
+    from ..report.matrix import Matrix
 
 
 def run_against(against: str | None, golden_dir: Path | None, baseline_file: Path | None) -> Against:
@@ -70,6 +71,8 @@ def matrix(names: list[str], catalogue: Catalogue, units: list[tuple[LoadedScena
     """`parity matrix`: the units against each target named, one after another, and the matrix
     (as one shard of a split matrix when `shard` says which: `Matrix.shard`); see `finish_matrix`.
     Its progress counts the runs of every target; `verbose` shows each run as `parity run -v` does."""
+    from ..report.matrix import build_matrix, run_matrix  # the matrix's own: `parity run` never needs it
+
     tell = for_people(as_json)
     tell(f"Running {len(units)} scenario run(s) against each of {', '.join(names)} ...")
     console = RunConsole(VERBOSE if verbose else QUIET, to_stderr=as_json)
@@ -96,6 +99,8 @@ def finish_matrix(built: Matrix, output: Path, redactor: Redactor, *, file_error
     scenario file could not be read, 1 when a target could not run at all, else 0 (divergences
     are what the matrix reports, not a failure). `as_json`: its document (`matrix.json`) on
     standard output, the rest on standard error."""
+    from ..report.matrix import write_matrix
+
     html = write_matrix(built, output, redactor)
     tell = for_people(as_json)
     for one in built.runs:
@@ -141,6 +146,7 @@ def _finish(catalogue: Catalogue, results: list[ScenarioResult], info: RunInfo, 
     nothing_ran = bool(results) and counts["could_not_run"] == len(results)  # a shard may have no unit
     document = results_document(results, info) if nothing_ran else write_reports(report_dir, results, info)
     if conventions.junitxml is not None:
+        from ..report.junit import write_junit  # only when asked for
         write_junit(conventions.junitxml, document, info.redactor)
     console.finished(results, tally_line(counts), info.not_run,
                                  None if nothing_ran else report_dir / "report.md")

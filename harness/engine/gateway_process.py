@@ -28,7 +28,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -40,8 +40,10 @@ from ..wire.redaction import redact_text
 from . import child_process
 from .locks import PIP_INSTALL_OPTIONS, Lock, lock_texts, profile_locks
 from .profile import Profile, ProfileError, render
-from .tls_front import TlsFront, start_tls_front
 from .readiness import poll_until_ready
+
+if TYPE_CHECKING:
+    from .tls_front import TlsFront
 
 LOG_TAIL_LINES = 25
 LOG_TAIL_BYTES = 64 * 1024
@@ -223,7 +225,10 @@ def start(profile: Profile, installation: Installation, *, upstream: str, mcp: M
     the MCP fixtures and wait until it is ready; a gateway that exits or stays unready is stopped
     and reported with its log's tail."""
     run_dir = _fresh_run_dir(installation.home)
-    front = start_tls_front(upstream, run_dir) if profile.start.upstream_tls else None
+    front: TlsFront | None = None
+    if profile.start.upstream_tls:
+        from .tls_front import start_tls_front  # it imports cryptography: only for a profile that asks for TLS
+        front = start_tls_front(upstream, run_dir)
     context = installation.context() | {
         "run_dir": str(run_dir), "upstream": (front.url if front else upstream).rstrip("/"), "ports": _FreePorts(),
         "secret": f"sk-parity-{secrets.token_hex(12)}", "model": model,

@@ -8,7 +8,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import httpx2
@@ -24,12 +24,14 @@ from ..scenario.loader import LoadedScenario
 from ..scenario.model import Mode
 from ..wire.redaction import Redactor, tool_secrets
 from .fixture_client import FixtureClient
-from .gateway_process import RunningGateway, install, start
 from .profile import Profile, ProfileError, find_profile, unknown_target
 from .runner import Engine
 from .stack import Stack, fixture_ports, running_upstream, search_port
 from .stack_process import StackProcess
 from .targets import Target, TargetRefuses, refused_at_once, unreachable
+
+if TYPE_CHECKING:
+    from .gateway_process import RunningGateway
 
 OPENAI = "openai"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -143,6 +145,8 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
                       say: Callable[[str], None], script: AdHocScript | None) -> Iterator[Session]:
     """A gateway from its profile: installed on first use, started against a fresh scripted
     upstream and the MCP fixtures, stopped on exit."""
+    from .gateway_process import install, start  # installing and running gateway processes: profiled targets only
+
     installation = install(profile, say)
     with Stack(mcp_names=mcp_names, with_reference=False, adhoc_script=script) as stack:
         assert stack.upstream_url is not None

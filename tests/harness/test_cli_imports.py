@@ -1,6 +1,7 @@
 """`parity --version`, `parity -h` and `parity check-exchange` load only what they need: not the reference
 gateway, the fixtures, uvicorn or the MCP SDK, and (with the SDK schemas cached) not even the
-openai SDK. Each command runs in a fresh interpreter, which then lists what it imported."""
+openai SDK; `parity run` on the reference gateway loads nothing only other targets or other
+commands need. Each command runs in a fresh interpreter, which then lists what it imported."""
 
 from __future__ import annotations
 
@@ -19,6 +20,12 @@ from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
 HEAVY = ("mcp", "uvicorn", "openai", "responses_parity.fixtures", "responses_parity.reference_impl.app")
+NOT_FOR_A_REFERENCE_RUN = ("responses_parity.harness.engine.gateway_process", "responses_parity.harness.engine.locks",
+                           "responses_parity.harness.engine.tls_front", "responses_parity.harness.report.junit",
+                           "responses_parity.harness.report.matrix", "packaging", "psutil", "cryptography.x509",
+                           "xml.etree")
+"""What only a profiled gateway (installing it, its locks, its process, a TLS front before the
+scripted upstream), `--junitxml` or `parity matrix` needs."""
 _IMPORTED_AFTER = """
 import json, sys
 from click.testing import CliRunner
@@ -34,8 +41,13 @@ def run_parity(cache: Path, *args: str) -> dict:
     return json.loads(completed.stdout.splitlines()[-1])
 
 
+def among(modules: list[str], tops: tuple[str, ...]) -> list[str]:
+    """The modules that are one of `tops` or inside one."""
+    return [name for name in modules if any(name == top or name.startswith(f"{top}.") for top in tops)]
+
+
 def heavy(modules: list[str]) -> list[str]:
-    return [name for name in modules if any(name == top or name.startswith(f"{top}.") for top in HEAVY)]
+    return among(modules, HEAVY)
 
 
 @pytest.mark.parametrize(("argument", "said"), [("--version", "parity, version"), ("-h", "Commands:")])
@@ -111,3 +123,27 @@ def test_a_run_on_the_reference_gateway_imports_no_pytest(tmp_path: Path) -> Non
     assert run["exit_code"] == 0, run["output"]
     assert "mcp" in run["modules"] and "responses_parity.reference_impl.app" in run["modules"]
     assert [name for name in run["modules"] if name.split(".")[0] in ("pytest", "_pytest", "pluggy")] == []
+
+
+def test_a_run_of_one_scenario_on_the_reference_gateway_imports_only_what_it_runs(tmp_path: Path) -> None:
+    """Seconds of a one-scenario run are imports: what only other targets, `--junitxml` or the
+    matrix need stays unimported (`NOT_FOR_A_REFERENCE_RUN`)."""
+    run = run_parity(tmp_path, "run", "-s", "text-basic", "--report-dir", str(tmp_path / "reports"))
+    assert run["exit_code"] == 0, run["output"]
+    assert "responses_parity.reference_impl.app" in run["modules"]
+    assert among(run["modules"], NOT_FOR_A_REFERENCE_RUN) == []
+    with_junit = run_parity(tmp_path, "run", "-s", "text-basic", "--report-dir", str(tmp_path / "reports"),
+                            "--junitxml", str(tmp_path / "junit.xml"))
+    assert with_junit["exit_code"] == 0 and (tmp_path / "junit.xml").is_file(), with_junit["output"]
+    assert [name for name in among(with_junit["modules"], NOT_FOR_A_REFERENCE_RUN)
+            if not name.startswith("xml.")] == ["responses_parity.harness.report.junit"]
+
+
+def test_a_profiled_gateway_without_a_tls_front_imports_no_x509() -> None:
+    """The TLS front (a certificate authority made with cryptography's x509) is started, and
+    imported, only for a profile whose gateway asks for TLS to its upstream."""
+    imported = child_process.run([sys.executable, "-c", "import sys; import responses_parity.harness.engine."
+                                  "gateway_process; print(' '.join(sorted(sys.modules)))"],
+                                 capture_output=True, text=True, check=True).stdout.split()
+    assert "responses_parity.harness.engine.locks" in imported
+    assert among(imported, ("responses_parity.harness.engine.tls_front", "cryptography.x509")) == []
