@@ -68,6 +68,8 @@ KEEP_ALIVE_S = 30
 WS_FRAME_ROOM = 2**20
 """How much larger than a body a WebSocket frame may be, so an app can refuse a frame too
 large itself rather than have the connection closed under it."""
+_START_POLL_S = 0.05
+"""How often a server being waited for is looked at, whether it has died starting."""
 _STOP_POLL_S = 0.002
 """How often a stopping server looks whether its connections have closed."""
 
@@ -81,6 +83,13 @@ class _PromptServer(uvicorn.Server):
     def __init__(self, config: uvicorn.Config) -> None:
         super().__init__(config)
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+        self.serving = threading.Event()
+        """Set once the server has started (its app's lifespan too) and listens."""
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self.serving.set()
 
     async def main_loop(self) -> None:
         """uvicorn's loop of ticks (the date header, the exit check), each cut short by a stop."""
@@ -172,10 +181,9 @@ class ServerThread:
 
     def wait_started(self) -> ServerThread:
         deadline = self._started_at + START_TIMEOUT_S
-        while not self._server.started:
+        while not self._server.serving.wait(_START_POLL_S):  # polled only to notice a server that died
             if not self._thread.is_alive() or time.monotonic() > deadline:
                 raise HarnessError(f"the server on {self.url} did not start")
-            time.sleep(0.01)
         return self
 
     def stop(self) -> None:

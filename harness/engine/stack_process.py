@@ -218,6 +218,6 @@ class _Child:
         return server.url
 
     def _stop(self, url: str) -> None:
-        """Answered at once, the gateway stopping meanwhile: a server notices it is to stop only
-        at its next tick (up to 0.1 s), and the unit that used it need not wait for that."""
+        """Answered at once, the gateway stopping meanwhile: the unit that used it need not wait
+        for its connections to close and its lifespan to end."""
         threading.Thread(target=self._started.pop(url).stop, daemon=True).start()

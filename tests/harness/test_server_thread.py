@@ -1,7 +1,8 @@
-"""A stack's server (`engine/stack.py`'s `ServerThread`) stops as uvicorn's does, gracefully: an
-answer under way when the stop is asked is sent whole, and the app's lifespan shutdown runs;
-and it stops as soon as that holds, where uvicorn's own stop paused 0.1 s at least (every
-run's servers, and every gateway a scenario configures, waited for it)."""
+"""A stack's server (`engine/stack.py`'s `ServerThread`) is started once it serves, and one whose
+app cannot start is an error at once; it stops as uvicorn's does, gracefully: an answer under
+way when the stop is asked is sent whole, and the app's lifespan shutdown runs; and it stops as
+soon as that holds, where uvicorn's own stop paused 0.1 s at least (every run's servers, and
+every gateway a scenario configures, waited for it)."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import time
 from collections.abc import AsyncIterator
 
 import httpx2
+import pytest
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.stack import START_TIMEOUT_S, ServerThread
+from responses_parity.harness.errors import HarnessError
 
 UVICORN_PAUSE_S = 0.1
 
@@ -43,6 +46,24 @@ class _App:
 
         return Starlette(routes=[Route("/slow", slow), Route("/", lambda request: PlainTextResponse("hi"))],
                          lifespan=lifespan)
+
+
+# uvicorn ends a server whose app cannot start with SystemExit, in its thread
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_started_server_answers_and_one_whose_app_cannot_start_is_an_error_at_once() -> None:
+    server = ServerThread(_App().build()).start()
+    assert httpx2.get(f"{server.url}/").text == "hi"
+    server.stop()
+
+    @contextlib.asynccontextmanager
+    async def failing(app: Starlette) -> AsyncIterator[None]:
+        raise RuntimeError("this app cannot start")
+        yield
+
+    began = time.monotonic()
+    with pytest.raises(HarnessError, match="did not start"):
+        ServerThread(Starlette(lifespan=failing)).start()
+    assert time.monotonic() - began < START_TIMEOUT_S / 3
 
 
 def test_an_answer_under_way_is_sent_whole_and_the_lifespan_ends() -> None:
