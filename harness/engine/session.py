@@ -26,12 +26,12 @@ from ..wire.redaction import Redactor, tool_secrets
 from .fixture_client import FixtureClient
 from .profile import Profile, ProfileError, find_profile, unknown_target
 from .runner import Engine
-from .stack import Stack, fixture_ports, running_upstream, search_port
 from .stack_process import StackProcess
 from .targets import Target, TargetRefuses, refused_at_once, unreachable
 
 if TYPE_CHECKING:
     from .gateway_process import RunningGateway
+    from .stack import Stack
 
 OPENAI = "openai"
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -102,10 +102,22 @@ class Session:
 
 def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None,
                gateway: Mapping[str, Any] | None = None, *, apart: bool = False) -> Stack | StackProcess:
-    if options.target == REFERENCE:
-        settings: dict[str, Any] = {"mcp_names": tuple(mcp_names), "with_reference": True, "adhoc_script": script,
-                                    "gateway_config": dict(gateway or {})}
-        return StackProcess(**settings) if apart else Stack(**settings)
+    if options.target != REFERENCE:
+        return _upstream_stack(options, mcp_names, script)
+    settings: dict[str, Any] = {"mcp_names": tuple(mcp_names), "with_reference": True, "adhoc_script": script,
+                                "gateway_config": dict(gateway or {})}
+    if apart:
+        return StackProcess(**settings)  # this process imports none of the servers
+    from .stack import Stack
+
+    return Stack(**settings)
+
+
+def _upstream_stack(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None) -> Stack:
+    """The fixtures of a URL target: those beside the scripted upstream `--upstream` names, or
+    started there."""
+    from .stack import Stack, fixture_ports, running_upstream, search_port
+
     upstream = options.upstream.rstrip("/").removesuffix("/v1")  # its model base URL names it too
     if (announced := running_upstream(upstream)) is not None:
         return Stack(mcp_names=mcp_names, with_reference=False, upstream_url=upstream, mcp_running=announced.mcp,
@@ -146,6 +158,7 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
     """A gateway from its profile: installed on first use, started against a fresh scripted
     upstream and the MCP fixtures, stopped on exit."""
     from .gateway_process import install, start  # installing and running gateway processes: profiled targets only
+    from .stack import Stack
 
     installation = install(profile, say)
     with Stack(mcp_names=mcp_names, with_reference=False, adhoc_script=script) as stack:

@@ -309,7 +309,7 @@ class Stack(AbstractContextManager["Stack"]):
     gateway_config: dict[str, Any] = field(default_factory=dict)
     admin_key: str = field(default_factory=secrets.token_urlsafe, init=False, repr=False)
     """The reference gateways' admin key, new for each stack (a stack served by a child
-    process, `stack_process.py`, takes its parent's copy along); never in a report."""
+    process, `stack_process.py`, tells its parent); never in a report."""
     mcp: dict[str, McpFixture] = field(default_factory=dict, init=False)
     search_url: str | None = field(default=None, init=False)
     """The search fixture's base URL (None: a running upstream that announced none)."""

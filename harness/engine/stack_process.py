@@ -24,13 +24,15 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, asynccontextmanager
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
 from ..scenario.model import GatewaySetup
 from .collector import settle
-from .stack import ServerThread, Stack
+
+if TYPE_CHECKING:
+    from .stack import ServerThread, Stack
 
 # From how many scenario runs, or probes, the embedded reference gateway and its fixtures are
 # served apart: the child's start-up (about 0.7 s on 2 cores) pays for itself only over many.
@@ -44,11 +46,12 @@ READY_TIMEOUT_S = 120.0
 
 class StackProcess(AbstractContextManager["StackProcess"]):
     """The servers `Stack(**settings)` starts, served by a child process; the attributes the
-    session reads of a `Stack`."""
+    session reads of a `Stack`, once entered. This process imports neither the stack nor the
+    gateway and fixtures it serves (a fifth of a second)."""
 
     def __init__(self, **settings: Any) -> None:
-        self._stack = Stack(**settings)  # never entered here: what the child starts, and its admin key
-        self.admin_key = self._stack.admin_key
+        self._settings = settings
+        self.admin_key: str | None = None
         self.upstream_url: str | None = None
         self.search_url: str | None = None
         self.reference_url: str | None = None
@@ -66,7 +69,7 @@ class StackProcess(AbstractContextManager["StackProcess"]):
     def __enter__(self) -> StackProcess:
         context = multiprocessing.get_context("spawn")
         self._pipe, child_end = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child_end, self._stack), name="parity-servers",
+        self._process = context.Process(target=_serve, args=(child_end, self._settings), name="parity-servers",
                                         daemon=True)
         self._process.start()
         child_end.close()
@@ -80,8 +83,8 @@ class StackProcess(AbstractContextManager["StackProcess"]):
         except BaseException:
             self.close()
             raise
-        self.upstream_url, self.search_url, self.reference_url = (served["upstream"], served["search"],
-                                                                  served["reference"])
+        self.admin_key, self.upstream_url, self.search_url, self.reference_url = (
+            served["admin_key"], served["upstream"], served["search"], served["reference"])
         self.mcp = {name: McpFixture(name, url) for name, url in served["mcp"].items()}
         return self
 
@@ -151,6 +154,7 @@ class _ChildGateways:
     """`GatewayProvider` for a `StackProcess`: each configured gateway runs in the child."""
 
     def __init__(self, stack: StackProcess) -> None:
+        assert stack.admin_key is not None, "a stack's gateways are asked for once it serves"
         self._stack = stack
         self.admin_key = stack.admin_key
 
@@ -163,9 +167,12 @@ class _ChildGateways:
             await asyncio.wrap_future(self._stack.ask("stop", url))
 
 
-def _serve(pipe: Connection, stack: Stack) -> None:
+def _serve(pipe: Connection, settings: dict[str, Any]) -> None:
     """The child (see the module)."""
+    from .stack import Stack
+
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    stack = Stack(**settings)
     try:
         stack.__enter__()
     except Exception as error:  # the parent reports it; the child's traceback says nothing more
@@ -208,7 +215,8 @@ class _Child:
 
     def _served(self, _: None) -> dict[str, Any]:
         stack = self._stack
-        return {"upstream": stack.upstream_url, "search": stack.search_url, "reference": stack.reference_url,
+        return {"admin_key": stack.admin_key, "upstream": stack.upstream_url, "search": stack.search_url,
+                "reference": stack.reference_url,
                 "mcp": {name: fixture.base_url for name, fixture in stack.mcp.items()}}
 
     def _start(self, asked: tuple[GatewaySetup, str]) -> str:

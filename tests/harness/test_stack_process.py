@@ -7,6 +7,7 @@ hanging the run."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -112,3 +113,25 @@ def test_the_child_ends_by_itself_when_its_parent_is_killed(tmp_path: Path) -> N
     finally:
         parent.kill()
         parent.wait()
+
+
+SERVED_APART = """
+import json, sys
+from responses_parity.harness.engine.session import open_session
+from responses_parity.harness.options import TargetOptions
+if __name__ == "__main__":
+    with open_session(TargetOptions(), ["calc"], apart=True) as session:
+        assert session.stack is not None and session.stack.admin_key and "calc" in session.stack.mcp
+        print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def test_a_session_served_apart_imports_none_of_the_servers_itself(tmp_path: Path) -> None:
+    """The child serves the gateway and the fixtures; the run's own process, which waits for the
+    child before it runs anything, does not spend a fifth of a second importing them too."""
+    script = tmp_path / "parent.py"
+    script.write_text(SERVED_APART)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True, timeout=300)
+    modules = json.loads(done.stdout.splitlines()[-1])
+    servers = ("uvicorn", "aiohttp", "responses_parity.harness.engine.stack", "responses_parity.reference_impl.app")
+    assert [name for name in servers if name in modules] == []
