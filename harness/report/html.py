@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from jinja2 import Environment, select_autoescape
+from jinja2 import Environment, PackageLoader, select_autoescape
 
 from ..defaults import MODES
 from ..model.findings import Kind, Severity
 from .charts import stream_picture
 from .failed import failure_of, skipped_steps
-from .templates import environment
 
 
 def unit_anchor(scenario: str, mode: str) -> str:
@@ -81,7 +80,8 @@ def _unit(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _environment() -> Environment:
-    return environment(autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+    return Environment(loader=PackageLoader("responses_parity.harness", "templates"),
+                       autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
 
 
 def modes_run(results: list[dict[str, Any]]) -> list[str]:

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from jinja2 import Environment
+from jinja2 import Environment, PackageLoader
 
 from ..engine.profile import ProfileError, find_profile
 from ..engine.session import OPENAI, REFERENCE, TargetOptions, open_session
@@ -38,7 +38,6 @@ from ..wire.redaction import Redactor
 from .charts import latency_chart
 from .documents import RunInfo, write_reports
 from .html import aspect_of, unit_anchor
-from .templates import environment
 
 CellStatus = Literal["pass", "divergence", "unsupported", "could_not_run", "none"]
 HostedToolStatus = Literal["runs", "lacks", "unknown"]
@@ -396,9 +395,11 @@ def _md_cell(text: Any) -> str:
 
 
 def _environment(autoescape: bool) -> Environment:
-    templates = environment(autoescape=autoescape, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
-    templates.filters["md"] = _md_cell
-    return templates
+    environment = Environment(loader=PackageLoader("responses_parity.harness", "templates"),
+                              autoescape=autoescape, trim_blocks=True, lstrip_blocks=True,
+                              keep_trailing_newline=True)
+    environment.filters["md"] = _md_cell
+    return environment
 
 
 def report_links(matrix: Matrix, home: Path) -> dict[str, str]:
