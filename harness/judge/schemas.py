@@ -160,31 +160,34 @@ _BUILDING = threading.Lock()
 threads, and the first ones to need the validators must not each build them."""
 
 
-class Validator:
-    """One schema's validation: whether an object is valid (jsonschema-rs, compiled on first
-    use), and if not, why (`errors`, jsonschema's). With `within`, jsonschema-rs compiles a
-    reference (`$ref`) to the same schema inside a larger one that the registry holds, parsed
-    once for all the validators that share it."""
+class Compiled:
+    """A schema as jsonschema-rs compiles it, on first use (once, whichever thread asks first)."""
 
-    def __init__(self, schema: dict[str, Any], within: tuple[str, jsonschema_rs.Registry] | None = None) -> None:
-        self.schema = schema
-        self._detailed = Draft202012Validator(schema)
-        self._within = within
-        self._quick: Any = None
+    def __init__(self, schema: dict[str, Any]) -> None:
+        self._schema = schema
+        self._validator: Any = None
         self._compiling = threading.Lock()
 
-    def valid(self, instance: Any) -> bool:
-        if self._quick is None:
+    def is_valid(self, instance: Any) -> bool:
+        if self._validator is None:
             with self._compiling:
-                if self._quick is None:
-                    self._quick = self._compiled()
-        return bool(self._quick.is_valid(instance))
+                if self._validator is None:
+                    self._validator = jsonschema_rs.Draft202012Validator(self._schema)
+        return bool(self._validator.is_valid(instance))
 
-    def _compiled(self) -> Any:
-        if self._within is None:
-            return jsonschema_rs.Draft202012Validator(self.schema)
-        reference, registry = self._within
-        return jsonschema_rs.Draft202012Validator({"$ref": reference}, registry=registry)
+
+class Validator:
+    """One schema's validation: whether an object is valid (`compiled`, jsonschema-rs's: by
+    default of this schema, or of one that holds an object valid only where this one does), and
+    if not, why (`errors`, jsonschema's)."""
+
+    def __init__(self, schema: dict[str, Any], compiled: Compiled | None = None) -> None:
+        self.schema = schema
+        self.compiled = compiled or Compiled(schema)
+        self._detailed = Draft202012Validator(schema)
+
+    def valid(self, instance: Any) -> bool:
+        return self.compiled.is_valid(instance)
 
     def errors(self, instance: Any) -> Iterator[ValidationError]:
         return self._detailed.iter_errors(instance)
@@ -208,18 +211,17 @@ def _validators() -> dict[str, Validator]:
     return {kind: Validator(schema) for kind, schema in sdk_schemas().items()}
 
 
-_EVENT_UNION = "urn:responses-parity:sdk-event"
-"""Where the validators of single event types find the event union (each compiling only the
-definitions its type reaches: a text stream's nine took 40 ms, each parsing every definition)."""
-
-
 @cache
 def _event_validators() -> dict[str, Validator]:
-    root = _validators()["event"].schema
-    union = jsonschema_rs.Registry([(_EVENT_UNION, root)])
-    return {rule["if"]["properties"]["type"]["const"]:
-            Validator(rule["then"] | {"$defs": root["$defs"]}, (f"{_EVENT_UNION}#/allOf/{index}/then", union))
-            for index, rule in enumerate(root["allOf"])}
+    """Each type's validator asks the whole union first (compiled once: for jsonschema-rs its
+    sixty `if` branches cost nothing, where one compiled copy of each type's schema cost about
+    2 MiB each, 9 MiB for the three that hold a Response); only the jsonschema walk of an
+    invalid event is its type's own."""
+    events = _validators()["event"]
+    root = events.schema
+    return {rule["if"]["properties"]["type"]["const"]: Validator(rule["then"] | {"$defs": root["$defs"]},
+                                                                  events.compiled)
+            for rule in root["allOf"]}
 
 
 @dataclass(frozen=True)
