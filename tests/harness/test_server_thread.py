@@ -1,8 +1,8 @@
 """A stack's server (`engine/stack.py`'s `ServerThread`) is started once it serves, and one whose
 app cannot start is an error at once; it stops as uvicorn's does, gracefully: an answer under
-way when the stop is asked is sent whole, and the app's lifespan shutdown runs; and it stops as
-soon as that holds, where uvicorn's own stop paused 0.1 s at least (every run's servers, and
-every gateway a scenario configures, waited for it)."""
+way when the stop is asked is sent whole, and the app's lifespan shutdown runs. (That it stops
+sooner than uvicorn's own, which paused 0.1 s at least, is measured, never asserted on a clock:
+a loaded machine may take longer.)"""
 
 from __future__ import annotations
 
@@ -21,8 +21,6 @@ from starlette.routing import Route
 
 from responses_parity.harness.engine.stack import START_TIMEOUT_S, ServerThread
 from responses_parity.harness.errors import HarnessError
-
-UVICORN_PAUSE_S = 0.1
 
 
 class _App:
@@ -83,18 +81,3 @@ def test_an_answer_under_way_is_sent_whole_and_the_lifespan_ends() -> None:
     assert not stopping.is_alive() and app.shut_down.is_set()
     assert [(answer.status_code, answer.text) for answer in answers] == [(200, "whole answer")]
 
-
-def test_a_kept_alive_connection_does_not_hold_the_stop() -> None:
-    """uvicorn's own stop takes more than 0.1 s whatever the machine; the least of three stops
-    here takes less, however loaded the machine is, unless the pause is back."""
-    took = []
-    for _ in range(3):
-        app = _App()
-        server = ServerThread(app.build()).start()
-        with httpx2.Client() as client:  # the connection stays open, idle, while the server stops
-            assert client.get(f"{server.url}/").text == "hi"
-            began = time.monotonic()
-            server.stop()
-            took.append(time.monotonic() - began)
-        assert app.shut_down.is_set()
-    assert min(took) < UVICORN_PAUSE_S, took
