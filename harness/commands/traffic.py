@@ -108,7 +108,7 @@ def proxy_command(*, upstream: str, port: int, captures: Path, as_json: bool, ma
             proxy.stop()  # open exchanges end, and are recorded, before the server stops
             server.stop()
 
-        serve_forever(lambda: ServerThread(proxy.app, port).start(),
+        serve_forever(lambda: proxy.server(port).start(),
                       lambda server: for_people(as_json)(f"parity proxy listening on {server.url} -> {proxy.upstream}; "
                                                          f"captures in {captures} (Ctrl-C to stop)"), stop)
 

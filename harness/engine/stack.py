@@ -136,9 +136,10 @@ class _PromptServer(uvicorn.Server):
 
 
 class ServerThread:
-    """One ASGI app served by uvicorn on a loopback port, in a daemon thread."""
+    """One ASGI app served by uvicorn on a loopback port, in a daemon thread; `http`, when
+    given, is the protocol (factory) that serves HTTP instead of uvicorn's own."""
 
-    def __init__(self, app: ASGIApp, port: int = 0, host: str = LOOPBACK) -> None:
+    def __init__(self, app: ASGIApp, port: int = 0, host: str = LOOPBACK, *, http: Any = "auto") -> None:
         # Named TCP, so asyncio sets TCP_NODELAY on every accepted connection; with protocol 0 it
         # does not, and each answer written as head then body waits ~40 ms for a delayed ACK.
         # (uvloop sets it on every TCP connection anyway.)
@@ -162,7 +163,7 @@ class ServerThread:
         # server re-applied it, setting uvicorn's loggers to INFO until its `log_level` set them
         # back, so a server already running could print INFO lines in between; only the level is
         # set (warnings and errors still reach standard error).
-        config = uvicorn.Config(app, loop="auto", http="auto", log_level="warning", log_config=None, lifespan="on",
+        config = uvicorn.Config(app, loop="auto", http=http, log_level="warning", log_config=None, lifespan="on",
                                 timeout_graceful_shutdown=2, timeout_keep_alive=KEEP_ALIVE_S,
                                 ws_max_size=MAX_BODY_BYTES + WS_FRAME_ROOM)
         self._server = _PromptServer(config)

@@ -46,11 +46,10 @@ The proxy reports what it sees through `on_event` (`Found`, `Recorded`, `NotForw
 `Dropped`, `forwarding.py`); it prints nothing. WebSocket-mode connections are relayed frame by
 frame (`socket_proxy.py`), and recorded and checked in the same checker process.
 
-Why aiohttp, where the rest of the harness speaks httpx2: the proxy sits in the path of every
-request a client makes, and aiohttp's compiled parser spends a fraction of the CPU of httpx (which
-httpx2 forks) on each (paired in one bench run in front of the reference gateway: a text answer
-+2.63 -> +0.90 ms, a whole stream +3.88 -> +1.13 ms), the reason the reference gateway reaches its
-model with it too.
+HTTP is relayed on raw connections (`http_relay.py`: httptools on both sides, one task per
+exchange), not through an ASGI app and an HTTP client library, because the proxy sits in the path
+of every request a client makes; the measurements are in that module. The lifespan and
+WebSocket connections go through `app`, served by uvicorn (`server()`).
 """
 
 from __future__ import annotations
@@ -63,36 +62,33 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import aiohttp
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
+import anyio.to_thread
 from starlette.applications import Starlette
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response
 from starlette.routing import WebSocketRoute
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
-from yarl import URL
 
-from ...openai_contract.request_body import RequestTooLarge, read_bytes
-from ..engine.targets import CONNECT_DEADLINE_S, failure_reason
+from ..engine.stack import ServerThread
+from ..engine.targets import CONNECT_DEADLINE_S
 from ..judge.live_checks import LiveStream
 from ..model.findings import Finding, Kind, Severity
 from ..wire.capture import capture_name
 from ..wire.exchange import Exchange
 from ..wire.redaction import Redactor
 from .checker import Checker, RecordedRequest
-from .forwarding import (HOP_BY_HOP, UPSTREAM_FAILED, Credentials, Found, NotForwarded, ProxyEvent,
-                         ProxyLimits)
+from .forwarding import UPSTREAM_FAILED, Credentials, Found, NotForwarded, ProxyEvent, ProxyLimits
+from .http_relay import (ClientConnection, ClientRequest, UpstreamConnection, UpstreamFailed, UpstreamPool,
+                         error_answer, openai_error)
 from .socket_proxy import relay_connection
 
-_NOT_ADDED = ("User-Agent", "Accept", "Content-Type")
-"""Headers the upstream client would add to a request that lacks them: it sends the client's own."""
 RECORDED = re.compile(r"(^|/)(responses|chat/completions|conversations)(/|$)")
 
 
@@ -135,17 +131,13 @@ STOPPED = "the proxy stopped"
 
 @dataclass(eq=False)
 class _Underway:
-    """An HTTP exchange under way: where its answer goes, what is recorded of it, and how it is
-    ended early (its task cancelled, saying `why`)."""
+    """An HTTP exchange under way: what is recorded of it, and how it is ended early (its task
+    cancelled, saying `why`)."""
 
     task: asyncio.Task[Any] | None
-    send: Send
+    client: ClientConnection
     recording: _Recording | None
     why: str | None = None
-    started: bool = False
-    """Whether the answer's head was sent."""
-    has_length: bool = False
-    """Whether that head declares the body's length."""
     done: bool = False
     """Whether it is past ending early (its answer's end is being sent, or it ended)."""
 
@@ -155,14 +147,9 @@ class _Underway:
             self.task.cancel()
 
 
-async def _until_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
-
-
 class RecordingProxy:
-    """The proxy as an ASGI app (`app`), forwarding to `upstream` (a base URL: a request for
-    `/v1/responses` goes to `<upstream>/v1/responses`) and writing captures to `captures`."""
+    """The proxy, forwarding to `upstream` (a base URL: a request for `/v1/responses` goes to
+    `<upstream>/v1/responses`) and writing captures to `captures`; `server()` serves it."""
 
     def __init__(self, upstream: str, captures: Path, on_event: Callable[[ProxyEvent], None], *,
                  redactor: Redactor | None = None, limits: ProxyLimits | None = None,
@@ -176,32 +163,39 @@ class RecordingProxy:
         upstream_url = urlsplit(self.upstream)
         self.redactor.add(upstream_url.password, *self.credentials.values([], upstream_url.query))
         self._numbers = itertools.count(1)
-        self._client: aiohttp.ClientSession | None = None
+        self._pool: UpstreamPool | None = None
         self._checker: Checker | None = None
         self._stopping: anyio.Event | None = None
         self._token: anyio.lowlevel.EventLoopToken | None = None
         self._open: set[_Underway] = set()
         """HTTP exchanges under way."""
-        self._routes = Starlette(routes=[WebSocketRoute("/{path:path}", self._relay_socket)], lifespan=self._lifespan)
-        self.app: ASGIApp = self
+        self.app: ASGIApp = Starlette(routes=[WebSocketRoute("/{path:path}", self._relay_socket)],
+                                      lifespan=self._lifespan)
+        """The proxy's lifespan and its WebSocket connections (HTTP is relayed by `ClientConnection`)."""
+
+    @property
+    def max_request_bytes(self) -> int:
+        return self.limits.max_request_bytes
+
+    def server(self, port: int = 0) -> ServerThread:
+        """The proxy served on a loopback port (`port` 0: any free one), not yet started."""
+        return ServerThread(self.app, port, http=partial(ClientConnection, self))
 
     @asynccontextmanager
     async def _lifespan(self, _: Starlette) -> AsyncIterator[None]:
         self.captures.mkdir(parents=True, exist_ok=True)
         self._stopping, self._token = anyio.Event(), anyio.lowlevel.current_token()
-        # No deadline on a whole answer (a stream lasts as long as the client and the upstream
-        # want), one on each read (`_send_while_client_waits` bounds the wait for the head); one
-        # upstream connection per client request, never queued; the answer's bytes as sent.
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_DEADLINE_S,
-                                        sock_read=self.limits.read_timeout_s)
         self._checker = Checker(self.captures, self.on_event, self.redactor)
         await self._checker.start()
+        # One upstream connection per client request under way, never queued; no deadline on a
+        # whole answer (a stream lasts as long as the client and the upstream want), one on
+        # each read (`read_timeout_s`) and on connecting.
+        self._pool = UpstreamPool(self.upstream, connect_timeout_s=CONNECT_DEADLINE_S,
+                                  read_timeout_s=self.limits.read_timeout_s)
         try:
-            async with aiohttp.ClientSession(timeout=timeout, connector=aiohttp.TCPConnector(limit=0),
-                                             auto_decompress=False, skip_auto_headers=_NOT_ADDED) as client:
-                self._client = client
-                yield
+            yield
         finally:
+            self._pool.close()
             await self._checker.close()  # what was sent is checked and written
 
     def stop(self) -> None:
@@ -235,116 +229,95 @@ class RecordingProxy:
     def not_forwarded(self, method: str, path: str, reason: str) -> None:
         self.on_event(NotForwarded(method, path, reason))
 
+    def refused(self, method: str, target: str, reason: str) -> None:
+        """A request not forwarded (too large, or its client left before it was whole)."""
+        self.not_forwarded(method, self.credentials.hidden(target), reason)
+
     async def _relay_socket(self, client: WebSocket) -> None:
         await relay_connection(self, client)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The ASGI app: HTTP exchanges are relayed here directly; the lifespan and WebSocket
-        connections go through `_routes`."""
-        if scope["type"] == "http":
-            await self._forward(scope, receive, send)
-        else:
-            await self._routes(scope, receive, send)
-
-    async def _forward(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """One exchange: the request read (bounded), forwarded as it came, its answer relayed as
-        it arrives; it ends early when the client goes away or the proxy stops (the exchange is
-        then cancelled, `_Underway`), and is handed to the checker however it ends."""
-        assert self._stopping is not None
-        request = Request(scope, receive)
-        raw_path = (scope.get("raw_path") or scope["path"].encode()).decode("latin-1")
-        query = scope["query_string"].decode("latin-1")
-        path = raw_path + (f"?{query}" if query else "")
-        shown = self.credentials.hidden(path)
-        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in scope["headers"]]
-        await self.learn(self.credentials.values(headers, query))
-        if self._stopping.is_set():
-            await _error(503, "proxy_stopped", "parity proxy is stopping")(scope, receive, send)
+    async def exchange(self, client: ClientConnection, request: ClientRequest) -> None:
+        """One exchange: the request forwarded as it came, its answer relayed as it arrives; it
+        ends early when the client goes away or the proxy stops (the exchange is then cancelled,
+        `_Underway`), and is handed to the checker however it ends."""
+        shown = self.credentials.hidden(request.target)
+        await self.learn(self.credentials.values(request.text_headers(), request.query))
+        if self.stopping.is_set():
+            client.answer(_error(503, "proxy_stopped", "parity proxy is stopping"))
             return
-        try:
-            body = await read_bytes(request, self.limits.max_request_bytes)
-        except RequestTooLarge as refused:
-            self.not_forwarded(scope["method"], shown, refused.message)
-            await JSONResponse(refused.body(), refused.status, headers={"connection": "close"})(scope, receive, send)
-            return  # the rest unread
-        except ClientDisconnect:
-            self.not_forwarded(scope["method"], shown, "the client went away before its request body ended")
-            return
-        recording = self._start_recording(scope["method"], shown, body)
-        underway = _Underway(asyncio.current_task(), send, recording)
+        recording = self._start_recording(request.method, shown, request.body)
+        underway = _Underway(asyncio.current_task(), client, recording)
         self._open.add(underway)
-        watch = asyncio.ensure_future(_until_disconnect(receive))  # the body read, receive() says only that
-        watch.add_done_callback(lambda _: underway.end("the client went away"))
+        client.on_lost = lambda: underway.end("the client went away")
+        if client.gone:
+            underway.end("the client went away")
         try:
-            await self._exchange(scope["method"], path, body, headers, underway)
+            await self._exchange(request, underway)
         except asyncio.CancelledError:
             if underway.why is None:
                 raise  # the server itself is cancelling
             if recording is not None:
                 recording.exchange.disconnected = True
                 recording.exchange.meta["ended"] = underway.why
-            if underway.why == STOPPED and not underway.started:
-                await _error(503, "proxy_stopped", "parity proxy stopped before the upstream answered")(
-                    scope, receive, send)
-            elif underway.why == STOPPED and not underway.has_length:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})  # stopped it here
+            if underway.why == STOPPED and not client.started:
+                client.answer(_error(503, "proxy_stopped", "parity proxy stopped before the upstream answered"))
+            elif underway.why == STOPPED:
+                client.end_answer(whole=False)  # stopped it here
         finally:
             self._open.discard(underway)
             underway.done = True
-            watch.cancel()
             if recording is not None:
                 self._end(recording)
 
-    async def _exchange(self, method: str, path: str, body: bytes, headers: list[tuple[str, str]],
-                        underway: _Underway) -> None:
+    async def _exchange(self, request: ClientRequest, underway: _Underway) -> None:
         """Forward the request and relay the answer (or the proxy's own error in OpenAI's
         envelope when the upstream gives none)."""
-        assert self._client is not None
-        sent = [(name, value) for name, value in headers if name not in HOP_BY_HOP] + [("accept-encoding", "identity")]
+        assert self._pool is not None
         try:
-            async with asyncio.timeout(self.limits.read_timeout_s):
-                url = URL(self.upstream + path, encoded=True)  # as the client wrote it, not normalised
-                upstream = await self._client.request(method, url, data=body, headers=sent, allow_redirects=False)
+            upstream = await self._pool.send(request)
         except TimeoutError:
-            await self._upstream_failed(underway, 504, "upstream_timeout", self._silent())
+            self._upstream_failed(underway, 504, "upstream_timeout", self._silent())
             return
-        except aiohttp.ClientError as error:
-            message = f"the upstream {self.upstream} gave no answer: {failure_reason(error)}"
-            await self._upstream_failed(underway, 502, "upstream_unreachable", message)
+        except UpstreamFailed as error:
+            message = f"the upstream {self.upstream} gave no answer: {error}"
+            self._upstream_failed(underway, 502, "upstream_unreachable", message)
             return
-        del body
         try:
             await self._relay(upstream, underway)
         finally:
-            if upstream.content.at_eof():
-                upstream.release()  # whole: its connection serves another request
-            else:
-                upstream.close()
+            self._pool.release(upstream)  # whole: it serves another request; else closed
 
-    async def _relay(self, upstream: aiohttp.ClientResponse, underway: _Underway) -> None:
+    async def _relay(self, upstream: UpstreamConnection, underway: _Underway) -> None:
         """The answer's head, then its bytes as they arrive, then its end; an upstream that falls
         silent or breaks off is a finding (a stream silent between events gets an `error` event)."""
-        recording, send = underway.recording, underway.send
+        recording, client = underway.recording, underway.client
         checker = self.checker
-        stream = _is_stream(upstream)
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in upstream.headers]
+        stream = any(name.lower() == "content-type" and "text/event-stream" in value for name, value in headers)
         if recording is not None:
             recording.exchange.status = upstream.status
-            recording.exchange.headers = {name.lower(): ", ".join(upstream.headers.getall(name))
-                                          for name in upstream.headers}
+            joined: dict[str, list[str]] = {}
+            for name, value in headers:
+                joined.setdefault(name.lower(), []).append(value)
+            recording.exchange.headers = {name: ", ".join(values) for name, values in joined.items()}
             recording.live = recording.begun = stream and checker.begin(recording.name, recording.request)
-        await self.learn(self.credentials.values(upstream.headers.items()))  # a cookie it sets, say
-        relayed = [(name, value) for name, value in upstream.raw_headers
-                   if name.decode("latin-1").lower() not in HOP_BY_HOP]
-        underway.has_length = any(name.lower() == b"content-length" for name, _ in relayed)
-        await send({"type": "http.response.start", "status": upstream.status, "headers": relayed})
-        underway.started = True
-        between_events = True
+        await self.learn(self.credentials.values(headers))  # a cookie it sets, say
+        client.start_answer(upstream.status, upstream.reason, upstream.headers, body=upstream.body_expected)
+        between_events, whole = True, False
         try:
-            async for chunk in upstream.content.iter_any():
+            arrived = upstream.ready()  # sent with the head: one write for an answer that came whole
+            for piece in arrived:
                 if recording is not None:
-                    recording.keep(chunk, checker)
-                between_events = chunk.endswith((b"\n\n", b"\r\r"))
-                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                    recording.keep(piece, checker)
+                between_events = piece.endswith((b"\n\n", b"\r\r"))
+            client.send_piece(b"".join(arrived))
+            while (piece := await upstream.piece()) is not None:
+                if recording is not None:
+                    recording.keep(piece, checker)
+                between_events = piece.endswith((b"\n\n", b"\r\r"))
+                client.send_piece(piece)
+                await client.drain()
+            whole = True
         except TimeoutError:
             message = self._silent()
             self._failed(recording, message)
@@ -352,12 +325,11 @@ class RecordingProxy:
                 chat = recording is not None and recording.request.chat
                 number = None if recording is None or chat else \
                     await anyio.to_thread.run_sync(recording.next_sequence_number)  # reads what was kept
-                await send({"type": "http.response.body", "body": _error_event(message, chat, number),
-                            "more_body": True})
-        except aiohttp.ClientError as error:
-            self._failed(recording, f"the upstream {self.upstream} broke off its answer: {failure_reason(error)}")
+                client.send_piece(_error_event(message, chat, number))
+        except UpstreamFailed as error:
+            self._failed(recording, f"the upstream {self.upstream} broke off its answer: {error}")
         underway.done = True  # from here on, the client's leaving ends nothing
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        client.end_answer(whole=whole)
 
     async def learn(self, credentials: list[str]) -> None:
         """Know these credentials as secrets of the run before anything of their request is
@@ -384,15 +356,12 @@ class RecordingProxy:
     def _silent(self) -> str:
         return f"the upstream {self.upstream} sent nothing for {self.limits.read_timeout_s:g} s (--read-timeout)"
 
-    async def _upstream_failed(self, underway: _Underway, status: int, code: str, message: str) -> None:
+    def _upstream_failed(self, underway: _Underway, status: int, code: str, message: str) -> None:
         """The client's answer when the upstream gave none (`status` and `code` in OpenAI's
         envelope); the exchange is recorded as such."""
         self._failed(underway.recording, message)
         underway.done = True
-        send = underway.send
-        await send({"type": "http.response.start", "status": status,
-                    "headers": [(b"content-type", b"application/json")]})
-        await send({"type": "http.response.body", "body": _error(status, code, message).body, "more_body": False})
+        underway.client.answer(_error(status, code, message))
 
     def _failed(self, recording: _Recording | None, message: str) -> None:
         """The upstream failed the exchange (gave no answer, or not all of it): a finding."""
@@ -413,13 +382,9 @@ class RecordingProxy:
         recording.chunks = []
 
 
-def _error(status: int, code: str, message: str) -> Response:
-    """An error of the proxy's own, in OpenAI's envelope."""
-    return JSONResponse({"error": {"message": message, "type": "server_error", "param": None, "code": code}}, status)
-
-
-def _is_stream(answer: aiohttp.ClientResponse) -> bool:
-    return "text/event-stream" in answer.headers.get("content-type", "")
+def _error(status: int, code: str, message: str) -> bytes:
+    """An answer of the proxy's own: an error in OpenAI's envelope."""
+    return error_answer(status, openai_error(message, code))
 
 
 def _error_event(message: str, chat: bool, number: int | None) -> bytes:

@@ -63,7 +63,7 @@ async def relay_connection(proxy: RecordingProxy, client: WebSocket) -> None:
     base = socket_url_of(proxy.upstream)
     url = base + path
     headers = [(name, value) for name, value in client.headers.items()
-               if name not in HOP_BY_HOP | HANDSHAKE_HEADERS]
+               if name.lower() not in HOP_BY_HOP | HANDSHAKE_HEADERS]
     name = capture_name(proxy.next_number(), "ws", shown.partition("?")[0])
     try:
         upstream = await connect(url, additional_headers=headers, open_timeout=CONNECT_DEADLINE_S,

@@ -77,7 +77,7 @@ def proxied(tmp_path: Path) -> Iterator[Proxied]:
     events: list[ProxyEvent] = []
     proxy = RecordingProxy(upstream.url, tmp_path / "captures", events.append,
                            limits=ProxyLimits(max_request_bytes=1000))
-    server = ServerThread(proxy.app).start()
+    server = proxy.server().start()
     yield Proxied("ws" + server.url.removeprefix("http"), proxy, events, tmp_path / "captures")
     proxy.stop()
     server.stop()
