@@ -88,6 +88,8 @@ class Checker:
         self._pending = 0
         self._waiting: list[bytes] | None = []
         """Messages sent before `start`."""
+        self._turn: list[bytes] = []
+        """Messages of this turn of the loop, not written yet."""
         self._writer: asyncio.WriteTransport | None = None
         self._hearing: _Hearing | None = None
 
@@ -167,10 +169,19 @@ class Checker:
         return True
 
     def _write(self, message: bytes) -> None:
+        """Send `message` once the loop has run what is ready now: the messages of one turn of
+        the loop go in one write, so the process wakes once for all of them."""
         if self._waiting is not None:
             self._waiting.append(message)
-        elif self._writer is not None and not self._writer.is_closing():  # closing: the process is gone
-            self._writer.write(message)
+            return
+        if not self._turn:
+            asyncio.get_running_loop().call_soon(self._flush)
+        self._turn.append(message)
+
+    def _flush(self) -> None:
+        if self._writer is not None and not self._writer.is_closing():  # closing: the process is gone
+            self._writer.write(b"".join(self._turn))
+        self._turn.clear()
 
     def _heard(self, event: Any) -> None:
         if isinstance(event, int):
@@ -239,30 +250,33 @@ def serve(inbox: Connection, outbox: Connection, captures: str, known: frozenset
     exchanges: dict[str, _Open] = {}
     sockets: dict[str, SocketRecording] = {}
 
-    def tell(event: Any) -> None:
+    def tell(events: list[Any]) -> None:
+        """In one write: the relay wakes once for all of them."""
         with contextlib.suppress(BrokenPipeError):  # the relay is gone: no one to tell
-            _write_all(outbox.fileno(), _message(event))
+            _write_all(outbox.fileno(), b"".join(map(_message, events)))
 
     received, taken, ended = bytearray(), 0, False
     while not ended:
         if taken and not select.select([inbox], [], [], ACK_IDLE_S)[0]:
-            tell(taken)
+            tell([taken])
             taken = 0
         data = os.read(inbox.fileno(), _READ_BYTES)
         received += data
         messages = _taken(received) if data else [None]
+        events: list[Any] = []
         for item in messages:
             if item is None:
                 ended = True
                 break
             cost, message = item
-            for event in _take(message, folder, redactor, exchanges, sockets):
-                tell(event)
+            events += _take(message, folder, redactor, exchanges, sockets)
             taken += cost
             if taken >= ACK_BYTES:
-                tell(taken)
+                events.append(taken)
                 taken = 0
-    tell(taken)
+        if events:
+            tell(events)
+    tell([taken])
 
 
 def _take(message: tuple[Any, ...], folder: Path, redactor: Redactor, exchanges: dict[str, _Open],
