@@ -3,7 +3,8 @@ front of upstreams that misbehave below HTTP (`hostile_target`) or answer plainl
 over raw sockets. Every upstream failure reaches the client as HTTP and the proxy keeps
 serving; requests that are not HTTP, or too large in their head, get OpenAI's envelope;
 pipelined requests are answered in order; framing is the upstream's or one the client can
-read; a reused upstream connection that closed is replaced only where resending is safe."""
+read; a reused upstream connection that closed is replaced only where resending is safe; an
+answer the client does not take stops the upstream being read."""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from starlette.routing import Route
 
 from responses_parity.harness.engine.stack import ServerThread
 from responses_parity.harness.traffic.forwarding import UPSTREAM_FAILED, Found, ProxyEvent, ProxyLimits
-from responses_parity.harness.traffic.http_relay import HEAD_LIMIT
+from responses_parity.harness.traffic.http_relay import BUFFERED_LIMIT, HEAD_LIMIT, UpstreamConnection
 from responses_parity.harness.traffic.proxy import RecordingProxy
 
 CREATE = json.dumps({"model": "m", "input": "hi"}).encode()
@@ -195,7 +196,8 @@ def test_a_request_that_is_not_http_gets_a_400_in_openais_envelope(echo: str, tm
         (answer,) = _ask(proxied.port, b"HELLO THERE\r\n\r\n")
         (big,) = _ask(proxied.port, _post("/v1/responses", "x-padding: " + "a" * HEAD_LIMIT))
         assert _ask(proxied.port, _post())[0].status == 200  # still serving
-    assert (answer.status, json.loads(answer.body)["error"]["type"], answer.closed) == (400, "invalid_request_error", True)
+    assert (answer.status, answer.closed) == (400, True)
+    assert json.loads(answer.body)["error"]["type"] == "invalid_request_error"
     assert (big.status, json.loads(big.body)["error"]["code"]) == (431, "request_header_fields_too_large")
 
 
@@ -234,3 +236,46 @@ def test_a_reused_connection_that_closed_is_replaced_for_a_get_and_a_post_is_nev
         (post,) = _ask(proxied.port, _post())  # on the connection the last one left open, which closes
         assert post.status == 502 and upstream.requests == 6
         assert _ask(proxied.port, _post())[0].status == 200  # on a new connection
+
+
+class _RecordingTransport:
+    """The part of a transport the upstream connection uses, recording its reading state."""
+
+    def __init__(self) -> None:
+        self.reading = True
+        self.written = b""
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def pause_reading(self) -> None:
+        self.reading = False
+
+    def resume_reading(self) -> None:
+        self.reading = True
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_answer_the_client_does_not_take_stops_the_upstream_being_read() -> None:
+    async def relay() -> None:
+        connection = UpstreamConnection(asyncio.get_running_loop(), read_timeout_s=60)
+        transport = _RecordingTransport()
+        connection.connection_made(transport)  # type: ignore[arg-type]
+        connection.send(b"GET / HTTP/1.1\r\n\r\n", no_body=False)
+        connection.data_received(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        await connection.head()
+        piece = b"%x\r\n%b\r\n" % (2**16, b"x" * 2**16)
+        for _ in range(2 * BUFFERED_LIMIT // 2**16):  # the client takes nothing
+            connection.data_received(piece)
+            if not transport.reading:
+                break
+        assert not transport.reading
+        assert sum(map(len, connection.ready())) <= BUFFERED_LIMIT + 2**16
+        assert transport.reading  # taken: read again
+        connection.data_received(b"0\r\n\r\n")
+        assert await connection.piece() is None and connection.reusable
+        connection.close()
+
+    asyncio.run(relay())
