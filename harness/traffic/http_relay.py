@@ -218,12 +218,11 @@ class ClientConnection(asyncio.Protocol):
         self._body_begun = True
         self._http11 = self._parser.get_http_version() == "1.1"
         self._request_keep_alive = self._parser.should_keep_alive()
-        for name, value in self._headers:
-            lowered = name.lower()
-            if lowered == b"content-length" and value.strip().isdigit() and int(value) > self._limit:
-                self._refuse_size(RequestTooLarge(int(value), self._limit))
-            if lowered == b"expect" and value.strip().lower() == b"100-continue":
-                self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        fields = {name.lower(): value.strip().lower() for name, value in self._headers}
+        if (declared := fields.get(b"content-length", b"")).isdigit() and int(declared) > self._limit:
+            self._refuse_size(RequestTooLarge(int(declared), self._limit))
+        if fields.get(b"expect") == b"100-continue":
+            self.write(b"HTTP/1.1 100 Continue\r\n\r\n")
 
     def on_body(self, body: bytes) -> None:
         self._body += body
@@ -457,7 +456,9 @@ class UpstreamConnection(asyncio.Protocol):
 
     @property
     def reusable(self) -> bool:
-        return self.complete and not self.closed and not self._no_body and self._keep_alive
+        """Whether its answer ended whole and it may carry another (not paused for a client
+        that left before taking all of it)."""
+        return self.complete and not self.closed and not self._no_body and self._keep_alive and not self._paused
 
     @property
     def body_expected(self) -> bool:
@@ -518,7 +519,8 @@ class UpstreamConnection(asyncio.Protocol):
         self._heard_at = self.loop.time()
         self.heard_anything = True
         if self.complete or self.failure is not None:
-            return  # after its answer, or after a failure: not read
+            self._keep_alive = False  # bytes after its answer: it carries no other
+            return
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as error:
@@ -568,6 +570,11 @@ class UpstreamConnection(asyncio.Protocol):
             self._timer = self.loop.call_at(due, self._check_silence)
 
     # -- reading the answer (httptools' callbacks)
+
+    def on_message_begin(self) -> None:
+        if self.complete:  # a second answer to one request: read no further, carry no other
+            self._keep_alive = False
+            raise _Refused
 
     def on_status(self, reason: bytes) -> None:
         self.reason += reason
