@@ -106,7 +106,10 @@ def proxy_command(*, upstream: str, port: int, captures: Path, as_json: bool, ma
 
         def stop(server: ServerThread) -> None:
             proxy.stop()  # open exchanges end, and are recorded, before the server stops
-            server.stop()
+            if pending := proxy.checker.pending:
+                for_people(as_json)(f"parity proxy stopping: writing what is still being checked ({pending:,} "
+                                    "bytes; Ctrl-C again leaves it unwritten)")
+            server.stop(timeout=None)  # until the checker wrote all it was sent, however loaded the machine
 
         serve_forever(lambda: proxy.server(port).start(),
                       lambda server: for_people(as_json)(f"parity proxy listening on {server.url} -> {proxy.upstream}; "

@@ -64,6 +64,7 @@ def reference_config(upstream_url: str, search_url: str | None = None, **setting
 
 
 START_TIMEOUT_S = 15.0
+STOP_TIMEOUT_S = 5.0
 KEEP_ALIVE_S = 30
 WS_FRAME_ROOM = 2**20
 """How much larger than a body a WebSocket frame may be, so an app can refuse a frame too
@@ -187,16 +188,18 @@ class ServerThread:
                 raise HarnessError(f"the server on {self.url} did not start")
         return self
 
-    def stop(self) -> None:
+    def stop(self, timeout: float | None = STOP_TIMEOUT_S) -> None:
         self.ask_to_stop()
-        self.wait_stopped()
+        self.wait_stopped(timeout)
 
     def ask_to_stop(self) -> None:
         """Tell the server to stop; `wait_stopped` waits."""
         self._server.ask_to_stop()
 
-    def wait_stopped(self) -> None:
-        self._thread.join(timeout=5)
+    def wait_stopped(self, timeout: float | None = STOP_TIMEOUT_S) -> None:
+        """Wait until it stopped, its lifespan's end included (for at most `timeout` seconds;
+        None: however long that takes)."""
+        self._thread.join(timeout)
         self._socket.close()
 
 
