@@ -250,8 +250,8 @@ def markdown(result: BenchResult, command: str) -> str:
         "Added figures are paired: in each round, the target's batch minus the floor batch (a proxy's: its "
         "gateway's) measured just before it; the median over rounds. CPU / request is the CPU time (user + "
         "system) the target's own process (the floor: the scripted upstream's) spent during its batches, over "
-        "their requests; a proxy's is its relay's, then its checker's (a process of its own that runs only on "
-        "idle cores and catches up after a batch; the next batch waits until it did).",
+        "their requests; a proxy's is its relay's, then its checker's (a process of its own at the lowest "
+        "priority, which catches up after a batch; the next batch waits until it did).",
         "",
         "## Overview",
         "",

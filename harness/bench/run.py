@@ -1,8 +1,8 @@
 """A benchmark run: start the scripted upstream, the `calc` MCP fixture and every target that
 needs starting in processes of their own; then, round after round, for each workload and each
 target, measure a floor batch and right after it the target's batch, reading the CPU time of
-every process the run started around each batch. A proxy's checker (a process of its own, which
-runs only on idle cores) is read apart, and waited for after each batch until it stops working:
+every process the run started around each batch. A proxy's checker (a process of its own, at the
+lowest priority) is read apart, and waited for after each batch until it stops working:
 what it does for a batch is counted in that batch and never slows the next. Stops everything it
 started, by PID.
 """

@@ -35,6 +35,9 @@ QUERY_KEY = "q/Secret+Value42"
 """Sent percent-encoded (`q%2FSecret%2BValue42`), as a client puts it in a URL."""
 MCP_TOKEN = "mcp-token-5e4d3c2b1a"
 CREATE = {"model": "m", "input": "hi"}
+SMALL_RECORDINGS = ("--max-answer-mb", "0.25")
+"""For tests of endless streams: each is recorded up to 0.25 MiB (the default, 4 MiB, is
+minutes of work for the checker at its priority on a machine other work keeps busy)."""
 
 
 @pytest.fixture
@@ -164,7 +167,7 @@ def test_what_is_recorded_of_a_request_body_is_capped_and_the_whole_is_forwarded
 def test_the_upstream_connection_closes_as_soon_as_the_client_leaves(
         start: Callable[..., ParityProcess], tmp_path: Path) -> None:
     with CountingUpstream() as upstream:
-        proxy, url = start_proxy(start, upstream.base_url, tmp_path / "captures")
+        proxy, url = start_proxy(start, upstream.base_url, tmp_path / "captures", *SMALL_RECORDINGS)
         waiting = [_connect(url) for _ in range(20)]  # at an upstream that never answers
         streaming = [_connect(url) for _ in range(5)]  # reading a stream that never ends
         for connection in waiting:
@@ -220,7 +223,7 @@ def test_a_stream_that_keeps_sending_outlives_the_read_deadline(start: Callable[
 def test_each_client_that_goes_away_is_one_line_never_a_traceback(start: Callable[..., ParityProcess],
                                                                    tmp_path: Path) -> None:
     with CountingUpstream() as upstream:
-        proxy, url = start_proxy(start, upstream.base_url, tmp_path / "captures")
+        proxy, url = start_proxy(start, upstream.base_url, tmp_path / "captures", *SMALL_RECORDINGS)
         for _ in range(50):  # mid-body
             with _connect(url) as connection:
                 connection.sendall(_head(url, "/echo/v1/responses", "content-length: 1000") + b'{"model": ')
