@@ -14,7 +14,8 @@ is `RecordingProxy.exchange` (`proxy.py`).
   has already arrived (one write for an answer that arrived whole), then each piece. Its framing
   is the upstream's where the client can take it (a `content-length` is kept); any other body
   is sent chunked (or, to an HTTP/1.0 client, until the connection closes). A body that could
-  not be sent whole closes the connection, so the client sees it cut.
+  not be sent whole (the upstream broke it off, the proxy stopped) closes the connection, so
+  the client sees it cut.
 - Writing to a slow client pauses reading from the upstream (at most `BUFFERED_LIMIT` bytes
   wait), so memory stays bounded whatever either side does.
 - An upstream connection answers one request at a time, and is reused only when its answer
@@ -38,6 +39,7 @@ import ssl
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any, Protocol, cast
 from urllib.parse import unquote, urlsplit
 
@@ -97,6 +99,14 @@ def error_answer(status: int, body: dict[str, Any], *, close: bool = False) -> b
 
 _REASONS = {400: "Bad Request", 413: "Content Too Large", 431: "Request Header Fields Too Large",
             500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
+
+
+def _phrase(status: int) -> bytes:
+    """The reason phrase HTTP gives `status` (for an upstream that sent none)."""
+    try:
+        return HTTPStatus(status).phrase.encode()
+    except ValueError:
+        return b"Unknown"
 
 
 def openai_error(message: str, code: str, kind: str = "server_error") -> dict[str, Any]:
@@ -371,7 +381,7 @@ class ClientConnection(asyncio.Protocol):
             self._keep_alive = False
         if not self._keep_alive:
             relayed.append((b"connection", b"close"))
-        lines = [b"HTTP/1.1 %d %s\r\n" % (status, reason or b"OK")]
+        lines = [b"HTTP/1.1 %d %s\r\n" % (status, reason or _phrase(status))]
         lines += [name + b": " + value + b"\r\n" for name, value in relayed]
         self._head = b"".join(lines) + b"\r\n"
 
@@ -386,12 +396,12 @@ class ClientConnection(asyncio.Protocol):
         self.write(self._head + data)
         self._head = b""
 
-    def end_answer(self, *, whole: bool) -> None:
-        """The end of the body; one that is not `whole` closes the connection unless the client
-        can tell the end apart (a chunked body ends with its last chunk, as the upstream's did)."""
-        self.write(self._head + (b"0\r\n\r\n" if self._framing == "chunked" else b""))
+    def end_answer(self, *, complete: bool) -> None:
+        """The end of the body: a `complete` one ends as its framing says; any other closes the
+        connection (a chunked body without its last chunk), so the client sees it cut."""
+        self.write(self._head + (b"0\r\n\r\n" if complete and self._framing == "chunked" else b""))
         self._head = b""
-        if self._framing == "close" or (self._framing == "length" and not whole):
+        if not complete or self._framing == "close":
             self._keep_alive = False
 
     # -- idle connections

@@ -262,7 +262,7 @@ class RecordingProxy:
             if underway.why == STOPPED and not client.started:
                 client.answer(_error(503, "proxy_stopped", "parity proxy stopped before the upstream answered"))
             elif underway.why == STOPPED:
-                client.end_answer(whole=False)  # stopped it here
+                client.end_answer(complete=False)  # cut here
         finally:
             self._open.discard(underway)
             underway.done = True
@@ -303,7 +303,7 @@ class RecordingProxy:
             recording.live = recording.begun = stream and checker.begin(recording.name, recording.request)
         await self.learn(self.credentials.values(headers))  # a cookie it sets, say
         client.start_answer(upstream.status, upstream.reason, upstream.headers, body=upstream.body_expected)
-        between_events, whole = True, False
+        between_events, complete = True, False
         try:
             arrived = upstream.ready()  # sent with the head: one write for an answer that came whole
             for piece in arrived:
@@ -317,7 +317,7 @@ class RecordingProxy:
                 between_events = piece.endswith((b"\n\n", b"\r\r"))
                 client.send_piece(piece)
                 await client.drain()
-            whole = True
+            complete = True
         except TimeoutError:
             message = self._silent()
             self._failed(recording, message)
@@ -326,10 +326,11 @@ class RecordingProxy:
                 number = None if recording is None or chat else \
                     await anyio.to_thread.run_sync(recording.next_sequence_number)  # reads what was kept
                 client.send_piece(_error_event(message, chat, number))
+                complete = True  # ended as OpenAI ends a stream that failed
         except UpstreamFailed as error:
             self._failed(recording, f"the upstream {self.upstream} broke off its answer: {error}")
         underway.done = True  # from here on, the client's leaving ends nothing
-        client.end_answer(whole=whole)
+        client.end_answer(complete=complete)
 
     async def learn(self, credentials: list[str]) -> None:
         """Know these credentials as secrets of the run before anything of their request is
