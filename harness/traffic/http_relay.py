@@ -77,7 +77,6 @@ class ClientRequest:
 
     method: str
     target: str
-    path: str
     query: str
     headers: list[tuple[bytes, bytes]]
     body: bytes
@@ -92,17 +91,13 @@ def error_answer(status: int, body: dict[str, Any], *, close: bool = False) -> b
     """A whole answer of the proxy's own: `body` as JSON (and the connection closed after it
     when `close`)."""
     data = json.dumps(body).encode()
-    head = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}", "content-type: application/json",
+    head = [f"HTTP/1.1 {status} {_phrase(status).decode()}", "content-type: application/json",
             f"content-length: {len(data)}", *(["connection: close"] if close else [])]
     return "\r\n".join([*head, "", ""]).encode() + data
 
 
-_REASONS = {400: "Bad Request", 413: "Content Too Large", 431: "Request Header Fields Too Large",
-            500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable", 504: "Gateway Timeout"}
-
-
 def _phrase(status: int) -> bytes:
-    """The reason phrase HTTP gives `status` (for an upstream that sent none)."""
+    """The reason phrase HTTP gives `status`."""
     try:
         return HTTPStatus(status).phrase.encode()
     except ValueError:
@@ -160,7 +155,9 @@ class ClientConnection(asyncio.Protocol):
         self._body = bytearray()
         self._head_size = 0
         self._method = ""
-        self._http11 = self._request_keep_alive = True
+        self._request_http11 = self._request_keep_alive = True
+        self._answer_http11 = True
+        """Whether the request being answered (not the one being read) was HTTP/1.1."""
         self._reading = self._body_begun = False
 
     # -- the connection
@@ -176,7 +173,8 @@ class ClientConnection(asyncio.Protocol):
         if self._drained is not None and not self._drained.done():
             self._drained.set_result(None)
         if self._reading and self._body_begun:
-            self._relay.refused(self._method, self._target(), "the client went away before its request body ended")
+            self._relay.refused(self._method, self._target_and_query()[0],
+                                "the client went away before its request body ended")
         if self.answering is not None and self.on_lost is not None:
             self.on_lost()
 
@@ -226,7 +224,7 @@ class ClientConnection(asyncio.Protocol):
         if self._parser.should_upgrade():
             return
         self._body_begun = True
-        self._http11 = self._parser.get_http_version() == "1.1"
+        self._request_http11 = self._parser.get_http_version() == "1.1"
         self._request_keep_alive = self._parser.should_keep_alive()
         fields = {name.lower(): value.strip().lower() for name, value in self._headers}
         if (declared := fields.get(b"content-length", b"")).isdigit() and int(declared) > self._limit:
@@ -243,9 +241,9 @@ class ClientConnection(asyncio.Protocol):
         if self._parser.should_upgrade():
             return
         self._reading = False
-        path, query = self._path_and_query()
-        request = ClientRequest(self._method, path + (f"?{query}" if query else ""), path, query, self._headers,
-                                bytes(self._body), self._http11, self._request_keep_alive)
+        target, query = self._target_and_query()
+        request = ClientRequest(self._method, target, query, self._headers, bytes(self._body), self._request_http11,
+                                self._request_keep_alive)
         self._body = bytearray()
         self.server_state.total_requests += 1
         self._queued.append(request)
@@ -261,16 +259,14 @@ class ClientConnection(asyncio.Protocol):
             message = f"The request's line and headers are larger than {HEAD_LIMIT:,} bytes."
             self._refuse(431, openai_error(message, "request_header_fields_too_large", "invalid_request_error"))
 
-    def _path_and_query(self) -> tuple[str, str]:
+    def _target_and_query(self) -> tuple[str, str]:
+        """The request's path and query as written, and its query alone."""
         url = httptools.parse_url(self._url)
-        return url.path.decode("latin-1"), (url.query or b"").decode("latin-1")
-
-    def _target(self) -> str:
-        path, query = self._path_and_query()
-        return path + (f"?{query}" if query else "")
+        path, query = url.path.decode("latin-1"), (url.query or b"").decode("latin-1")
+        return path + (f"?{query}" if query else ""), query
 
     def _refuse_size(self, refused: RequestTooLarge) -> None:
-        self._relay.refused(self._method, self._target(), refused.message)
+        self._relay.refused(self._method, self._target_and_query()[0], refused.message)
         self._refuse(refused.status, refused.body())
 
     def _refuse(self, status: int, body: dict[str, Any]) -> None:
@@ -319,7 +315,7 @@ class ClientConnection(asyncio.Protocol):
     def _answer_next(self) -> None:
         request = self._queued.popleft()
         self._keep_alive = self._keep_alive and request.keep_alive
-        self._http11 = request.http11
+        self._answer_http11 = request.http11
         self.answering = task = self.loop.create_task(self._relay.exchange(self, request))
         self.server_state.tasks.add(task)
         task.add_done_callback(self._answered)
@@ -373,7 +369,7 @@ class ClientConnection(asyncio.Protocol):
             self._framing = "none"
         elif length:
             self._framing = "length"
-        elif self._http11:
+        elif self._answer_http11:
             self._framing = "chunked"
             relayed.append((b"transfer-encoding", b"chunked"))
         else:

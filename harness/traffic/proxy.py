@@ -305,18 +305,15 @@ class RecordingProxy:
         client.start_answer(upstream.status, upstream.reason, upstream.headers, body=upstream.body_expected)
         between_events, complete = True, False
         try:
-            arrived = upstream.ready()  # sent with the head: one write for an answer that came whole
-            for piece in arrived:
-                if recording is not None:
-                    recording.keep(piece, checker)
-                between_events = piece.endswith((b"\n\n", b"\r\r"))
-            client.send_piece(b"".join(arrived))
-            while (piece := await upstream.piece()) is not None:
-                if recording is not None:
-                    recording.keep(piece, checker)
-                between_events = piece.endswith((b"\n\n", b"\r\r"))
+            piece: bytes | None = b"".join(upstream.ready())  # with the head: one write for an answer come whole
+            while piece is not None:
+                if piece:
+                    between_events = piece.endswith((b"\n\n", b"\r\r"))
+                    if recording is not None:
+                        recording.keep(piece, checker)
                 client.send_piece(piece)
                 await client.drain()
+                piece = await upstream.piece()
             complete = True
         except TimeoutError:
             message = self._silent()
@@ -391,9 +388,8 @@ def _error(status: int, code: str, message: str) -> bytes:
 def _error_event(message: str, chat: bool, number: int | None) -> bytes:
     """The event OpenAI ends a failed stream with: a Responses `error` event (numbered `number`
     when the stream's events are numbered), or a chat completion chunk's `error`."""
-    error = {"message": message, "type": "server_error", "param": None, "code": "upstream_timeout"}
     if chat:
-        return f"data: {json.dumps({'error': error})}\n\n".encode()
+        return f"data: {json.dumps(openai_error(message, 'upstream_timeout'))}\n\n".encode()
     event = {"type": "error", "code": "upstream_timeout", "message": message, "param": None,
              **({"sequence_number": number} if number is not None else {})}
     return f"event: error\ndata: {json.dumps(event)}\n\n".encode()

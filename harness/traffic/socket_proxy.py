@@ -40,6 +40,7 @@ from ..wire.capture import capture_name
 from ..wire.websocket import socket_url_of
 from .checker import Checker
 from .forwarding import HOP_BY_HOP, UPSTREAM_FAILED
+from .http_relay import openai_error
 from .socket_recording import SocketOpened
 
 if TYPE_CHECKING:
@@ -175,7 +176,7 @@ def _reason(error: BaseException) -> str:
 async def _refuse(client: WebSocket, status: int, message: str) -> None:
     """Refuse the client's handshake with `status` in OpenAI's envelope, or, where the server
     cannot answer a handshake with a body, close it."""
-    body = {"error": {"message": message, "type": "server_error", "param": None, "code": "upstream_unreachable"}}
+    body = openai_error(message, "upstream_unreachable")
     if "websocket.http.response" in client.scope.get("extensions", {}):
         await client.send_denial_response(JSONResponse(body, status))
     else:
