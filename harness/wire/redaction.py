@@ -46,6 +46,10 @@ MAX_LOG_LINE_BYTES = 4 * 2**20
 _SECRET_TEXT = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|Bearer\s+[A-Za-z0-9._\-~+/=]{8,}|\borg-[A-Za-z0-9]{8,}|\bproj_[A-Za-z0-9]{8,})"
 )
+_SECRET_TEXT_STARTS = ("sk-", "Bearer", "org-", "proj_")
+"""What every match of `_SECRET_TEXT` starts with. Text holding none of them is left as it is
+without running the pattern: its alternatives share no first character that `re` could skip to,
+so it scans at about 17 MB/s (an 8 KB stream: 0.5 ms), where looking for these is a C search."""
 _CREDENTIAL = re.compile(r"(?i)(bearer|basic|token)\s+(\S+)")
 
 
@@ -87,7 +91,9 @@ class Redactor:
         spans = self._known.spans(text) + (self._local.spans(text) if self._local is not None else [])
         if spans:
             text = _blank(text, spans)
-        return _SECRET_TEXT.sub(REDACTED, text)
+        if any(start in text for start in _SECRET_TEXT_STARTS):
+            text = _SECRET_TEXT.sub(REDACTED, text)
+        return text
 
     def redact(self, value: Any) -> Any:
         """A copy of `value` with every secret replaced by `<redacted>`."""

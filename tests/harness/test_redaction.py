@@ -155,6 +155,15 @@ def test_the_token_of_a_credential_and_the_parts_of_a_basic_one_are_secrets_too(
         f"token {REDACTED} user {REDACTED} password {REDACTED}"
 
 
+@pytest.mark.parametrize("looks_secret", ["sk-live0123456789", "Bearer abcdefgh.1234", "org-AbCdEf0123456789",
+                                          "proj_AbCdEf0123456789"])
+def test_what_looks_like_a_key_token_or_openai_id_is_removed_unknown_and_anywhere_in_a_text(looks_secret: str) -> None:
+    def stream(key: str) -> str:
+        return f'data: {{"type":"error","message":"denied for {key}, try again"}}\n\n'
+
+    assert Redactor().redact_text(stream(looks_secret)) == stream(REDACTED)
+
+
 def test_values_too_short_to_be_secrets_are_kept() -> None:
     redactor = Redactor()
     redactor.add("a", "yes", "12345", None)
