@@ -164,3 +164,23 @@ async def test_each_event_of_a_stream_is_schema_checked_once_live_or_at_its_end(
                        if isinstance(event, Found) and "event 1 (response.output_text.delta)" in event.finding.message]
     assert len(about_the_delta) == 1, about_the_delta
     assert isinstance(events[-1], Recorded)
+
+
+async def test_a_streams_chunks_sent_together_are_checked_as_one_piece_and_free_all_their_room(tmp_path: Path) -> None:
+    delta = _event({"type": "response.output_text.delta", "sequence_number": 0, "item_id": "msg_1",
+                    "output_index": 0, "content_index": 0, "delta": 5, "logprobs": []})  # not a string
+    pieces = [delta[at:at + 7] for at in range(0, len(delta), 7)]  # the event split over many chunks
+    events: list[ProxyEvent] = []
+    checker = Checker(tmp_path, events.append, Redactor())
+    await checker.start()
+    body = b'{"model": "m", "input": "hi", "stream": true}'
+    assert checker.begin("0001-stream.json", RecordedRequest(False, body, len(body)))
+    assert all(checker.chunk("0001-stream.json", piece) for piece in pieces)
+    assert checker.pending == (1 + len(pieces)) * MESSAGE_COST  # each chunk counts until taken in
+    deadline = time.monotonic() + DEADLINE_S
+    while checker.pending or not events:
+        assert time.monotonic() < deadline, f"pending {checker.pending}, heard {events}"
+        await asyncio.sleep(0.01)  # poll interval while the process takes the chunks in and checks them
+    assert [type(event) for event in events] == [Found]  # found live, the stream not ended yet
+    assert "event 0 (response.output_text.delta)" in events[0].finding.message
+    await checker.close()
