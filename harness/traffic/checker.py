@@ -64,7 +64,8 @@ _HEAD = struct.Struct("!Q")
 """A message on either pipe: its pickle's length, then the pickle."""
 _READ_BYTES = 2**20
 GATHER_S = 0.02
-"""How long messages are gathered before they are sent: what a live finding may wait, at most."""
+"""How long the relay gathers messages before it sends them: how much later than the traffic a
+live finding comes, besides the time the process takes to get to it."""
 
 
 @dataclass(frozen=True)
