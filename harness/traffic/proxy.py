@@ -9,8 +9,8 @@ each exchange of the API surfaces the harness knows, and checks them without a r
 - Answers are relayed chunk by chunk as they arrive, never buffered. The request path only
   relays: reading, checking and writing happen in the checker, a process of its own
   (`checker.py`), which gets a stream's chunks as they pass, gathered every 20 ms (its events
-  are checked as they complete) and the whole exchange once it ended; what it has no room for is dropped and said,
-  never queued, so a slow check or a slow disk never delays a client.
+  are checked as they complete) and the whole exchange once it ended; what it has no room for
+  is dropped and said, never queued, so a slow check or a slow disk never delays a client.
 - `/v1/responses` (and `/{id}`, `/input_items`, `/cancel`), `/v1/chat/completions` and
   `/v1/conversations/**` (under any prefix) are recorded and checked; other paths are
   forwarded, neither recorded nor checked. A WebSocket upgrade (OpenAI's WebSocket mode, on
