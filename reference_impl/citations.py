@@ -13,9 +13,10 @@ The hosted tools tell the model how to cite (`hosted_tools.py`): a web page as a
   links to pages no search found, are left as the model wrote them.
 
 Annotations are in the order their citation ends in the text. `StreamingCitations` does the
-same delta by delta: it holds back what could still become a marker, so no marker (or part of
-one) reaches a delta, and reports each annotation as soon as its citation is complete, before
-the text that follows the citation (OpenAI streams `annotation.added` there, between deltas).
+same delta by delta: once a search found something, it holds back what could still become a
+marker, so no marker (or part of one) reaches a delta, and reports each annotation as soon as
+its citation is complete, before the text that follows the citation (OpenAI streams
+`annotation.added` there, between deltas).
 """
 
 from __future__ import annotations
@@ -51,9 +52,15 @@ class Citable:
         else:
             self.files.update((result["file_id"], result["filename"]) for result in results)
 
+    def __bool__(self) -> bool:
+        """Whether anything can be cited: without it a text is shown as the model wrote it."""
+        return bool(self.pages or self.files)
+
 
 def annotate(text: str, citable: Citable) -> tuple[str, list[dict[str, Any]]]:
     """The text without file markers, and its annotations in OpenAI's Responses shapes."""
+    if not citable:
+        return text, []
     markers = [m for m in _MARKER.finditer(text) if m["file_id"] in citable.files]
     removed_before = _removal_offsets(markers)
     found: list[tuple[int, dict[str, Any]]] = []
@@ -106,7 +113,11 @@ class StreamingCitations:
         return bool(self._raw)
 
     def feed(self, delta: str) -> list[Piece]:
+        """What to show now; with nothing citable, all of it (no marker can be removed, no link
+        cited), so a long text is not searched again at each delta."""
         self._raw += delta
+        if not self._citable:
+            return self._advance(self._raw)
         held = _MARKER_START.search(self._raw)
         settled = self._raw[:held.start()] if held else self._raw
         # A link after "(" is not cited before the next character says whether ")" closes it:

@@ -70,3 +70,15 @@ def test_an_annotation_streams_before_the_text_after_its_citation_in_the_same_de
             "url": "https://example.org/a"}
     assert stream.feed(" [A](https://example.org/a) too.") + stream.finish() == [
         (" [A](https://example.org/a)", [link]), (" too.", []), ("", [])]
+
+
+def test_with_nothing_citable_the_text_streams_as_written_at_once() -> None:
+    """No search found anything: a marker or a link is text like any other, so nothing is held
+    back waiting to see whether it becomes one."""
+    text = "See [B](https://example.org/b) and <|file-abc123|>."
+    assert annotate(text, Citable()) == (text, [])
+    stream = StreamingCitations(Citable())
+    assert stream.feed("See ([B](https://example.org/b)") == [("See ([B](https://example.org/b)", [])]
+    assert stream.feed(") and <|fi") == [(") and <|fi", [])]
+    assert stream.feed("le-abc123|>.") + stream.finish() == [("le-abc123|>.", []), ("", [])]
+    assert stream.shown == "See ([B](https://example.org/b)) and <|file-abc123|>."
