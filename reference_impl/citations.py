@@ -98,43 +98,71 @@ class StreamingCitations:
     """`annotate` applied to a text that arrives in deltas: `feed` returns what to show now,
     as pieces of cleaned text each followed by the annotations completed where it ends (so an
     annotation comes before the text after its citation, even within one delta); `finish`
-    what was held back. The pieces add up to `annotate(text)`: its text and its annotations."""
+    what was held back. The pieces add up to `annotate(text)`: its text and its annotations.
+
+    No citation spans a line break (neither a marker nor a link may hold one), so the lines
+    before the current one are settled for good: each delta reads only the current line."""
 
     def __init__(self, citable: Citable) -> None:
         self._citable = citable
         self._raw = ""
-        self.shown = ""
-        """The cleaned text shown so far."""
+        """The raw text of the current line."""
+        self._lines: list[str] = []
+        """The cleaned text of the lines before it."""
+        self._before = 0
+        """Their length."""
+        self._current = ""
+        """The cleaned text shown of the current line."""
         self._annotated = 0
+        """How many of the current line's annotations were reported."""
 
     @property
     def fed(self) -> bool:
         """Whether any text came."""
-        return bool(self._raw)
+        return bool(self._lines or self._raw)
+
+    @property
+    def shown(self) -> str:
+        """The cleaned text shown so far."""
+        return "".join(self._lines) + self._current
 
     def feed(self, delta: str) -> list[Piece]:
         """What to show now; with nothing citable, all of it (no marker can be removed, no link
-        cited), so a long text is not searched again at each delta."""
+        cited)."""
         self._raw += delta
         if not self._citable:
-            return self._advance(self._raw)
+            return self._advance(len(self._raw))
         held = _MARKER_START.search(self._raw)
-        settled = self._raw[:held.start()] if held else self._raw
+        settled = held.start() if held else len(self._raw)
         # A link after "(" is not cited before the next character says whether ")" closes it:
         # its last character waits (it was never shown, as it ended the text until now).
-        return self._advance(settled[:-1] if _OPEN_LINK_END.search(settled) else settled)
+        return self._advance(settled - 1 if _OPEN_LINK_END.search(self._raw, 0, settled) else settled)
 
     def finish(self) -> list[Piece]:
-        return self._advance(self._raw)
+        return self._advance(len(self._raw))
 
-    def _advance(self, settled: str) -> list[Piece]:
-        cleaned, annotations = annotate(settled, self._citable)
+    def _advance(self, settled: int) -> list[Piece]:
+        """Show the current line's raw text up to `settled`; a line that ended is settled."""
+        cleaned, annotations = annotate(self._raw[:settled], self._citable)
         pieces: list[Piece] = []
-        start = len(self.shown)
+        start = len(self._current)
         for annotation in annotations[self._annotated:]:
             end = max(start, cited_end(annotation))
-            pieces.append((cleaned[start:end], [annotation]))
+            pieces.append((cleaned[start:end], [_shifted(annotation, self._before)]))
             start = end
         pieces.append((cleaned[start:], []))
-        self.shown, self._annotated = cleaned, len(annotations)
+        self._current, self._annotated = cleaned, len(annotations)
+        if (line_break := self._raw.rfind("\n", 0, settled)) >= 0:
+            done = cleaned.rfind("\n") + 1  # removing markers removed no line break
+            self._lines.append(cleaned[:done])
+            self._before += done
+            self._raw, self._current = self._raw[line_break + 1:], cleaned[done:]
+            self._annotated = len(annotate(self._raw[:settled - line_break - 1], self._citable)[1])
         return pieces
+
+
+def _shifted(annotation: dict[str, Any], by: int) -> dict[str, Any]:
+    """An annotation of a line, placed in the whole text whose lines before it are `by` long."""
+    if annotation["type"] == "url_citation":
+        return annotation | {"start_index": annotation["start_index"] + by, "end_index": annotation["end_index"] + by}
+    return annotation | {"index": annotation["index"] + by}

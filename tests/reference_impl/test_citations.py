@@ -47,17 +47,24 @@ def test_what_no_search_found_is_left_as_written(text: str) -> None:
     assert annotate(text, CITABLE) == (text, [])
 
 
-@given(st.lists(st.integers(min_value=1, max_value=len(TEXT)), max_size=12))
-def test_any_split_streams_the_cleaned_text_without_a_marker(cuts: list[int]) -> None:
-    points = sorted(set(cuts))
-    deltas = [TEXT[a:b] for a, b in zip([0, *points], [*points, len(TEXT)], strict=True)]
+LINES = ("<|file-abc123|>Paris<|file-abc123|>\nSee [A](https://example.org/a)\n\n([A](https://example.org/a))\n"
+         "([A](https://example.org/a)) and <|file-abc123|>\n[A](https://example.org/a).")
+"""Citations at the start and the end of lines, and a line break right after a link in parentheses."""
+
+
+@pytest.mark.parametrize("text", [TEXT, LINES])
+@given(cuts=st.lists(st.integers(min_value=1, max_value=len(LINES)), max_size=12))
+def test_any_split_streams_the_cleaned_text_without_a_marker(text: str, cuts: list[int]) -> None:
+    points = sorted({cut for cut in cuts if cut < len(text)})
+    deltas = [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
     stream = StreamingCitations(CITABLE)
     shown, annotations = [], []
     for piece_text, new in [piece for delta in deltas for piece in stream.feed(delta)] + stream.finish():
         assert all(cited_end(annotation) == len("".join(shown)) + len(piece_text) for annotation in new)
         shown.append(piece_text)
         annotations += new
-    assert (("".join(shown), annotations)) == annotate(TEXT, CITABLE)
+    assert (("".join(shown), annotations)) == annotate(text, CITABLE)
+    assert stream.shown == "".join(shown)
     assert not any("<|" in piece or "|>" in piece for piece in shown)
 
 
