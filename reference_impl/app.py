@@ -39,6 +39,7 @@ from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unautho
 from .event_log import sse_frame
 from .files import UploadSlots, file_routes
 from .json_body import read_json
+from .json_text import JsonText
 from .last_resort import AnswerBugs
 from .outbound import Resolver, system_resolver
 from .pagination import list_query, page_object
@@ -113,7 +114,13 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
             return StreamingResponse(_stream(run), media_type="text/event-stream")
         if run.request.background:
             return JSONResponse(run.live_response() if run.log.events else (await stored(run.response_id)).response)
-        return await answer_when_done(request, run.task, JSONResponse)
+
+        def answer(response: dict[str, Any]) -> Response:
+            """The response as the run's end encoded it: once, for the store and for this answer."""
+            assert run.ended is not None and run.ended.response is response
+            return JsonText(run.ended.encoded)
+
+        return await answer_when_done(request, run.task, answer)
 
     async def compact_response(request: Request) -> Response:
         key = key_fingerprint(request.headers.get("authorization"))

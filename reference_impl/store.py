@@ -48,12 +48,14 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol, TypeVar
 
 from .chain import Chain
 from .chunking import text_chunks
 from .event_log import EventLog
+from .json_text import compact_json
 from .pagination import PageQuery
 from .retention import AS_OPENAI, KEPT_SQL, Retention, sweep
 from .sql_page import Listing, read_page
@@ -81,6 +83,11 @@ class StoredResponse:
     @property
     def id(self) -> str:
         return self.response["id"]
+
+    @cached_property
+    def encoded(self) -> str:
+        """The response as JSON (`compact_json`): what the store keeps, and a JSON answer sends."""
+        return compact_json(self.response)
 
 
 @dataclass(frozen=True)
@@ -859,7 +866,7 @@ def _response_upserts(record: StoredResponse) -> Iterator[tuple[str, tuple[Any, 
     response = record.response
     yield ("INSERT OR REPLACE INTO responses (id, created_at, status, streamed, response, chain) "
            "VALUES (?, ?, ?, ?, ?, ?)",
-           (record.id, response["created_at"], response["status"], int(record.streamed), json.dumps(response),
+           (record.id, response["created_at"], response["status"], int(record.streamed), record.encoded,
             json.dumps(record.chain.to_json())))
     for position, item in enumerate(record.input_items):
         yield ("INSERT OR REPLACE INTO response_input_items (response_id, position, item_id, item) VALUES (?, ?, ?, ?)",

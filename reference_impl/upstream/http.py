@@ -29,6 +29,7 @@ import aiohttp
 import httpx2
 
 from ..errors import GatewayError, UpstreamError
+from ..json_text import compact_json
 
 CONNECT_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 4.0
@@ -68,24 +69,22 @@ def _failure_text(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
-
-
 def json_bytes(body: Any) -> bytes:
     """A request body as httpx2's `json=` sends it: compact, UTF-8, no NaN."""
-    return _ENCODE(body).encode()
+    return compact_json(body).encode()
 
 
 def json_bytes_stepwise(body: dict[str, Any]) -> bytes:
     """`json_bytes(body)`, byte for byte, encoded a member of the body's containers at a time."""
     def members(value: Any) -> str:
         if isinstance(value, dict):
-            return "{" + ",".join(f"{_ENCODE(str(key))}:{_ENCODE(member)}" for key, member in value.items()) + "}"
+            return "{" + ",".join(f"{compact_json(str(key))}:{compact_json(member)}"
+                                  for key, member in value.items()) + "}"
         if isinstance(value, list):
-            return "[" + ",".join(_ENCODE(member) for member in value) + "]"
-        return _ENCODE(value)
+            return "[" + ",".join(compact_json(member) for member in value) + "]"
+        return compact_json(value)
 
-    return ("{" + ",".join(f"{_ENCODE(str(key))}:{members(value)}" for key, value in body.items()) + "}").encode()
+    return ("{" + ",".join(f"{compact_json(str(key))}:{members(value)}" for key, value in body.items()) + "}").encode()
 
 
 async def request_content(build: Callable[[], dict[str, Any]], items: int) -> bytes:

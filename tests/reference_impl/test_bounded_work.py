@@ -191,8 +191,8 @@ def test_a_long_transcript_is_built_and_encoded_for_the_model_off_the_loop_a_mem
     is encoded in one call on the loop, a long one an item at a time in a worker thread."""
     client, _ = traced
     encoded: list[tuple[bool, int]] = []
-    encode = upstream_http._ENCODE
-    monkeypatch.setattr(upstream_http, "_ENCODE", lambda value: encoded.append((on_the_loop(), len(
+    encode = upstream_http.compact_json
+    monkeypatch.setattr(upstream_http, "compact_json", lambda value: encoded.append((on_the_loop(), len(
         text := encode(value)))) or text)
     for count in (1, 1000):
         run = new_run_token()
