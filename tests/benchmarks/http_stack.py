@@ -9,7 +9,10 @@ keep-alive connections, in interleaved rounds:
   gateway; the round's median of each, and the gateway's added latency, paired round by round;
 - W2: the same streamed: time to the first event, and to the end of the stream;
 - W3: throughput at `--concurrency` connections for `--seconds`, and each process's CPU time
-  per request (from /proc).
+  per request (from /proc);
+- long: one streamed answer of `--long-words` words, a delta each, with a line break every 40:
+  its whole time, and the CPU time of the process that answered it (the gateway, or the
+  upstream alone); what grows faster than the answer shows here.
 
 With `--base`, the added latencies and req/s of this checkout are also given as paired ratios
 over the base's, round by round.
@@ -41,6 +44,7 @@ from responses_parity.harness.engine.child_process import ChildProcess
 
 HERE = Path(__file__).resolve().parents[2]
 RUN = "0123456789"
+LONG_RUN = "9876543210"
 TEXT = "The quick brown fox jumps over the lazy dog."
 START_TIMEOUT_S = 30.0
 
@@ -57,8 +61,8 @@ def _request(port: int, method: str, path: str, body: dict | None = None) -> byt
             f"content-length: {len(payload)}\r\n\r\n").encode() + payload
 
 
-def _responses_request(port: int, path: str, stream: bool) -> bytes:
-    return _request(port, "POST", path, {"model": "parity-model", "input": f"Say it. [parity-run {RUN}/0]",
+def _responses_request(port: int, path: str, stream: bool, run: str = RUN) -> bytes:
+    return _request(port, "POST", path, {"model": "parity-model", "input": f"Say it. [parity-run {run}/0]",
                                          "stream": stream})
 
 
@@ -114,6 +118,8 @@ class Target:
     whole: list[float] = field(default_factory=list)
     rps: list[float] = field(default_factory=list)
     cpu_ms: dict[int, list[float]] = field(default_factory=dict)
+    long_ms: list[float] = field(default_factory=list)
+    long_cpu_ms: list[float] = field(default_factory=list)
 
 
 @contextmanager
@@ -187,16 +193,30 @@ async def _throughput(target: Target, concurrency: int, seconds: float) -> None:
     target.rps.append(done / wall)
 
 
-def _stack(checkout: Path, label: str, stack: contextlib.ExitStack) -> tuple[Target, Target]:
-    """The scripted upstream and a reference gateway of `checkout`, the run script registered."""
+async def _long_stream(target: Target) -> None:
+    connection = await RawConnection.open(target.port)
+    cpu_before, started = _cpu_s(target.pids[0]), time.perf_counter()
+    await connection.exchange(_responses_request(target.port, target.path, True, LONG_RUN))
+    target.long_ms.append((time.perf_counter() - started) * 1000)
+    target.long_cpu_ms.append((_cpu_s(target.pids[0]) - cpu_before) * 1000)
+    connection.close()
+
+
+def _long_text(words: int) -> str:
+    return " ".join(f"word{n}" + ("\n" if n % 40 == 39 else "") for n in range(words))
+
+
+def _stack(checkout: Path, label: str, stack: contextlib.ExitStack, long_words: int) -> tuple[Target, Target]:
+    """The scripted upstream and a reference gateway of `checkout`, the run scripts registered."""
     serve = [str(checkout / ".venv" / "bin" / "python"), "-m", "responses_parity.harness", "serve"]
     upstream_port, gateway_port = _free_port(), _free_port()
     upstream = stack.enter_context(_serving([*serve, "upstream"], checkout, upstream_port))
     gateway = stack.enter_context(_serving([*serve, "reference", "--upstream", f"http://127.0.0.1:{upstream_port}/v1",
                                             "--store", ":memory:"], checkout, gateway_port))
-    script = {"steps": [[{"text": TEXT}]]}
-    urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{upstream_port}/__parity/runs/{RUN}",
-                                                  json.dumps(script).encode(), method="PUT"), timeout=10).close()
+    for run, text in ((RUN, TEXT), (LONG_RUN, _long_text(long_words))):
+        script = {"steps": [[{"text": text}]]}
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{upstream_port}/__parity/runs/{run}",
+                                                      json.dumps(script).encode(), method="PUT"), timeout=10).close()
     return (Target(f"{label}: upstream alone", upstream_port, "/v1/responses", [upstream]),
             Target(f"{label}: reference gateway", gateway_port, "/v1/responses", [gateway, upstream]))
 
@@ -226,6 +246,9 @@ def _report(pairs: list[tuple[Target, Target]], args: argparse.Namespace) -> Non
         for pid, cpu in gateway.cpu_ms.items():
             role = "gateway" if pid == gateway.pids[0] else "upstream"
             print(f"  W3 CPU per request, {role} process: {statistics.median(cpu):.2f} ms")
+        print(f"  a stream of {args.long_words} words: {statistics.median(gateway.long_ms):.0f} ms whole, "
+              f"{statistics.median(gateway.long_cpu_ms):.0f} ms of the gateway's CPU (the upstream alone: "
+              f"{statistics.median(floor.long_ms):.0f} ms whole, {statistics.median(floor.long_cpu_ms):.0f} ms CPU)")
     if len(pairs) == 2:
         (_, this), (_, base) = pairs
         this_label, base_label = this.name.split(":")[0], base.name.split(":")[0]
@@ -246,6 +269,8 @@ async def _rounds(pairs: list[tuple[Target, Target]], args: argparse.Namespace) 
             await _sequential(target, args.requests, stream=True)
         for target in order:
             await _throughput(target, args.concurrency, args.seconds)
+        for target in order:
+            await _long_stream(target)
         print(f"round {number + 1}/{args.rounds} done", file=sys.stderr)
 
 
@@ -256,11 +281,12 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=2.0)
+    parser.add_argument("--long-words", type=int, default=4000)
     args = parser.parse_args()
     with contextlib.ExitStack() as stack:
-        pairs = [_stack(HERE, "this", stack)]
+        pairs = [_stack(HERE, "this", stack, args.long_words)]
         if args.base:
-            pairs.append(_stack(args.base.resolve(), "base", stack))
+            pairs.append(_stack(args.base.resolve(), "base", stack, args.long_words))
         asyncio.run(_rounds(pairs, args))
     _report(pairs, args)
 
