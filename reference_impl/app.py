@@ -140,7 +140,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         found = await stored(response_id)
         running = service.running.get(response_id)
         if not boolean(query, "stream"):
-            return JSONResponse(running.live_response() if running and running.log.events else found.response)
+            return JSONResponse(running.live_response()) if running and running.log.events else JsonText(found.encoded)
         if not found.response.get("background") or not found.streamed:
             raise InvalidRequest("You can only start a new stream from a background response if you created it "
                                  "with stream=true.", param="stream")

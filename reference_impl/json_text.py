@@ -1,6 +1,11 @@
-"""The JSON the gateway writes: compact, its text as it is (no `\\u` escapes), and no NaN or
-Infinity (not JSON). The bodies it sends the model, the responses it stores and answers: a
-response is encoded once, for the store and for its JSON answer."""
+"""The JSON the gateway writes, compact and never with NaN or Infinity (not JSON).
+
+- `compact_json`: what it sends the model, its text as it is (as httpx's `json=` sends it);
+- `escaped_json`: the responses it stores and answers, every character outside ASCII escaped
+  (as its streams' events are), so any text survives, even half a surrogate pair a model's
+  output may hold (no UTF-8 can: unescaped, it could be neither stored nor answered). A
+  response is encoded once, for the store and for its JSON answer.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import json
 from starlette.responses import Response
 
 compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+escaped_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 class JsonText(Response):

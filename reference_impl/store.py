@@ -55,7 +55,7 @@ from typing import Any, BinaryIO, Protocol, TypeVar
 from .chain import Chain
 from .chunking import text_chunks
 from .event_log import EventLog
-from .json_text import compact_json
+from .json_text import escaped_json
 from .pagination import PageQuery
 from .retention import AS_OPENAI, KEPT_SQL, Retention, sweep
 from .sql_page import Listing, read_page
@@ -86,8 +86,8 @@ class StoredResponse:
 
     @cached_property
     def encoded(self) -> str:
-        """The response as JSON (`compact_json`): what the store keeps, and a JSON answer sends."""
-        return compact_json(self.response)
+        """The response as JSON (`escaped_json`): what the store keeps, and a JSON answer sends."""
+        return escaped_json(self.response)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ items with an empty `content`."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx2
@@ -124,3 +125,22 @@ def test_a_reasoning_item_has_an_empty_content_as_openais_of_2026(stack: Stack) 
     assert [item["content"] for item in items] == [[], []]  # added and done
     final = next(event["response"] for event in events if event["type"] == "response.completed")
     assert final["output"][0]["content"] == [] and final["output"][0]["summary"][0]["text"] == "7 times 13."
+
+
+def test_text_no_utf8_can_hold_is_answered_and_stored_escaped(stack: Stack) -> None:
+    """Half a surrogate pair (a model's stream may split one across two events) is text no UTF-8
+    can hold. The response is still stored and read back: every response the gateway writes,
+    as every event of its streams, escapes what is not ASCII, so any text survives."""
+    run = new_run_token()
+    script = {"steps": [[{"text": "Half \ud83d of a pair."}]]}
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),
+               headers={"content-type": "application/json"}).raise_for_status()
+    body = {"model": "m", "input": f"Hello {run_marker(run, 0)}", "stream": True}
+    with httpx2.stream("POST", f"{stack.reference_url}/v1/responses", json=body, timeout=30) as answer:
+        events = [json.loads(line[len("data: "):]) for line in answer.iter_lines() if line.startswith("data: ")]
+    assert events[-1]["type"] == "response.completed", events[-1]
+    response_id = events[-1]["response"]["id"]
+    stored = httpx2.get(f"{stack.reference_url}/v1/responses/{response_id}", timeout=30)
+    assert stored.status_code == 200, stored.text
+    assert stored.content.isascii()
+    assert stored.json()["output"][0]["content"][0]["text"] == "Half \ud83d of a pair."
