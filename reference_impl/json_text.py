@@ -18,6 +18,6 @@ escaped_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 
 class JsonText(Response):
-    """A JSON answer from text already encoded (what Starlette's `JSONResponse` would send)."""
+    """A JSON answer of text already encoded (where Starlette's `JSONResponse` encodes a value)."""
 
     media_type = "application/json"
