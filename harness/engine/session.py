@@ -79,13 +79,15 @@ class Session:
             if (why := self.refusal.get(chat)) is not None:
                 raise TargetRefuses(self.redactor.redact_text(why))
             if self.stack is None:
-                engine = Engine(self.target, http, None, on_event, mcp=self.mcp, against=against)
-            else:
-                assert self.stack.upstream_url is not None
-                fixtures = FixtureClient(http, self.stack.upstream_url, self.stack.mcp, self.stack.search_url)
-                engine = Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
-                                against=against)
-            return await engine.run_all(units, jobs, stop_after)
+                return await Engine(self.target, http, None, on_event, mcp=self.mcp,
+                                    against=against).run_all(units, jobs, stop_after)
+            assert self.stack.upstream_url is not None
+            # The fixtures on a pool of their own: a pool checks each of its idle connections
+            # before every request it sends, so one shared pool checks both kinds on each.
+            async with httpx2.AsyncClient(timeout=httpx2.Timeout(self.target.timeout_s)) as fixtures_http:
+                fixtures = FixtureClient(fixtures_http, self.stack.upstream_url, self.stack.mcp, self.stack.search_url)
+                return await Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
+                                    against=against).run_all(units, jobs, stop_after)
 
     def _learning(self, on_event: Callable[[UnitFinished], None] | None) -> Callable[[UnitFinished], None]:
         """`on_event`, told of a finished unit once the redactor knows the secrets its requests
