@@ -25,6 +25,9 @@ class FixtureClient:
         self._upstream = upstream_url.rstrip("/")
         self.mcp = mcp
         self._search = search_url.rstrip("/") if search_url else None
+        self._searching: set[str] = set()
+        """The runs that told the search fixture what their searches find (it logs no other's), until
+        they are forgotten."""
 
     async def _get(self, url: str) -> Any:
         try:
@@ -45,13 +48,15 @@ class FixtureClient:
 
     async def register_searches(self, run: str, catalogue: Mapping[str, list[dict[str, str]]]) -> None:
         """Tell the search fixture what the run's searches find (query -> pages), so its searches
-        are logged for the run; without a search fixture, only an empty catalogue is accepted."""
-        if self._search is None:
-            if catalogue:
-                raise HarnessError(f"the scenario states what web searches find (`search:`), but the scripted "
-                                   f"upstream at {self._upstream} announces no search fixture beside it")
+        are logged for the run (an empty catalogue is not sent: no search would be logged for
+        it); without a search fixture, only an empty catalogue is accepted."""
+        if not catalogue:
             return
+        if self._search is None:
+            raise HarnessError(f"the scenario states what web searches find (`search:`), but the scripted "
+                               f"upstream at {self._upstream} announces no search fixture beside it")
         url = f"{self._search}/__parity/runs/{run}"
+        self._searching.add(run)  # forgotten even if the answer is lost
         try:
             response = await self._http.put(url, json=dict(catalogue))
         except httpx2.HTTPError as error:
@@ -62,11 +67,12 @@ class FixtureClient:
     async def forget(self, run: str, mcp_names: Iterable[str] = ()) -> None:
         """Drop what the upstream, the search fixture and the named MCP fixtures logged for the run."""
         urls = [f"{self._upstream}/__parity/runs/{run}",
-                *([f"{self._search}/__parity/runs/{run}"] if self._search else []),
+                *([f"{self._search}/__parity/runs/{run}"] if run in self._searching else []),
                 *(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls" for name in mcp_names)]
         for url in urls:
             with contextlib.suppress(httpx2.HTTPError):  # a server keeps a little more memory; nothing depends on it
                 await self._http.delete(url)
+        self._searching.discard(run)
 
     async def route_default_mcp(self, run: str, mcp_names: list[str]) -> None:
         """Log calls to the fixtures' default endpoints (`/mcp`, `/sse`) as `run`'s, for a gateway
@@ -87,5 +93,6 @@ class FixtureClient:
             fixture_calls = (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
             calls += [call | {"fixture": name} for call in fixture_calls]
         calls.sort(key=lambda call: call["at"])
-        searches = (await self._get(f"{self._search}/__parity/runs/{run}/searches"))["searches"] if self._search else []
+        searches = (await self._get(f"{self._search}/__parity/runs/{run}/searches"))["searches"] \
+            if run in self._searching else []
         return Observed(record["requests"], calls, searches)

@@ -1,7 +1,8 @@
 """The harness's search wiring, with the real search fixture on loopback: a scenario's
-`search:` is registered for its run and forgotten afterwards, each search is attributed to
-the step that caused it and judged by `expect.upstream.searches`, runs that state one query
-never run at once, and the loader refuses two scenarios that state one query differently.
+`search:` is registered for its run and forgotten afterwards (a run without one asks nothing of
+the fixture), each search is attributed to the step that caused it and judged by
+`expect.upstream.searches`, runs that state one query never run at once, and the loader refuses
+two scenarios that state one query differently.
 
 The reference gateway does not search yet, so the gateway here is the reference gateway behind
 a front that searches first, as a web_search loop would: for a request whose `metadata` names
@@ -165,3 +166,36 @@ def test_a_scenario_may_not_state_one_query_twice(tmp_path: Path) -> None:
         steps:""")
     problems = load_file(write_scenario(tmp_path, text))
     assert isinstance(problems, list) and any("the query 'twice' is stated twice" in p for p in problems), problems
+
+
+def test_a_run_that_states_no_searches_asks_nothing_of_the_search_fixture(
+        stack: Stack, front: tuple[str, SearchingFront], tmp_path: Path) -> None:
+    """The fixture logs a search only for the run that stated its query, so a run without
+    `search:` registers nothing there, and reads and forgets nothing: its searches are none."""
+    url, app = front
+    path = write_scenario(tmp_path, """
+        id: silent
+        title: a gateway that searches what no one stated
+        evidence: {contract: "web_search", unrecorded: true}
+        steps:
+          - id: ask
+            request: {model: "{{model}}", input: "look it up", metadata: {search: "parity unstated"}}
+            model: [{text: "found it"}]
+            expect: {status: completed, upstream: {searches: []}}
+    """)
+    sent: list[str] = []
+
+    async def record(request: httpx2.Request) -> None:
+        sent.append(str(request.url))
+
+    async def run() -> Any:
+        async with httpx2.AsyncClient(timeout=httpx2.Timeout(20), event_hooks={"request": [record]}) as http:
+            engine = Engine(Target("front", url, timeout_s=20), http,
+                            FixtureClient(http, stack.upstream_url or "", stack.mcp, stack.search_url))
+            return await engine.run(LoadedScenario(load_file(path), path), "nonstream")
+
+    result = asyncio.run(run())
+    assert result.outcome == "pass", result.findings
+    assert app.found[-1] == ("parity unstated", [])
+    assert stack.search_url is not None and not [to for to in sent if to.startswith(stack.search_url)], sent
+    assert any(to.startswith(stack.upstream_url or "") for to in sent)
