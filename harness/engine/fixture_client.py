@@ -29,9 +29,10 @@ class FixtureClient:
         """The runs that told the search fixture what their searches find (it logs no other's), until
         they are forgotten."""
 
-    async def _get(self, url: str) -> Any:
+    async def _read(self, url: str, method: str = "GET") -> Any:
+        """A fixture's log (`DELETE`: which it forgets as it answers)."""
         try:
-            response = await self._http.get(url)
+            response = await self._http.request(method, url)
             response.raise_for_status()
             return response.json()
         except (httpx2.HTTPError, ValueError) as error:
@@ -87,12 +88,24 @@ class FixtureClient:
 
     async def observed(self, run: str, mcp_names: list[str]) -> Observed:
         """Everything logged for the run so far (its searches once `register_searches` was called)."""
-        record = await self._get(f"{self._upstream}/__parity/runs/{run}")
+        return await self._logged(run, mcp_names, "GET")
+
+    async def taken(self, run: str, mcp_names: list[str]) -> Observed:
+        """What `observed` reads, which the fixtures forget as they answer: one request to each,
+        where `observed` and then `forget` take two. Should a read fail, `forget` the run."""
+        observed = await self._logged(run, mcp_names, "DELETE")
+        self._searching.discard(run)
+        return observed
+
+    async def _logged(self, run: str, mcp_names: list[str], method: str) -> Observed:
+        record = await self._read(f"{self._upstream}/__parity/runs/{run}", method)
         calls: list[dict[str, Any]] = []
         for name in mcp_names:
-            fixture_calls = (await self._get(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls"))["calls"]
+            fixture_calls = (await self._read(f"{self.mcp[name].base_url}/__parity/runs/{run}/calls", method))["calls"]
             calls += [call | {"fixture": name} for call in fixture_calls]
         calls.sort(key=lambda call: call["at"])
-        searches = (await self._get(f"{self._search}/__parity/runs/{run}/searches"))["searches"] \
-            if run in self._searching else []
+        searches: list[dict[str, Any]] = []
+        if run in self._searching:
+            log = f"{self._search}/__parity/runs/{run}"  # read at .../searches, forgotten with the run
+            searches = (await self._read(f"{log}/searches" if method == "GET" else log, method))["searches"]
         return Observed(record["requests"], calls, searches)

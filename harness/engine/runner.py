@@ -290,6 +290,7 @@ class Engine:
         run = _Run(token, scenario, mode, self._context(token, scenario))
         caused: dict[int, Observed] | None = None
         setup_error = None
+        forgotten = False
         try:
             if self.scripted:
                 assert self.fixtures is not None
@@ -307,11 +308,12 @@ class Engine:
                         await run.socket.close()
                 if self.scripted:
                     assert self.fixtures is not None
-                    caused = attribute(await self.fixtures.observed(token, scenario.fixtures), run.sent)
+                    caused = attribute(await self.fixtures.taken(token, scenario.fixtures), run.sent)
+                    forgotten = True
         except HarnessError as error:
             setup_error = str(error)
         finally:
-            if self.scripted:
+            if self.scripted and not forgotten:
                 assert self.fixtures is not None
                 await self.fixtures.forget(token, scenario.fixtures)
         result.steps = [await self._judged(run, step, caused) for step in run.steps]

@@ -171,7 +171,8 @@ def test_a_scenario_may_not_state_one_query_twice(tmp_path: Path) -> None:
 def test_a_run_that_states_no_searches_asks_nothing_of_the_search_fixture(
         stack: Stack, front: tuple[str, SearchingFront], tmp_path: Path) -> None:
     """The fixture logs a search only for the run that stated its query, so a run without
-    `search:` registers nothing there, and reads and forgets nothing: its searches are none."""
+    `search:` registers nothing there, and reads and forgets nothing: its searches are none. The
+    upstream's log is read as it is forgotten, in one request."""
     url, app = front
     path = write_scenario(tmp_path, """
         id: silent
@@ -181,12 +182,12 @@ def test_a_run_that_states_no_searches_asks_nothing_of_the_search_fixture(
           - id: ask
             request: {model: "{{model}}", input: "look it up", metadata: {search: "parity unstated"}}
             model: [{text: "found it"}]
-            expect: {status: completed, upstream: {searches: []}}
+            expect: {status: completed, upstream: {searches: [], model_calls: 1}}
     """)
-    sent: list[str] = []
+    sent: list[tuple[str, str]] = []
 
     async def record(request: httpx2.Request) -> None:
-        sent.append(str(request.url))
+        sent.append((request.method, str(request.url)))
 
     async def run() -> Any:
         async with httpx2.AsyncClient(timeout=httpx2.Timeout(20), event_hooks={"request": [record]}) as http:
@@ -197,5 +198,6 @@ def test_a_run_that_states_no_searches_asks_nothing_of_the_search_fixture(
     result = asyncio.run(run())
     assert result.outcome == "pass", result.findings
     assert app.found[-1] == ("parity unstated", [])
-    assert stack.search_url is not None and not [to for to in sent if to.startswith(stack.search_url)], sent
-    assert any(to.startswith(stack.upstream_url or "") for to in sent)
+    assert stack.search_url is not None and not [to for _, to in sent if to.startswith(stack.search_url)], sent
+    upstream_log = [method for method, to in sent if to.startswith(f"{stack.upstream_url}/__parity/runs/")]
+    assert upstream_log == ["PUT", "DELETE"], sent
