@@ -80,6 +80,10 @@ async def _replay(events: list[dict[str, Any]], after: int) -> AsyncIterator[byt
             yield sse_frame(event)
 
 
+def _no_response(response_id: str) -> NotFound:
+    return NotFound(f"Response with id '{response_id}' not found.")
+
+
 def _invalid_url(request: Request) -> NotFound:
     return NotFound(f"Invalid URL ({request.method} {request.url.path})")
 
@@ -104,8 +108,15 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
     async def stored(response_id: str) -> StoredResponse:
         found = await store.get(response_id)
         if found is None:
-            raise NotFound(f"Response with id '{response_id}' not found.")
+            raise _no_response(response_id)
         return found
+
+    async def stored_json(response_id: str) -> JsonText:
+        """The stored response, answered as the store keeps it."""
+        text = await store.response_json(response_id)
+        if text is None:
+            raise _no_response(response_id)
+        return JsonText(text)
 
     async def create_response(request: Request) -> Response:
         run = await service.start(await read_json(request), key_fingerprint(request.headers.get("authorization")))
@@ -113,7 +124,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         if run.request.stream:
             return StreamingResponse(_stream(run), media_type="text/event-stream")
         if run.request.background:
-            return JSONResponse(run.live_response() if run.log.events else (await stored(run.response_id)).response)
+            return JSONResponse(run.live_response()) if run.log.events else await stored_json(run.response_id)
 
         def answer(response: dict[str, Any]) -> Response:
             """The response as the run's end encoded it: once, for the store and for this answer."""
@@ -137,10 +148,12 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         included(query)
         boolean(query, "include_obfuscation")
         after = integer(query, "starting_after")
+        if not boolean(query, "stream"):
+            answer = await stored_json(response_id)
+            running = service.running.get(response_id)
+            return JSONResponse(running.live_response()) if running and running.log.events else answer
         found = await stored(response_id)
         running = service.running.get(response_id)
-        if not boolean(query, "stream"):
-            return JSONResponse(running.live_response()) if running and running.log.events else JsonText(found.encoded)
         if not found.response.get("background") or not found.streamed:
             raise InvalidRequest("You can only start a new stream from a background response if you created it "
                                  "with stream=true.", param="stream")
@@ -151,7 +164,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
     async def delete_response(request: Request) -> Response:
         response_id = request.path_params["response_id"]
         if not await store.delete(response_id):
-            raise NotFound(f"Response with id '{response_id}' not found.")
+            raise _no_response(response_id)
         return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel_response(request: Request) -> Response:
@@ -161,7 +174,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         included(request.query_params)
         response_id = request.path_params["response_id"]
         if not await store.has_response(response_id):
-            raise NotFound(f"Response with id '{response_id}' not found.")
+            raise _no_response(response_id)
         return JSONResponse(page_object(*await store.input_items_page(response_id, list_query(request.query_params))))
 
     async def audit(request: Request) -> Response:

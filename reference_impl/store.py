@@ -475,6 +475,13 @@ class SqliteStore:
         response, chain, streamed = rows[0]
         return StoredResponse(json.loads(response), [], Chain.from_json(json.loads(chain)), bool(streamed))
 
+    async def response_json(self, response_id: str) -> str | None:
+        """The stored response as JSON text, as it is kept: what a read of it answers (its chain,
+        which may be long, is not read)."""
+        rows = await self._select(f"SELECT response FROM responses WHERE id = ? AND {KEPT_SQL}",
+                                  (response_id, self._cutoff()))
+        return rows[0][0] if rows else None
+
     async def has_response(self, response_id: str) -> bool:
         return bool(await self._select(f"SELECT 1 FROM responses WHERE id = ? AND {KEPT_SQL}",
                                     (response_id, self._cutoff())))

@@ -210,6 +210,22 @@ def test_a_long_transcript_is_built_and_encoded_for_the_model_off_the_loop_a_mem
             assert max(size for _, size in encoded) < 200  # an item, a key or a value at a time (of 40 KB)
 
 
+def test_reading_a_response_does_not_read_its_chain(stack: Stack, traced: tuple[httpx2.Client, SqlTrace]) -> None:
+    """A continuation's chain holds the whole conversation so far; a `GET` of the response (a
+    client polling a background one) answers the response as stored, the chain left unread."""
+    client, trace = traced
+    run = new_run_token()
+    script = RunScript.model_validate({"steps": [[{"text": "Read."}]]})
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", json=script.model_dump(mode="json")).raise_for_status()
+    created = client.post("/responses", json={"model": "m", "input": f"Read. {run_marker(run, 0)}"})
+    assert created.status_code == 200, created.text
+    trace.run.clear()
+    read = client.get(f"/responses/{created.json()['id']}")
+    assert read.status_code == 200 and read.content == created.content
+    reads = [sql for sql in trace.run if sql.startswith("SELECT")]
+    assert reads and not [sql for sql in reads if "chain" in sql], reads
+
+
 def test_a_query_is_searched_by_its_first_words_only() -> None:
     from responses_parity.reference_impl.vector_stores import MAX_QUERY_WORDS
     match = fts_match([" ".join(f"w{n}" for n in range(100_000)), "later"])
