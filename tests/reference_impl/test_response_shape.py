@@ -3,7 +3,8 @@
 reasoning and function tools echoed as OpenAI echoes them. The official SDK, validating
 strictly, accepts it. Streamed, it carries what OpenAI's streams carry: the tier asked for until
 the end, no billing, `obfuscation` on deltas, function call events without the name, and reasoning
-items with an empty `content`."""
+items with an empty `content`. Any text of the model's survives being written, even one no UTF-8
+can hold."""
 
 from __future__ import annotations
 
