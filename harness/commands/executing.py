@@ -127,7 +127,7 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     started, clock = datetime.now(UTC), time.monotonic()
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
     try:
-        apart = len(units) >= APART_FROM_UNITS
+        apart = selected.servers if selected.servers is not None else len(units) >= APART_FROM_UNITS
         with open_session(options, mcp_names, console.say, redactor, apart=apart) as session, console.running():
             console.started(len(units), options.target)  # once the target is known, installed and started
             results = session.run(units, selected.jobs, console.unit_finished, against, stop_after)

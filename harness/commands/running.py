@@ -4,33 +4,39 @@ together). Their options are declared in `harness/options.py` (the pytest plugin
 declarations); the conventions of talking to the user (`--json`, `-q`, `-v`, `-x`,
 `--junitxml`) are pytest's, which has them itself.
 
-Each command reads its scenario files, and names every one that cannot be read, before it
-imports what runs them (`executing`: the gateway, the fixtures and the SDKs behind them, seconds
-of imports), so a broken file is named at once."""
+The module imports little itself, so its help comes at once, and so does the start of the
+process that will serve the embedded reference gateway (`_servers_ahead`): each command imports
+the scenario loader when it reads its files (`_units`), and names every one that cannot be read
+before it imports what runs them (`executing`: the gateway, the fixtures and the SDKs behind
+them, seconds of imports), so a broken file is named at once."""
 
 from __future__ import annotations
 
 import functools
 import shlex
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import closing, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..defaults import REFERENCE
 from ..engine.collector import settle
-from ..engine.shards import Unit, shard_part, unit_key
+from ..engine.stack_process import StackProcess
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MATRIX_UPSTREAM, MODE,
                        PROFILE_DIR, RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS,
                        TARGETS, OptionError, TargetOptions, modes, target_options)
-from ..scenario.loader import Catalogue, LoadedScenario, units_of
-from ..scenario.model import Mode
-from .catalogue import load_catalogue, selected
 from .click_options import click_options, json_option
 from .console import redacted_consoles
 from .selection import Conventions, Selection
+
+if TYPE_CHECKING:
+    from ..engine.shards import Unit
+    from ..scenario.loader import Catalogue, LoadedScenario
+    from ..scenario.model import Mode
 
 
 def _conventions(function: Callable[..., Any]) -> Callable[..., Any]:
@@ -61,6 +67,9 @@ def _units(paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...],
            mode: str) -> tuple[Catalogue, list[tuple[LoadedScenario, Mode]]]:
     """The scenario catalogue and the selected (scenario, mode) units; a selection that
     matches nothing is a usage error."""
+    from ..scenario.loader import units_of
+    from .catalogue import load_catalogue, selected
+
     catalogue = load_catalogue(paths)
     if not catalogue.scenarios:
         raise click.UsageError("no scenario could be loaded (see the errors above)" if catalogue.errors
@@ -83,10 +92,22 @@ def _target_options(values: dict[str, Any]) -> TargetOptions:
 
 
 def _selection(*, paths: tuple[Path, ...], ids: tuple[str, ...], tags: tuple[str, ...], mode: str, jobs: int,
-               **target: Any) -> Selection:
+               servers: StackProcess | None, **target: Any) -> Selection:
     options = _target_options(target)
     catalogue, units = _units(paths, ids, tags, mode)
-    return Selection(catalogue, units, options, jobs)
+    return Selection(catalogue, units, options, jobs, servers)
+
+
+@contextmanager
+def _servers_ahead(target: str) -> Iterator[StackProcess | None]:
+    """For the embedded reference gateway, the process that will serve it and its fixtures, begun
+    now: it imports them (most of a second) while this process reads the scenario files and
+    imports what runs them. Ended on exit, however the command ends."""
+    if target != REFERENCE:
+        yield None
+        return
+    with closing(StackProcess().begin()) as servers:
+        yield servers
 
 
 @click.command("run")
@@ -100,8 +121,8 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
         shard: str | None, shard_durations: Path | None, conventions: Conventions, **selection: Any) -> None:
     """Run scenarios (default: the built-in ones) against a target, non-streamed and streamed (--mode
     websocket or all adds WebSocket mode)."""
-    with redacted_consoles() as redactor:
-        selected = _selection(**selection)
+    with redacted_consoles() as redactor, _servers_ahead(selection["target"]) as servers:
+        selected = _selection(servers=servers, **selection)
         part = _shard(selected.units, shard, shard_durations)
         executing = _executing()
         executing.run(selected if part is None else replace(selected, units=part[0]), redactor, conventions,
@@ -121,6 +142,8 @@ def _shard(units: list[Unit], text: str | None, durations_file: Path | None
            ) -> tuple[list[Unit], dict[str, Any]] | None:
     """This machine's part of the selected units, and what its results document says of the
     split (`RunInfo.shard`); None when `--shard` is not given."""
+    from ..engine.shards import shard_part, unit_key
+
     try:
         part = shard_part(units, text, durations_file)
     except OptionError as problem:
@@ -145,8 +168,8 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, conventions:
     if name is None and "://" in selection["target"]:
         raise click.UsageError("name the golden set of a URL target with --name")
     command = _record_command(name, golden_dir, selection)
-    with redacted_consoles() as redactor:
-        selected = _selection(**selection)
+    with redacted_consoles() as redactor, _servers_ahead(selection["target"]) as servers:
+        selected = _selection(servers=servers, **selection)
         executing = _executing()
         executing.record(selected, redactor, conventions, report_dir=report_dir, name=name, golden_dir=golden_dir,
                          command=command)

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..options import TargetOptions
-from ..scenario.loader import Catalogue, LoadedScenario
-from ..scenario.model import Mode
+
+if TYPE_CHECKING:
+    from ..engine.stack_process import StackProcess
+    from ..scenario.loader import Catalogue, LoadedScenario
+    from ..scenario.model import Mode
 
 
 @dataclass(frozen=True)
@@ -32,3 +36,6 @@ class Selection:
     units: list[tuple[LoadedScenario, Mode]]
     options: TargetOptions
     jobs: int
+    servers: StackProcess | None = None
+    """The embedded reference gateway's servers, their process begun before the scenario files
+    were read (see `running._servers_ahead`); None for another target."""

@@ -103,11 +103,15 @@ class Session:
 
 
 def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocScript | None,
-               gateway: Mapping[str, Any] | None = None, *, apart: bool = False) -> Stack | StackProcess:
+               gateway: Mapping[str, Any] | None = None, *, apart: bool | StackProcess = False
+               ) -> Stack | StackProcess:
     if options.target != REFERENCE:
         return _upstream_stack(options, mcp_names, script)
     settings: dict[str, Any] = {"mcp_names": tuple(mcp_names), "with_reference": True, "adhoc_script": script,
                                 "gateway_config": dict(gateway or {})}
+    if isinstance(apart, StackProcess):
+        apart.settings = settings
+        return apart
     if apart:
         return StackProcess(**settings)  # this process imports none of the servers
     from .stack import Stack
@@ -182,7 +186,7 @@ def _profiled_session(profile: Profile, options: TargetOptions, mcp_names: Itera
 @contextmanager
 def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None] = lambda line: None,
                  redactor: Redactor | None = None, script: AdHocScript | None = None, *,
-                 gateway: Mapping[str, Any] | None = None, apart: bool = False) -> Iterator[Session]:
+                 gateway: Mapping[str, Any] | None = None, apart: bool | StackProcess = False) -> Iterator[Session]:
     """Start what the target needs; stop it on exit. `say` hears progress worth a line
     (installing a gateway takes minutes). A scripted upstream the session starts answers
     requests without a run marker from `script` (replayed traffic). The session's redactor is
@@ -190,7 +194,8 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
     extra and profile headers) and the admin key of the reference gateways the session starts;
     a gateway's log is rewritten through it once the gateway has stopped. A reference gateway
     the session starts takes the settings `gateway` gives; with `apart`, it and the servers
-    beside it run in a child process (`stack_process.py`: worth its start-up for many units)."""
+    beside it run in a child process (`stack_process.py`: worth its start-up for many units,
+    or when it was begun ahead of the session, as `apart` itself: `StackProcess.begin`)."""
     started: Session | None = None
     try:
         with _started(options, mcp_names, say, script, gateway, apart=apart) as started:
@@ -205,7 +210,8 @@ def open_session(options: TargetOptions, mcp_names: Iterable[str], say: Callable
 
 @contextmanager
 def _started(options: TargetOptions, mcp_names: Iterable[str], say: Callable[[str], None],
-             script: AdHocScript | None, gateway: Mapping[str, Any] | None, *, apart: bool) -> Iterator[Session]:
+             script: AdHocScript | None, gateway: Mapping[str, Any] | None, *,
+             apart: bool | StackProcess) -> Iterator[Session]:
     if options.target == OPENAI:
         yield _openai_session(options)
         return

@@ -1,7 +1,8 @@
-"""The servers a run needs, each on a loopback port in a thread of this process (a run of many
-units serves them from a child process instead: `stack_process.py`): the scripted upstream,
-the MCP fixtures, the search fixture (the `web_search` backend), and (for the `reference`
-target) the reference gateway, its `web_search` pointed at the search fixture.
+"""The servers a run needs, each on a loopback port in a thread of this process (`parity run`
+and `record` on the embedded reference gateway, and other runs of many units, serve them from a
+child process instead: `stack_process.py`): the scripted upstream, the MCP fixtures, the search
+fixture (the `web_search` backend), and (for the `reference` target) the reference gateway, its
+`web_search` pointed at the search fixture.
 
 Every server binds its socket before it starts, so a port given as 0 is free and known at
 once, and a stack's servers start together. Stopping a stack stops exactly the servers it

@@ -4,7 +4,9 @@ cores instead of taking turns at one interpreter lock: a run of many units again
 embedded reference gateway spends about as much CPU in the servers as in the harness.
 
 The child is started with multiprocessing's `spawn` (a fresh interpreter: forking a process
-that may already run threads is unsafe), tells the parent where its servers listen, then
+that may already run threads is unsafe). It may start before its settings are known (`begin`):
+it imports the servers' code meanwhile (most of a second), while the parent reads its scenario
+files. Told its settings, it starts the servers, tells the parent where they listen, then
 starts and stops the configured reference gateways that scenarios ask for, as many at once as
 the parent asks for (each request names its answer). It ignores Ctrl-C (the parent decides
 when it ends): the parent ends it by its PID, and it ends by itself when the parent goes away
@@ -26,18 +28,20 @@ from contextlib import AbstractContextManager, asynccontextmanager
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
+from ...fixtures.mcp import import_fixture_servers
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
-from ..scenario.model import GatewaySetup
 from .collector import settle
 
 if TYPE_CHECKING:
+    from ..scenario.model import GatewaySetup
     from .stack import ServerThread, Stack
 
 # From how many scenario runs, or probes, the embedded reference gateway and its fixtures are
-# served apart: the child's start-up (about 0.7 s on 2 cores) pays for itself only over many.
-# Measured paired on 2 cores: 30 runs took 1.19x the time of the same run in one process, the
-# 134-run catalogue 0.76x, all 7,568 probes 0.66x.
+# served apart by a child begun only once they are known: its start-up (about 0.7 s on 2 cores)
+# then pays for itself only over many. Measured paired on 2 cores: 30 runs took 1.19x the time
+# of the same run in one process, the 134-run catalogue 0.76x, all 7,568 probes 0.66x. (`parity
+# run` and `record` begin the child before they read their scenarios: `begin`.)
 APART_FROM_UNITS = 60
 APART_FROM_PROBES = 1000
 READY_TIMEOUT_S = 120.0
@@ -47,10 +51,11 @@ READY_TIMEOUT_S = 120.0
 class StackProcess(AbstractContextManager["StackProcess"]):
     """The servers `Stack(**settings)` starts, served by a child process; the attributes the
     session reads of a `Stack`, once entered. This process imports neither the stack nor the
-    gateway and fixtures it serves (a fifth of a second)."""
+    gateway and fixtures it serves (a fifth of a second, the MCP SDK half a second more)."""
 
     def __init__(self, **settings: Any) -> None:
-        self._settings = settings
+        self.settings = settings
+        """What the child's `Stack` is made with: set before entering, which starts it."""
         self.admin_key: str | None = None
         self.upstream_url: str | None = None
         self.search_url: str | None = None
@@ -66,17 +71,24 @@ class StackProcess(AbstractContextManager["StackProcess"]):
         """How the child ended, once the listener has read its end."""
         self._listener: threading.Thread | None = None
 
-    def __enter__(self) -> StackProcess:
+    def begin(self) -> StackProcess:
+        """Start the child now, before its settings are known: it imports the servers' code while
+        this process goes on. Close it, or enter it (which closes it on exit)."""
+        if self._process is not None:
+            return self
         context = multiprocessing.get_context("spawn")
         self._pipe, child_end = context.Pipe()
-        self._process = context.Process(target=_serve, args=(child_end, self._settings), name="parity-servers",
-                                        daemon=True)
+        self._process = context.Process(target=_serve, args=(child_end,), name="parity-servers", daemon=True)
         self._process.start()
         child_end.close()
         self._listener = threading.Thread(target=self._listen, name="parity-servers-answers", daemon=True)
         self._listener.start()
+        return self
+
+    def __enter__(self) -> StackProcess:
+        self.begin()
         try:
-            served = self.ask("served", None).result(READY_TIMEOUT_S)
+            served = self.ask("serve", self.settings).result(READY_TIMEOUT_S)
         except TimeoutError:
             self.close()
             raise HarnessError(f"the run's servers did not start within {READY_TIMEOUT_S:g} s") from None
@@ -167,20 +179,27 @@ class _ChildGateways:
             await asyncio.wrap_future(self._stack.ask("stop", url))
 
 
-def _serve(pipe: Connection, settings: dict[str, Any]) -> None:
-    """The child (see the module)."""
+def _serve(pipe: Connection) -> None:
+    """The child (see the module): its first request is to serve, with the stack's settings."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     from .stack import Stack
 
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not pipe.poll():  # not told yet: half the scenarios name an MCP fixture
+        import_fixture_servers()
+    try:
+        number, _, settings = pipe.recv()
+    except (EOFError, OSError):
+        return  # the parent went away before it knew what to serve
     stack = Stack(**settings)
     try:
         stack.__enter__()
     except Exception as error:  # the parent reports it; the child's traceback says nothing more
-        number, _, _ = pipe.recv()
         pipe.send((number, True, f"the run's servers could not start: {error}"))
         return
     settle()
-    _Child(pipe, stack).serve()
+    child = _Child(pipe, stack)
+    pipe.send((number, False, child.served()))
+    child.serve()
 
 
 class _Child:
@@ -193,8 +212,7 @@ class _Child:
         self._gateways = stack.reference_gateways()
         self._sending = threading.Lock()
         self._started: dict[str, ServerThread] = {}
-        self._work: dict[str, Callable[[Any], Any]] = {"served": self._served, "start": self._start,
-                                                       "stop": self._stop}
+        self._work: dict[str, Callable[[Any], Any]] = {"start": self._start, "stop": self._stop}
 
     def serve(self) -> None:
         while True:
@@ -213,7 +231,8 @@ class _Child:
         with self._sending:
             self._pipe.send(reply)
 
-    def _served(self, _: None) -> dict[str, Any]:
+    def served(self) -> dict[str, Any]:
+        """Where the stack's servers listen, and its admin key."""
         stack = self._stack
         return {"admin_key": stack.admin_key, "upstream": stack.upstream_url, "search": stack.search_url,
                 "reference": stack.reference_url,

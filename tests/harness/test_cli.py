@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import shutil
 import socket
 import sys
@@ -20,10 +21,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.commands import console
+from responses_parity.harness.commands import catalogue, console
 from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.stack import ServerThread, Stack
-from responses_parity.harness.scenario.loader import builtin_scenarios_dir
+from responses_parity.harness.scenario.loader import Catalogue, builtin_scenarios_dir
 
 EXCHANGES = Path(__file__).parent / "exchanges"
 PASSING = """
@@ -129,6 +130,32 @@ def test_a_broken_file_and_a_failing_scenario_exit_2(tmp_path: Path) -> None:
     write_scenario(tmp_path, "id: [", "bad.yaml")
     code, _ = invoke("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"), "--mode", "nonstream")
     assert code == 2
+
+
+def test_a_run_on_the_reference_gateway_begins_its_servers_process_before_it_reads_the_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The servers' process imports the gateway and the fixtures (most of a second) while the
+    run reads its scenario files; it serves the run, and none is left once the run is over."""
+    write_scenario(tmp_path, PASSING)
+    alive_while_reading: list[list[str]] = []
+    read = catalogue.load_catalogue
+
+    def reading(paths: tuple[Path, ...]) -> Catalogue:
+        alive_while_reading.append([child.name for child in multiprocessing.active_children()])
+        return read(paths)
+
+    monkeypatch.setattr(catalogue, "load_catalogue", reading)
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"))
+    assert code == 0, output
+    assert alive_while_reading == [["parity-servers"]]
+    assert multiprocessing.active_children() == []
+
+
+def test_a_run_that_ends_at_its_scenario_files_leaves_no_servers_process(tmp_path: Path) -> None:
+    write_scenario(tmp_path, "id: [", "bad.yaml")
+    code, output = invoke("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"))
+    assert code == 2 and "no scenario could be loaded" in output
+    assert multiprocessing.active_children() == []
 
 
 def test_unknown_scenario_id_is_a_usage_error(tmp_path: Path) -> None:

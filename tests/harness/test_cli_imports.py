@@ -116,23 +116,51 @@ def test_run_names_an_unreadable_scenario_file_before_it_imports_what_runs_the_s
     assert done.returncode == 2 and named < session, done.stderr[-2000:]
 
 
+_SERVED_IN_ONE_PROCESS = """
+import json, sys
+from responses_parity.harness.engine.session import open_session
+from responses_parity.harness.options import TargetOptions
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load, units_of
+from responses_parity.harness.scenario.model import MODES
+catalogue = load([builtin_scenarios_dir() / f"{name}.yaml" for name in sys.argv[1:]])
+units = units_of(catalogue.scenarios, MODES)
+with open_session(TargetOptions(), {name for loaded, _ in units for name in loaded.scenario.fixtures}) as session:
+    outcomes = {result.outcome for result in session.run(units)}
+print(json.dumps({"outcomes": sorted(outcomes), "modules": sorted(sys.modules)}))
+"""
+SERVERS = ("mcp", "uvicorn", "responses_parity.harness.engine.stack", "responses_parity.reference_impl.app")
+
+
+def _pytest(modules: list[str]) -> list[str]:
+    return [name for name in modules if name.split(".")[0] in ("pytest", "_pytest", "pluggy")]
+
+
 def test_a_run_on_the_reference_gateway_imports_no_pytest(tmp_path: Path) -> None:
-    """pytest is the plugin's dependency (the `pytest` extra), not the tool's: a run, with the
-    reference gateway, its fixtures and the SDKs it loads, imports none of it."""
-    run = run_parity(tmp_path, "run", "-s", "mcp-call", "-s", "web-search-citations", "--report-dir",
+    """pytest is the plugin's dependency (the `pytest` extra), not the tool's: a run imports none
+    of it, nor do the reference gateway, its fixtures and the SDKs they load (served apart by
+    `parity run`, so run here in one process)."""
+    scenarios = ("mcp-call", "web-search-citations")
+    run = run_parity(tmp_path, "run", *(word for name in scenarios for word in ("-s", name)), "--report-dir",
                      str(tmp_path / "reports"))
     assert run["exit_code"] == 0, run["output"]
-    assert "mcp" in run["modules"] and "responses_parity.reference_impl.app" in run["modules"]
-    assert [name for name in run["modules"] if name.split(".")[0] in ("pytest", "_pytest", "pluggy")] == []
+    assert _pytest(run["modules"]) == []
+    in_one = json.loads(child_process.run([sys.executable, "-c", _SERVED_IN_ONE_PROCESS, *scenarios],
+                                          capture_output=True, text=True, check=True).stdout.splitlines()[-1])
+    assert in_one["outcomes"] == ["pass"]
+    assert [name for name in SERVERS if name not in in_one["modules"]] == []
+    assert _pytest(in_one["modules"]) == []
 
 
 def test_a_run_of_one_scenario_on_the_reference_gateway_imports_only_what_it_runs(tmp_path: Path) -> None:
-    """Seconds of a one-scenario run are imports: what only other targets, `--junitxml` or the
-    matrix need stays unimported (`NOT_FOR_A_REFERENCE_RUN`)."""
-    run = run_parity(tmp_path, "run", "-s", "text-basic", "--report-dir", str(tmp_path / "reports"))
-    assert run["exit_code"] == 0, run["output"]
-    assert "responses_parity.reference_impl.app" in run["modules"]
-    assert among(run["modules"], NOT_FOR_A_REFERENCE_RUN) == []
+    """Seconds of a one-scenario run are imports: its process leaves the servers to the process
+    that serves them, begun before the files were read (`stack_process.py`), and what only other
+    targets, `--junitxml` or the matrix need stays unimported (`NOT_FOR_A_REFERENCE_RUN`). (The
+    first run of a cache reads the MCP fixtures' tool names with the SDK, to check scenarios.)"""
+    for _ in ("cold cache", "warm cache"):
+        run = run_parity(tmp_path, "run", "-s", "text-basic", "--report-dir", str(tmp_path / "reports"))
+        assert run["exit_code"] == 0, run["output"]
+        assert among(run["modules"], NOT_FOR_A_REFERENCE_RUN) == []
+    assert among(run["modules"], SERVERS) == []
     with_junit = run_parity(tmp_path, "run", "-s", "text-basic", "--report-dir", str(tmp_path / "reports"),
                             "--junitxml", str(tmp_path / "junit.xml"))
     assert with_junit["exit_code"] == 0 and (tmp_path / "junit.xml").is_file(), with_junit["output"]

@@ -1,8 +1,9 @@
 """The embedded reference gateway and its fixtures served apart (`engine/stack_process.py`): a
 run there has the verdicts of the same run in one process, gateways configured by scenarios
-included; settings that make no gateway are the scenario's error there too; the child ends
-with its stack; a child that dies fails what waits for it, naming how it ended, instead of
-hanging the run."""
+included; settings that make no gateway are the scenario's error there too; a child begun
+before its settings are known serves them once told; the child ends with its stack, told or
+not; a child that dies fails what waits for it, naming how it ended, instead of hanging the
+run."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import psutil
 import pytest
 
@@ -72,6 +74,25 @@ def test_the_child_ends_with_its_stack() -> None:
     assert not psutil.pid_exists(pid)
 
 
+def test_a_child_begun_before_its_settings_are_known_serves_them_once_told() -> None:
+    servers = StackProcess().begin()
+    begun = servers.pid
+    servers.settings = {"mcp_names": ("calc",), "with_reference": True}
+    with servers:
+        assert servers.pid == begun  # the child begun ahead serves, no other
+        assert set(servers.mcp) == {"calc"} and servers.reference_url is not None
+        assert httpx2.get(f"{servers.reference_url}/v1/responses/resp_none").status_code == 404
+    assert not psutil.pid_exists(begun)
+
+
+def test_a_child_never_told_what_to_serve_ends_when_closed() -> None:
+    servers = StackProcess().begin()
+    pid = servers.pid
+    assert pid is not None and psutil.Process(pid).is_running()
+    servers.close()
+    assert servers.pid is None and not psutil.pid_exists(pid)
+
+
 def test_a_child_that_dies_fails_what_waits_for_it() -> None:
     with StackProcess(with_reference=True) as stack:
         assert stack.pid is not None
@@ -87,7 +108,7 @@ def _alive(process: psutil.Process) -> bool:
         return False
 
 
-PARENT = """
+SERVING_PARENT = """
 import sys
 from responses_parity.harness.engine.stack_process import StackProcess
 if __name__ == "__main__":
@@ -95,11 +116,20 @@ if __name__ == "__main__":
         print(stack.pid, flush=True)
         sys.stdin.read()
 """
+BEGINNING_PARENT = """
+import sys
+from responses_parity.harness.engine.stack_process import StackProcess
+if __name__ == "__main__":
+    stack = StackProcess().begin()
+    print(stack.pid, flush=True)
+    sys.stdin.read()
+"""
 
 
-def test_the_child_ends_by_itself_when_its_parent_is_killed(tmp_path: Path) -> None:
+@pytest.mark.parametrize("parent_script", [SERVING_PARENT, BEGINNING_PARENT], ids=["serving", "not-yet-told"])
+def test_the_child_ends_by_itself_when_its_parent_is_killed(tmp_path: Path, parent_script: str) -> None:
     script = tmp_path / "parent.py"
-    script.write_text(PARENT)
+    script.write_text(parent_script)
     parent = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert parent.stdout is not None
