@@ -20,14 +20,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import httpx2
-
 from ...fixtures.upstream.script import new_run_token
 from ..defaults import DEFAULT_MODEL
 from ..engine.fixture_client import FixtureClient
 from ..engine.gateway_process import install, start
 from ..engine.profile import ProfileError, find_profile, unknown_target
 from ..engine.rewrites import Rewrites
+from ..engine.targets import http_client
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
 from .client import Client
@@ -274,7 +273,7 @@ async def _measure(options: BenchOptions, started: _Started, *, upstream_url: st
     by_name = {target.name: target for target in targets}
     batches = 2 * options.rounds * sum(workload not in target.cannot for workload in options.workloads
                                        for target in targets)
-    async with httpx2.AsyncClient(timeout=30) as http:
+    async with http_client(30) as http:
         control = FixtureClient(http, upstream_url, fixtures)
 
         async def batch(workload: Workload, where: BenchTarget | None, runs: RunTokens, sizes: Sizes) -> Batch:

@@ -16,11 +16,12 @@ import click
 
 from ..engine.session import open_session
 from ..engine.stack_process import APART_FROM_UNITS
-from ..engine.targets import Target
+from ..engine.targets import Target, tls_context
 from ..errors import HarnessError
 from ..judge import goldens
 from ..judge.against import Against, load_against
 from ..judge.results import ScenarioResult, UnitFinished
+from ..judge.schemas import prepare_validators
 from ..options import TargetOptions
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
 from ..scenario.loader import Catalogue, LoadedScenario
@@ -126,6 +127,9 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
     started, clock = datetime.now(UTC), time.monotonic()
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
+    # What the first unit would otherwise wait for, done while the servers' process starts.
+    prepare_validators()
+    tls_context()
     try:
         apart = selected.servers if selected.servers is not None else len(units) >= APART_FROM_UNITS
         with open_session(options, mcp_names, console.say, redactor, apart=apart) as session, console.running():

@@ -17,6 +17,7 @@ import httpx2
 from ..engine.fixture_client import FixtureClient
 from ..engine.session import open_session
 from ..engine.stack import ServerThread
+from ..engine.targets import http_client
 from ..errors import HarnessError
 from ..model.findings import Finding
 from ..options import MAX_ANSWER_MB, PROXY_UPSTREAM, TARGET_OPTIONS, OptionError, target_options
@@ -152,7 +153,7 @@ def replay_command(captures: tuple[Path, ...], as_json: bool, **values: object) 
         try:
             with open_session(options, (), redactor=redactor) as session:
                 async def go() -> list[Replayed]:
-                    async with httpx2.AsyncClient(timeout=httpx2.Timeout(session.target.timeout_s)) as client:
+                    async with http_client(httpx2.Timeout(session.target.timeout_s)) as client:
                         upstream = session.stack.upstream_url if session.stack is not None else None
                         fixtures = FixtureClient(client, upstream, {}) if upstream is not None else None
                         return await replay(recorded, session.target, client, fixtures)

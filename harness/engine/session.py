@@ -27,7 +27,7 @@ from .fixture_client import FixtureClient
 from .profile import Profile, ProfileError, find_profile, unknown_target
 from .runner import Engine
 from .stack_process import StackProcess
-from .targets import Target, TargetRefuses, refused_at_once, unreachable
+from .targets import Target, TargetRefuses, http_client, refused_at_once, unreachable
 
 if TYPE_CHECKING:
     from .gateway_process import RunningGateway
@@ -72,7 +72,7 @@ class Session:
         on_event = self._learning(on_event)
         if (why := await unreachable(self.target)) is not None:
             raise HarnessError(f"the target {self.target.name} at {self.target.base_url} is unreachable: {why}")
-        async with httpx2.AsyncClient(timeout=httpx2.Timeout(self.target.timeout_s)) as http:
+        async with http_client(httpx2.Timeout(self.target.timeout_s)) as http:
             chat = any(loaded.scenario.surface == "chat" for loaded, _ in units)
             if units and self.target.scripted and chat not in self.refusal:  # OpenAI's paths are OpenAI's
                 self.refusal[chat] = await refused_at_once(self.target, http, chat)
@@ -84,7 +84,7 @@ class Session:
             assert self.stack.upstream_url is not None
             # The fixtures on a pool of their own: a pool checks each of its idle connections
             # before every request it sends, so one shared pool checks both kinds on each.
-            async with httpx2.AsyncClient(timeout=httpx2.Timeout(self.target.timeout_s)) as fixtures_http:
+            async with http_client(httpx2.Timeout(self.target.timeout_s)) as fixtures_http:
                 fixtures = FixtureClient(fixtures_http, self.stack.upstream_url, self.stack.mcp, self.stack.search_url)
                 return await Engine(self.target, http, fixtures, on_event, gateways=self.stack.reference_gateways(),
                                     against=against).run_all(units, jobs, stop_after)

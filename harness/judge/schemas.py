@@ -169,11 +169,15 @@ class Compiled:
         self._compiling = threading.Lock()
 
     def is_valid(self, instance: Any) -> bool:
+        return bool(self.compile().is_valid(instance))
+
+    def compile(self) -> Any:
+        """jsonschema-rs's validator of the schema, compiled by the first caller."""
         if self._validator is None:
             with self._compiling:
                 if self._validator is None:
                     self._validator = jsonschema_rs.Draft202012Validator(self._schema)
-        return bool(self._validator.is_valid(instance))
+        return self._validator
 
 
 class Validator:
@@ -204,6 +208,14 @@ def event_validators() -> dict[str, Validator]:
     Python rather than by trying each of its sixty `if` branches on every event."""
     with _BUILDING:
         return _event_validators()
+
+
+def prepare_validators() -> None:
+    """Build the validators, and compile those of whole payloads, now rather than in the first
+    check (a tenth of a second: reading the SDK's schemas, compiling the largest)."""
+    for validator in validators().values():
+        validator.compiled.compile()
+    event_validators()
 
 
 @cache

@@ -22,7 +22,7 @@ import httpx2
 
 from ...fixtures.upstream.script import ModelTurn, RunScript, new_run_token, run_marker
 from ..engine.fixture_client import FixtureClient
-from ..engine.targets import Target, send
+from ..engine.targets import Target, http_client, send
 from ..wire.exchange import Exchange
 from .generate import Probe, all_probes
 from .objects import create_objects, fill, filled_body
@@ -115,7 +115,7 @@ async def send_probes(target: Target, ids: Sequence[str], *, upstream_url: str |
     probes = probes_for(target, ids, run)
     outcomes: dict[str, Outcome] = {}
     limit = asyncio.Semaphore(jobs)
-    async with httpx2.AsyncClient(timeout=httpx2.Timeout(target.timeout_s)) as http:
+    async with http_client(httpx2.Timeout(target.timeout_s)) as http:
         fixtures = FixtureClient(http, upstream_url, {}) if upstream_url else None
         if fixtures is not None:  # a probe whose defect took out the marker is the run's too
             await fixtures.register(run, RunScript(steps=[[PROBE_ANSWER] * len(probes)], unmarked=True, strict=True))

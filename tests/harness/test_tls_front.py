@@ -1,15 +1,18 @@
 """The TLS front a profile can put before the scripted upstream (`upstream_tls`): a client that
 trusts its certificate (and nothing else) reaches the plain-HTTP server through it over HTTPS,
 a stream and a WebSocket included; one that trusts the usual authorities is refused; stopping it
-ends what it relays."""
+ends what it relays. The harness's own clients trust what httpx trusts (`SSL_CERT_FILE` names
+the front's authority), loaded once for a whole run."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpcore2
 import httpx2
 import pytest
 from websockets import ConnectionClosed
@@ -17,8 +20,13 @@ from websockets.sync.client import connect
 
 from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.defaults import DEFAULT_MODEL
+from responses_parity.harness.engine.session import open_session
 from responses_parity.harness.engine.stack import Stack
+from responses_parity.harness.engine.targets import http_client, tls_context
 from responses_parity.harness.engine.tls_front import TlsFront, start_tls_front
+from responses_parity.harness.options import TargetOptions
+from responses_parity.harness.scenario.loader import builtin_scenarios_dir, units_of
+from responses_parity.harness.scenario.loader import load as load_scenarios
 
 DEADLINE_S = 30.0
 
@@ -41,6 +49,44 @@ def test_a_client_trusting_its_certificate_gets_the_servers_answers(fronted: Tls
         with client.stream("POST", f"{fronted.url}/v1/responses",
                            json={"model": DEFAULT_MODEL, "input": "Hi", "stream": True}) as streamed:
             assert "response.completed" in streamed.read().decode()
+
+
+async def _get(url: str) -> int:
+    async with http_client(DEADLINE_S) as client:
+        return (await client.get(url)).status_code
+
+
+def test_the_harness_clients_trust_what_httpx_trusts(fronted: TlsFront, monkeypatch: pytest.MonkeyPatch) -> None:
+    health = f"{fronted.url}/__parity/health"
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    tls_context.cache_clear()
+    try:
+        with pytest.raises(httpx2.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            asyncio.run(_get(health))
+        tls_context.cache_clear()
+        monkeypatch.setenv("SSL_CERT_FILE", str(fronted.ca_file))
+        assert asyncio.run(_get(health)) == 200
+    finally:
+        tls_context.cache_clear()
+
+
+def test_a_run_loads_the_trust_store_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run makes several clients (to the target, to the fixtures, one for each step that
+    drops its connection on purpose); loading the trust store took tens of milliseconds each.
+    (The gateway's own clients, served apart, are another process's.)"""
+    loaded = []
+    load = httpcore2.default_ssl_context
+    monkeypatch.setattr(httpcore2, "default_ssl_context", lambda **how: loaded.append(how) or load(**how))
+    tls_context.cache_clear()
+    catalogue = load_scenarios([builtin_scenarios_dir() / "client-disconnect.yaml"])
+    try:
+        with open_session(TargetOptions(), catalogue.scenarios[0].scenario.fixtures, apart=True) as session:
+            results = session.run(units_of(catalogue.scenarios, ("nonstream",)))
+    finally:
+        tls_context.cache_clear()
+    assert [result.outcome for result in results] == ["pass"]
+    assert len(loaded) == 1
 
 
 def test_a_websocket_passes_through_it(fronted: TlsFront) -> None:
