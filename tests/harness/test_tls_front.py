@@ -12,7 +12,6 @@ import ssl
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpcore2
 import httpx2
 import pytest
 from websockets import ConnectionClosed
@@ -73,11 +72,13 @@ def test_the_harness_clients_trust_what_httpx_trusts(fronted: TlsFront, monkeypa
 
 def test_a_run_loads_the_trust_store_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A run makes several clients (to the target, to the fixtures, one for each step that
-    drops its connection on purpose); loading the trust store took tens of milliseconds each.
-    (The gateway's own clients, served apart, are another process's.)"""
-    loaded = []
-    load = httpcore2.default_ssl_context
-    monkeypatch.setattr(httpcore2, "default_ssl_context", lambda **how: loaded.append(how) or load(**how))
+    drops its connection on purpose); a client given no context loads the trust store itself
+    (tens of milliseconds each), so every one is given the same. (The gateway's own clients,
+    served apart, are another process's.)"""
+    trusted = []
+    make = httpx2.AsyncClient.__init__
+    monkeypatch.setattr(httpx2.AsyncClient, "__init__",
+                        lambda client, **how: trusted.append(how.get("verify", True)) or make(client, **how))
     tls_context.cache_clear()
     catalogue = load_scenarios([builtin_scenarios_dir() / "client-disconnect.yaml"])
     try:
@@ -86,7 +87,9 @@ def test_a_run_loads_the_trust_store_once(monkeypatch: pytest.MonkeyPatch) -> No
     finally:
         tls_context.cache_clear()
     assert [result.outcome for result in results] == ["pass"]
-    assert len(loaded) == 1
+    assert len(trusted) >= 3
+    assert all(isinstance(context, ssl.SSLContext) for context in trusted)
+    assert len({id(context) for context in trusted}) == 1
 
 
 def test_a_websocket_passes_through_it(fronted: TlsFront) -> None:
