@@ -123,8 +123,7 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     """Run the selected units against the target (`redactor` learning the run's secrets), and
     time it; a harness error (a target that cannot be started or reached) exits with the usage
     code."""
-    catalogue, units, options = selected.catalogue, selected.units, selected.options
-    mcp_names = {name for loaded, _ in units for name in loaded.scenario.fixtures}
+    catalogue, units, options, mcp_names = selected.catalogue, selected.units, selected.options, selected.mcp_names
     started, clock = datetime.now(UTC), time.monotonic()
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
     # What the first unit would otherwise wait for, done while the servers' process starts.

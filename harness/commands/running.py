@@ -5,10 +5,11 @@ declarations); the conventions of talking to the user (`--json`, `-q`, `-v`, `-x
 `--junitxml`) are pytest's, which has them itself.
 
 The module imports little itself, so its help comes at once, and so does the start of the
-process that will serve the embedded reference gateway (`_servers_ahead`): each command imports
-the scenario loader when it reads its files (`_units`), and names every one that cannot be read
-before it imports what runs them (`executing`: the gateway, the fixtures and the SDKs behind
-them, seconds of imports), so a broken file is named at once."""
+process that will serve the embedded reference gateway (`_servers_ahead`), told what to serve
+as soon as the files are read (`_served_soon`): each command imports the scenario loader when it
+reads its files (`_units`), and names every one that cannot be read before it imports what runs
+them (`executing`: the gateway, the fixtures and the SDKs behind them, seconds of imports), so a
+broken file is named at once."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ import click
 
 from ..defaults import REFERENCE
 from ..engine.collector import settle
-from ..engine.stack_process import StackProcess
+from ..engine.stack_process import StackProcess, reference_settings
 from ..options import (JUDGE_OPTIONS, MATRIX_JOBS, MATRIX_REPORT_DIR, MATRIX_TIMEOUT, MATRIX_UPSTREAM, MODE,
                        PROFILE_DIR, RECORD_GOLDEN_DIR, SCENARIO, SELECTION_OPTIONS, SHARD_OPTIONS, TAG, TARGET_OPTIONS,
                        TARGETS, OptionError, TargetOptions, modes, target_options)
@@ -110,6 +111,14 @@ def _servers_ahead(target: str) -> Iterator[StackProcess | None]:
         yield servers
 
 
+def _served_soon(selected: Selection) -> Selection:
+    """`selected`, the servers begun ahead for it told now what to serve: they start them while
+    this process imports what runs the units."""
+    if selected.servers is not None:
+        selected.servers.tell(**reference_settings(selected.mcp_names))
+    return selected
+
+
 @click.command("run")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click_options(*SELECTION_OPTIONS, *TARGET_OPTIONS, *JUDGE_OPTIONS)
@@ -124,9 +133,10 @@ def run(*, report_dir: Path, against: str | None, golden_dir: Path | None, basel
     with redacted_consoles() as redactor, _servers_ahead(selection["target"]) as servers:
         selected = _selection(servers=servers, **selection)
         part = _shard(selected.units, shard, shard_durations)
+        selected = _served_soon(selected if part is None else replace(selected, units=part[0]))
         executing = _executing()
-        executing.run(selected if part is None else replace(selected, units=part[0]), redactor, conventions,
-                      report_dir=report_dir, chosen=executing.run_against(against, golden_dir, baseline_file),
+        executing.run(selected, redactor, conventions, report_dir=report_dir,
+                      chosen=executing.run_against(against, golden_dir, baseline_file),
                       shard=None if part is None else part[1])
 
 
@@ -169,7 +179,7 @@ def record(*, report_dir: Path, name: str | None, golden_dir: Path, conventions:
         raise click.UsageError("name the golden set of a URL target with --name")
     command = _record_command(name, golden_dir, selection)
     with redacted_consoles() as redactor, _servers_ahead(selection["target"]) as servers:
-        selected = _selection(servers=servers, **selection)
+        selected = _served_soon(_selection(servers=servers, **selection))
         executing = _executing()
         executing.record(selected, redactor, conventions, report_dir=report_dir, name=name, golden_dir=golden_dir,
                          command=command)

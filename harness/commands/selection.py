@@ -39,3 +39,8 @@ class Selection:
     servers: StackProcess | None = None
     """The embedded reference gateway's servers, their process begun before the scenario files
     were read (see `running._servers_ahead`); None for another target."""
+
+    @property
+    def mcp_names(self) -> set[str]:
+        """The MCP fixtures its units name."""
+        return {name for loaded, _ in self.units for name in loaded.scenario.fixtures}

@@ -26,7 +26,7 @@ from ..wire.redaction import Redactor, tool_secrets
 from .fixture_client import FixtureClient
 from .profile import Profile, ProfileError, find_profile, unknown_target
 from .runner import Engine
-from .stack_process import StackProcess
+from .stack_process import StackProcess, reference_settings
 from .targets import Target, TargetRefuses, http_client, refused_at_once, unreachable
 
 if TYPE_CHECKING:
@@ -107,11 +107,9 @@ def _stack_for(options: TargetOptions, mcp_names: Iterable[str], script: AdHocSc
                ) -> Stack | StackProcess:
     if options.target != REFERENCE:
         return _upstream_stack(options, mcp_names, script)
-    settings: dict[str, Any] = {"mcp_names": tuple(mcp_names), "with_reference": True, "adhoc_script": script,
-                                "gateway_config": dict(gateway or {})}
+    settings = reference_settings(mcp_names, script, gateway)
     if isinstance(apart, StackProcess):
-        apart.settings = settings
-        return apart
+        return apart.tell(**settings)
     if apart:
         return StackProcess(**settings)  # this process imports none of the servers
     from .stack import Stack

@@ -29,7 +29,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Mapping
 from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import uvicorn
@@ -43,9 +43,11 @@ from ...openai_contract.request_body import MAX_BODY_BYTES
 from ..defaults import LOOPBACK
 from ..errors import HarnessError
 from ..scenario.fixtures import McpFixture
-from ..scenario.model import GatewaySetup
 from .reference_gateway import (GATEWAY_LOGGER, ConfigError, GatewayConfig, McpServerConfig, WebSearchConfig,
                                 build_gateway_app)
+
+if TYPE_CHECKING:
+    from ..scenario.model import GatewaySetup
 
 MULTIPART_LOGGER = "python_multipart"
 """Where the form parser the gateway's uploads go through (python-multipart) logs."""

@@ -6,7 +6,8 @@ embedded reference gateway spends about as much CPU in the servers as in the har
 The child is started with multiprocessing's `spawn` (a fresh interpreter: forking a process
 that may already run threads is unsafe). It may start before its settings are known (`begin`):
 it imports the servers' code meanwhile (most of a second), while the parent reads its scenario
-files. Told its settings, it starts the servers, tells the parent where they listen, then
+files. Told its settings (`tell`, as soon as the parent knows them; entering waits for the
+servers), it starts the servers, tells the parent where they listen, then
 starts and stops the configured reference gateways that scenarios ask for, as many at once as
 the parent asks for (each request names its answer). It ignores Ctrl-C (the parent decides
 when it ends): the parent ends it by its PID, and it ends by itself when the parent goes away
@@ -22,7 +23,7 @@ import itertools
 import multiprocessing
 import signal
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, asynccontextmanager
 from multiprocessing.connection import Connection
@@ -34,6 +35,7 @@ from ..scenario.fixtures import McpFixture
 from .collector import settle
 
 if TYPE_CHECKING:
+    from ...fixtures.upstream.script import AdHocScript
     from ..scenario.model import GatewaySetup
     from .stack import ServerThread, Stack
 
@@ -48,6 +50,15 @@ READY_TIMEOUT_S = 120.0
 """How long a child may take to import and start its servers (seconds on a loaded machine)."""
 
 
+def reference_settings(mcp_names: Iterable[str], script: AdHocScript | None = None,
+                       gateway: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What the stack of a run on the embedded reference gateway is made with: the MCP fixtures
+    `mcp_names`, the gateway with the settings `gateway`, and an upstream answering requests
+    without a run marker from `script`; the same whoever asks first (see `StackProcess.tell`)."""
+    return {"mcp_names": tuple(sorted(mcp_names)), "with_reference": True, "adhoc_script": script,
+            "gateway_config": dict(gateway or {})}
+
+
 class StackProcess(AbstractContextManager["StackProcess"]):
     """The servers `Stack(**settings)` starts, served by a child process; the attributes the
     session reads of a `Stack`, once entered. This process imports neither the stack nor the
@@ -55,7 +66,7 @@ class StackProcess(AbstractContextManager["StackProcess"]):
 
     def __init__(self, **settings: Any) -> None:
         self.settings = settings
-        """What the child's `Stack` is made with: set before entering, which starts it."""
+        """What the child's `Stack` is made with (see `tell`)."""
         self.admin_key: str | None = None
         self.upstream_url: str | None = None
         self.search_url: str | None = None
@@ -70,6 +81,8 @@ class StackProcess(AbstractContextManager["StackProcess"]):
         self._gone: HarnessError | None = None
         """How the child ended, once the listener has read its end."""
         self._listener: threading.Thread | None = None
+        self._serving: Future[Any] | None = None
+        """Where the servers listen, to come, once the child is told its settings."""
 
     def begin(self) -> StackProcess:
         """Start the child now, before its settings are known: it imports the servers' code while
@@ -85,10 +98,23 @@ class StackProcess(AbstractContextManager["StackProcess"]):
         self._listener.start()
         return self
 
-    def __enter__(self) -> StackProcess:
+    def tell(self, **settings: Any) -> StackProcess:
+        """Send the child its settings now, begun if it was not, without waiting for its servers:
+        they start while this process goes on, and entering waits for them. Told once; telling
+        the same settings again changes nothing."""
+        if self._serving is not None:
+            assert settings == self.settings, "a child serves the settings it was told first"
+            return self
+        self.settings = settings
         self.begin()
+        self._serving = self.ask("serve", settings)
+        return self
+
+    def __enter__(self) -> StackProcess:
+        if self._serving is None:
+            self.tell(**self.settings)
         try:
-            served = self.ask("serve", self.settings).result(READY_TIMEOUT_S)
+            served = self._serving.result(READY_TIMEOUT_S)
         except TimeoutError:
             self.close()
             raise HarnessError(f"the run's servers did not start within {READY_TIMEOUT_S:g} s") from None

@@ -9,6 +9,7 @@ import shutil
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 import pytest
@@ -21,9 +22,10 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.commands import catalogue, console
+from responses_parity.harness.commands import catalogue, console, running
 from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.stack_process import StackProcess
 from responses_parity.harness.scenario.loader import Catalogue, builtin_scenarios_dir
 
 EXCHANGES = Path(__file__).parent / "exchanges"
@@ -135,7 +137,8 @@ def test_a_broken_file_and_a_failing_scenario_exit_2(tmp_path: Path) -> None:
 def test_a_run_on_the_reference_gateway_begins_its_servers_process_before_it_reads_the_files(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The servers' process imports the gateway and the fixtures (most of a second) while the
-    run reads its scenario files; it serves the run, and none is left once the run is over."""
+    run reads its scenario files, and starts them while the run imports what runs its units; it
+    serves the run, and none is left once the run is over."""
     write_scenario(tmp_path, PASSING)
     alive_while_reading: list[list[str]] = []
     read = catalogue.load_catalogue
@@ -145,9 +148,15 @@ def test_a_run_on_the_reference_gateway_begins_its_servers_process_before_it_rea
         return read(paths)
 
     monkeypatch.setattr(catalogue, "load_catalogue", reading)
+    events: list[Any] = []
+    tell, executing = StackProcess.tell, running._executing
+    monkeypatch.setattr(StackProcess, "tell", lambda servers, **settings: events.append(settings["mcp_names"])
+                        or tell(servers, **settings))
+    monkeypatch.setattr(running, "_executing", lambda: events.append("imports what runs the units") or executing())
     code, output = invoke("run", str(tmp_path), "--report-dir", str(tmp_path / "reports"))
     assert code == 0, output
     assert alive_while_reading == [["parity-servers"]]
+    assert events[:2] == [(), "imports what runs the units"]  # told what to serve (no MCP fixture) at once
     assert multiprocessing.active_children() == []
 
 

@@ -1,7 +1,8 @@
 """The embedded reference gateway and its fixtures served apart (`engine/stack_process.py`): a
 run there has the verdicts of the same run in one process, gateways configured by scenarios
 included; settings that make no gateway are the scenario's error there too; a child begun
-before its settings are known serves them once told; the child ends with its stack, told or
+before its settings are known serves them once told, and one told ahead starts its servers
+before it is entered; the child ends with its stack, told or
 not; a child that dies fails what waits for it, naming how it ended, instead of hanging the
 run."""
 
@@ -16,13 +17,14 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 import psutil
 import pytest
 
 from responses_parity.harness.engine.session import open_session
-from responses_parity.harness.engine.stack_process import StackProcess
+from responses_parity.harness.engine.stack_process import READY_TIMEOUT_S, StackProcess, reference_settings
 from responses_parity.harness.errors import HarnessError
 from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load, units_of
@@ -85,6 +87,28 @@ def test_a_child_begun_before_its_settings_are_known_serves_them_once_told() -> 
     assert not psutil.pid_exists(begun)
 
 
+def _listening(pid: int) -> set[int]:
+    return {connection.laddr.port for connection in psutil.net_connections(kind="tcp")
+            if connection.pid == pid and connection.status == psutil.CONN_LISTEN}
+
+
+def test_a_child_told_its_settings_starts_its_servers_before_it_is_entered() -> None:
+    """A run tells the child what to serve as soon as its files are read: the servers start
+    while it imports what runs the units, and entering finds them serving."""
+    servers = StackProcess().tell(**reference_settings(["calc"]))
+    try:
+        assert servers.pid is not None
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        while len(_listening(servers.pid)) < 4:  # the upstream, the search and calc fixtures, the gateway
+            assert time.monotonic() < deadline, "the child told its settings started no servers"
+            time.sleep(0.05)
+        with servers.tell(**reference_settings(["calc"])):  # told the same again: nothing changes
+            urls = (servers.upstream_url, servers.search_url, servers.reference_url, servers.mcp["calc"].base_url)
+            assert {urlsplit(url).port for url in urls if url} == _listening(servers.pid)
+    finally:
+        servers.close()
+
+
 def test_a_child_never_told_what_to_serve_ends_when_closed() -> None:
     servers = StackProcess().begin()
     pid = servers.pid
@@ -110,7 +134,7 @@ def _alive(process: psutil.Process) -> bool:
 
 SERVING_PARENT = """
 import sys
-from responses_parity.harness.engine.stack_process import StackProcess
+from responses_parity.harness.engine.stack_process import READY_TIMEOUT_S, StackProcess, reference_settings
 if __name__ == "__main__":
     with StackProcess(with_reference=True) as stack:
         print(stack.pid, flush=True)
@@ -118,7 +142,7 @@ if __name__ == "__main__":
 """
 BEGINNING_PARENT = """
 import sys
-from responses_parity.harness.engine.stack_process import StackProcess
+from responses_parity.harness.engine.stack_process import READY_TIMEOUT_S, StackProcess, reference_settings
 if __name__ == "__main__":
     stack = StackProcess().begin()
     print(stack.pid, flush=True)
