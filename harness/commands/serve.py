@@ -15,7 +15,7 @@ import click
 from click.core import ParameterSource
 
 from ...fixtures.mcp import FIXTURE_SERVERS
-from ...fixtures.upstream import UpstreamState, build_upstream_app
+from ...fixtures.upstream.app import UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc_script
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
 from ..engine.collector import settle

@@ -36,8 +36,8 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from ...fixtures.mcp import FIXTURE_SERVERS
-from ...fixtures.search import build_search_app
-from ...fixtures.upstream import SERVICE_NAME, UpstreamState, build_upstream_app
+from ...fixtures.search.app import build_search_app
+from ...fixtures.upstream.app import SERVICE_NAME, UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript
 from ...openai_contract.request_body import MAX_BODY_BYTES
 from ..defaults import LOOPBACK

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, model_validator
 
 from ...fixtures.mcp import FIXTURE_SERVERS
-from ...fixtures.search import FoundPage
+from ...fixtures.search.pages import FoundPage
 from ...fixtures.upstream.script import ModelTurn
 from ..defaults import HTTP_MODES, MODES, Mode
 from ..wire.redaction import SECRET_KEYS, tool_secrets

@@ -33,7 +33,7 @@ import httpx2
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
-from responses_parity.fixtures.upstream import build_upstream_app
+from responses_parity.fixtures.upstream.app import build_upstream_app
 from responses_parity.fixtures.upstream.script import ModelTurn, RunScript, ToolCallSpec, new_run_token, run_marker
 from responses_parity.harness.engine.stack import ServerThread
 

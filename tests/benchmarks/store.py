@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "reference_impl"))
 
 from sql_trace import SqlTrace
 
-from responses_parity.fixtures.upstream import RunScript, build_upstream_app, new_run_token, run_marker
+from responses_parity.fixtures.upstream.app import build_upstream_app
+from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.engine.stack import ServerThread, reference_config
 from responses_parity.reference_impl import build_gateway_app, runtime
 from responses_parity.reference_impl.chain import Chain

@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from responses_parity.fixtures.upstream import UpstreamState, build_upstream_app
+from responses_parity.fixtures.upstream.app import UpstreamState, build_upstream_app
 from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.cli import main
 from responses_parity.harness.defaults import DEFAULT_MODEL

@@ -21,7 +21,7 @@ from parity_process import PARITY, ParityProcess, running
 from starlette.types import Receive, Scope, Send
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
-from responses_parity.fixtures.upstream import UpstreamState, build_upstream_app
+from responses_parity.fixtures.upstream.app import UpstreamState, build_upstream_app
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.session import TargetOptions, open_session
 from responses_parity.harness.engine.stack import ServerThread, Stack, running_upstream

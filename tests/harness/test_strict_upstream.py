@@ -14,7 +14,7 @@ import pytest
 from click.testing import CliRunner
 from faulty_gateways import RewritingRequests
 
-from responses_parity.fixtures.upstream import build_upstream_app
+from responses_parity.fixtures.upstream.app import build_upstream_app
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.stack import ServerThread, reference_config
 from responses_parity.reference_impl import build_gateway_app
