@@ -128,8 +128,9 @@ with open_session(TargetOptions(), {name for loaded, _ in units for name in load
     outcomes = {result.outcome for result in session.run(units)}
 print(json.dumps({"outcomes": sorted(outcomes), "modules": sorted(sys.modules)}))
 """
-SERVERS = ("mcp", "uvicorn", "starlette", "responses_parity.harness.engine.stack", "responses_parity.reference_impl.app",
-           "responses_parity.fixtures.upstream.app", "responses_parity.fixtures.search.app")
+SERVERS = ("mcp", "uvicorn", "starlette", "responses_parity.harness.engine.stack",
+           "responses_parity.reference_impl.app", "responses_parity.fixtures.upstream.app",
+           "responses_parity.fixtures.search.app")
 """The servers and what serves them: the scenario loader reads the scripted model's turns and
 the pages a search finds without them."""
 
