@@ -34,6 +34,7 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import httpcore2
@@ -225,17 +226,12 @@ class PinnedTransport(httpx2.AsyncHTTPTransport):
         return await super().handle_async_request(request)
 
 
-def _pinned_transports() -> Callable[[], httpx2.AsyncBaseTransport]:
-    """Pinned transports that share one TLS context, made on first use: a new context loads the
-    CA bundle again (about 30 ms of CPU), once per MCP session otherwise."""
-    context: list[ssl.SSLContext] = []
-
-    def transport() -> httpx2.AsyncBaseTransport:
-        if not context:
-            context.append(httpx2.create_ssl_context())
-        return PinnedTransport(context[0])
-
-    return transport
+@cache
+def tls_context() -> ssl.SSLContext:
+    """The TLS context of every pinned transport in the process, made on first use: a new one
+    loads the CA bundle again (30 to 70 ms of CPU), once per gateway built otherwise (a harness
+    run builds dozens); a context is safe to share between threads and event loops."""
+    return httpx2.create_ssl_context()
 
 
 def guarded_client_factory(policy: OutboundPolicy, resolver: Resolver = system_resolver,
@@ -244,7 +240,7 @@ def guarded_client_factory(policy: OutboundPolicy, resolver: Resolver = system_r
     """An `httpx2.AsyncClient` factory for the `mcp` SDK's transports and the web search
     providers, every client guarded; `inner` makes the transport under the guard (default:
     pinned transports sharing one TLS context)."""
-    inner = inner or _pinned_transports()
+    inner = inner or (lambda: PinnedTransport(tls_context()))
 
     def factory(headers: dict[str, str] | None = None, timeout: httpx2.Timeout | None = None,
                 auth: httpx2.Auth | None = None) -> httpx2.AsyncClient:

@@ -32,7 +32,7 @@ from responses_parity.fixtures.search.app import SearchState, build_search_app
 from responses_parity.fixtures.upstream.script import new_run_token
 from responses_parity.reference_impl.mcp_servers import McpConnector, McpServer
 from responses_parity.reference_impl.outbound import (DestinationBlocked, OutboundPolicy, PinnedTransport,
-                                                      guarded_client_factory)
+                                                      guarded_client_factory, tls_context)
 from responses_parity.reference_impl.search_providers import HttpSearchProvider
 from responses_parity.reference_impl.web_search import WebResult
 
@@ -198,3 +198,25 @@ async def test_a_web_search_over_https_reaches_the_checked_address(
         found = await provider.search(query, max_results=3)
     assert found == [WebResult(**page)]
     assert checked.server_names == [HOST] and decoy.server_names == []
+
+
+async def _close(clients: list[httpx2.AsyncClient]) -> None:
+    for client in clients:
+        await client.aclose()
+
+
+def test_the_gateways_of_one_process_load_the_ca_bundle_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the CA bundle takes 30 to 70 ms of CPU: the pinned transports of every gateway
+    built in a process (each builds its client factory; a harness run builds dozens) share one
+    TLS context."""
+    loads = []
+    create = httpx2.create_ssl_context
+    monkeypatch.setattr(httpx2, "create_ssl_context", lambda *args, **how: loads.append(how) or create(*args, **how))
+    tls_context.cache_clear()
+    try:
+        factories = [guarded_client_factory(LOOPBACK_ALLOWED) for _gateway in range(2)]
+        clients = [factory(timeout=httpx2.Timeout(START_DEADLINE_S)) for factory in factories for _session in range(3)]
+        asyncio.run(_close(clients))
+    finally:
+        tls_context.cache_clear()
+    assert len(loads) == 1
