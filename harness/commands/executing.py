@@ -25,6 +25,7 @@ from ..judge.results import ScenarioResult, UnitFinished
 from ..judge.schemas import prepare_validators
 from ..options import TargetOptions
 from ..report.documents import RunInfo, results_document, tally, tally_line, write_reports
+from ..report.html import prepare_html
 from ..scenario.loader import Catalogue, LoadedScenario
 from ..scenario.model import Mode
 from ..wire.redaction import Redactor
@@ -127,9 +128,10 @@ def _execute(selected: Selection, redactor: Redactor, console: RunConsole, conve
     catalogue, units, options, mcp_names = selected.catalogue, selected.units, selected.options, selected.mcp_names
     started, clock = datetime.now(UTC), time.monotonic()
     stop_after = (lambda result: result.outcome in ("fail", "could_not_run")) if conventions.exitfirst else None
-    # What the first unit would otherwise wait for, done while the servers' process starts.
+    # What the first unit and the report would otherwise wait for, done while the servers start.
     prepare_validators()
     tls_context()
+    prepare_html()
     try:
         apart = selected.servers if selected.servers is not None else len(units) >= APART_FROM_UNITS
         with open_session(options, mcp_names, console.say, redactor, apart=apart) as session, console.running():

@@ -9,6 +9,7 @@ pictures are inline SVG (`charts`)."""
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -79,9 +80,18 @@ def _unit(result: dict[str, Any]) -> dict[str, Any]:
                      "failure": failure_of(result), "kinds": _kinds(result), "tags": _tags(result)}
 
 
+@cache
 def _environment() -> Environment:
+    """The report's templates, each compiled once per process (a matrix writes a report per target)."""
     return Environment(loader=PackageLoader("responses_parity.harness", "templates"),
                        autoescape=select_autoescape(["html", "j2"]), trim_blocks=True, lstrip_blocks=True)
+
+
+def prepare_html() -> None:
+    """Compile the report's templates now (about 0.1 s), not when the report is written: a run
+    does it while its servers start."""
+    for name in ("report.html.j2", "charts.svg.j2"):
+        _environment().get_template(name)
 
 
 def modes_run(results: list[dict[str, Any]]) -> list[str]:

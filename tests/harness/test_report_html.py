@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pytest
 from click.testing import CliRunner
 from report_pages import ReportPage, scenarios_for_reports
@@ -17,6 +18,7 @@ from responses_parity.harness.cli import main
 from responses_parity.harness.model.contract import collapse
 from responses_parity.harness.report.charts import (MAX_MARKS_PER_ROW, TIME_PX, latency_chart, side_by_side, ticks,
                                                     timeline)
+from responses_parity.harness.report.html import prepare_html, render_html
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 SCENARIOS = ("text-misstated", "text-basic", "mcp-call", "function-call-output-prev-id", "chat-passthrough",
@@ -162,3 +164,19 @@ def test_latency_bars_share_one_scale() -> None:
     fast, slow = ((bar.median_x - chart.bars_x, bar.p95_x - chart.bars_x) for bar in chart.bars)
     assert slow == pytest.approx((fast[0] * 10, fast[1] * 10))
     assert latency_chart({}) is None
+
+
+def test_the_reports_templates_are_compiled_once_ahead_of_the_report(
+        report, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run compiles them while its servers start (about 0.1 s), and a matrix, which writes a
+    report per target, compiles them once."""
+    document, page, _ = report
+    compiled = []
+    compile_ = jinja2.Environment.compile
+    monkeypatch.setattr(jinja2.Environment, "compile",
+                        lambda environment, *args, **how: compiled.append(args) or compile_(environment, *args, **how))
+    prepare_html()
+    compiled.clear()
+    for _report_of_a_target in range(2):
+        assert ReportPage(render_html(document)).order == page.order
+    assert compiled == []
