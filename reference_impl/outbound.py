@@ -228,9 +228,10 @@ class PinnedTransport(httpx2.AsyncHTTPTransport):
 
 @cache
 def tls_context() -> ssl.SSLContext:
-    """The TLS context of every pinned transport in the process, made on first use: a new one
-    loads the CA bundle again (30 to 70 ms of CPU), once per gateway built otherwise (a harness
-    run builds dozens); a context is safe to share between threads and event loops."""
+    """The TLS context of every pinned transport in the process, made on first use as httpx
+    makes its default (the system's store, or what `SSL_CERT_FILE` or `SSL_CERT_DIR` names): a
+    new one loads the CA bundle again (30 to 70 ms of CPU), once per gateway built otherwise (a
+    harness run builds dozens). It is safe to share between threads and event loops."""
     return httpx2.create_ssl_context()
 
 

@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
-from ...reference_impl.outbound import tls_context
 from ..engine.session import open_session
 from ..engine.stack_process import APART_FROM_UNITS
-from ..engine.targets import Target
+from ..engine.targets import Target, tls_context
 from ..errors import HarnessError
 from ..judge import goldens
 from ..judge.against import Against, load_against

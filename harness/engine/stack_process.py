@@ -7,12 +7,12 @@ The child is started with multiprocessing's `spawn` (a fresh interpreter: forkin
 that may already run threads is unsafe). It may start before its settings are known (`begin`):
 it imports the servers' code meanwhile (most of a second), while the parent reads its scenario
 files. Told its settings (`tell`, as soon as the parent knows them; entering waits for the
-servers), it starts the servers, tells the parent where they listen, then
-starts and stops the configured reference gateways that scenarios ask for, as many at once as
-the parent asks for (each request names its answer). It ignores Ctrl-C (the parent decides
-when it ends): the parent ends it by its PID, and it ends by itself when the parent goes away
-(its requests end). A child that dies is a `HarnessError` naming its exit code. (`spawn`
-also starts multiprocessing's resource tracker, which ends by itself once the parent has.)
+servers), it starts the servers, tells the parent where they listen, then starts and stops the
+configured reference gateways that scenarios ask for, as many at once as the parent asks for
+(each request names its answer). It ignores Ctrl-C (the parent decides when it ends): the
+parent ends it by its PID, and it ends by itself when the parent goes away (its requests end).
+A child that dies is a `HarnessError` naming its exit code. (`spawn` also starts
+multiprocessing's resource tracker, which ends by itself once the parent has.)
 """
 
 from __future__ import annotations

@@ -17,17 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
+from functools import cache
 from typing import Any
 
 import anyio
 import httpx2
 
-from ...reference_impl.outbound import tls_context
 from ..defaults import (DEFAULT_CHAT_PATH, DEFAULT_MAX_ANSWER_BYTES, DEFAULT_MODEL, DEFAULT_RESPONSES_PATH,
                         DEFAULT_TIMEOUT_S)
 from ..errors import HarnessError
@@ -112,11 +113,17 @@ class RawBody:
                 "start": self.content[:300].decode("utf-8", errors="replace")}
 
 
+@cache
+def tls_context() -> ssl.SSLContext:
+    """What the harness's HTTP clients trust: httpx's default (the system's trust store, or what
+    `SSL_CERT_FILE` or `SSL_CERT_DIR` names), loaded once per process rather than by each client
+    made (30 to 80 ms each here). The reference gateway keeps its own
+    (`reference_impl.outbound.tls_context`): the harness does not import the gateway it judges."""
+    return httpx2.create_ssl_context()
+
+
 def http_client(timeout: httpx2.Timeout | float) -> httpx2.AsyncClient:
-    """An HTTP client of the harness's (to a target, the fixtures, a gateway's API), with `timeout`.
-    It trusts what httpx trusts (the system's store, or what `SSL_CERT_FILE` or `SSL_CERT_DIR`
-    names), through the process's one TLS context (`tls_context`, the gateway's outbound clients'
-    too): loading the store for each client took 30 to 80 ms."""
+    """An HTTP client of the harness's (to a target, the fixtures, a gateway's API), with `timeout`."""
     return httpx2.AsyncClient(timeout=timeout, verify=tls_context())
 
 

@@ -21,8 +21,7 @@ from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.defaults import DEFAULT_MODEL
 from responses_parity.harness.engine.session import open_session
 from responses_parity.harness.engine.stack import Stack
-from responses_parity.harness.engine.targets import http_client
-from responses_parity.reference_impl.outbound import tls_context
+from responses_parity.harness.engine.targets import http_client, tls_context
 from responses_parity.harness.engine.tls_front import TlsFront, start_tls_front
 from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, units_of
