@@ -69,9 +69,17 @@ def _failure_text(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+def _utf8(text: str) -> bytes:
+    """JSON text as UTF-8, a character no UTF-8 can hold (half a surrogate pair a model's earlier
+    output held, replayed) written as its JSON escape: such a character is only ever inside a
+    JSON string, where the escape reads back as itself."""
+    return text.encode("utf-8", "backslashreplace")
+
+
 def json_bytes(body: Any) -> bytes:
-    """A request body as httpx2's `json=` sends it: compact, UTF-8, no NaN."""
-    return compact_json(body).encode()
+    """A request body as httpx2's `json=` sends it: compact, UTF-8, no NaN; text no UTF-8 can
+    hold escaped (`_utf8`), where httpx2 would fail."""
+    return _utf8(compact_json(body))
 
 
 def json_bytes_stepwise(body: dict[str, Any]) -> bytes:
@@ -84,7 +92,7 @@ def json_bytes_stepwise(body: dict[str, Any]) -> bytes:
             return "[" + ",".join(compact_json(member) for member in value) + "]"
         return compact_json(value)
 
-    return ("{" + ",".join(f"{compact_json(str(key))}:{members(value)}" for key, value in body.items()) + "}").encode()
+    return _utf8("{" + ",".join(f"{compact_json(str(key))}:{members(value)}" for key, value in body.items()) + "}")
 
 
 async def request_content(build: Callable[[], dict[str, Any]], items: int) -> bytes:

@@ -19,6 +19,8 @@ from openai.types.responses import Response
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
 from responses_parity.harness.engine.stack import Stack
 
+from scripted_runs import upstream_requests
+
 NEWEST_OPENAI_FIELDS = frozenset({
     "background", "billing", "completed_at", "created_at", "error", "frequency_penalty", "id", "incomplete_details",
     "instructions", "max_output_tokens", "max_tool_calls", "metadata", "model", "moderation", "object", "output",
@@ -145,3 +147,24 @@ def test_text_no_utf8_can_hold_is_answered_and_stored_escaped(stack: Stack) -> N
     assert stored.status_code == 200, stored.text
     assert stored.content.isascii()
     assert stored.json()["output"][0]["content"][0]["text"] == "Half \ud83d of a pair."
+
+
+def test_text_no_utf8_can_hold_goes_back_to_the_model_in_a_continuation(stack: Stack) -> None:
+    """The model's text held half a surrogate pair: the JSON answer holds it, and continuing the
+    response sends it back to the model, escaped as JSON allows, where encoding the request
+    as UTF-8 failed it with a 500 (and the scripted upstream's JSON answer failed likewise)."""
+    run = new_run_token()
+    script = {"steps": [[{"text": "Half \ud83d of a pair."}], [{"text": "Understood."}]], "chain_of": [0, 0]}
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),  # escaped, as httpx won't
+               headers={"content-type": "application/json"}).raise_for_status()
+    first = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
+                        json={"model": "m", "input": f"Hello {run_marker(run, 0)}"})
+    assert first.status_code == 200, first.text
+    assert first.json()["output"][0]["content"][0]["text"] == "Half \ud83d of a pair."
+    second = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
+                         json={"model": "m", "input": f"Again {run_marker(run, 1)}",
+                               "previous_response_id": first.json()["id"]})
+    assert second.status_code == 200, second.text
+    assert second.json()["output"][0]["content"][0]["text"] == "Understood."
+    sent = upstream_requests(stack, run)[-1]["body"]["input"]
+    assert {"type": "message", "role": "assistant", "content": "Half \ud83d of a pair."} in sent
