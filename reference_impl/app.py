@@ -27,7 +27,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 
@@ -39,7 +39,7 @@ from .errors import GatewayError, InvalidRequest, NotFound, RateLimited, Unautho
 from .event_log import sse_frame
 from .files import UploadSlots, file_routes
 from .json_body import read_json
-from .json_text import JsonText
+from .json_text import JsonAnswer, JsonText
 from .last_resort import AnswerBugs
 from .outbound import Resolver, system_resolver
 from .pagination import list_query, page_object
@@ -58,9 +58,9 @@ _BUG = GatewayError(500, "The server had an error while processing your request.
 """OpenAI's 500, in its envelope and words (contract notes §4.2)."""
 
 
-def error_response(error: GatewayError) -> JSONResponse:
+def error_response(error: GatewayError) -> JsonAnswer:
     headers = {"retry-after": str(error.retry_after_s)} if isinstance(error, RateLimited) else None
-    return JSONResponse(error.body(), status_code=error.status, headers=headers)
+    return JsonAnswer(error.body(), status_code=error.status, headers=headers)
 
 
 async def _stream(run: Run, after: int = -1) -> AsyncIterator[bytes]:
@@ -124,7 +124,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         if run.request.stream:
             return StreamingResponse(_stream(run), media_type="text/event-stream")
         if run.request.background:
-            return JSONResponse(run.live_response()) if run.log.events else await stored_json(run.response_id)
+            return JsonAnswer(run.live_response()) if run.log.events else await stored_json(run.response_id)
 
         def answer(response: dict[str, Any]) -> Response:
             """The response as the run's end encoded it: once, for the store and for this answer."""
@@ -135,10 +135,10 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
 
     async def compact_response(request: Request) -> Response:
         key = key_fingerprint(request.headers.get("authorization"))
-        return JSONResponse(await service.compact(await read_json(request), key))
+        return JsonAnswer(await service.compact(await read_json(request), key))
 
     async def count_input_tokens(request: Request) -> Response:
-        return JSONResponse(await service.count_input_tokens(await read_json(request)))
+        return JsonAnswer(await service.count_input_tokens(await read_json(request)))
 
     async def responses_socket(websocket: WebSocket) -> None:
         await serve_responses_socket(websocket, service, config.websocket_max_s)
@@ -151,7 +151,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         if not boolean(query, "stream"):
             answer = await stored_json(response_id)
             running = service.running.get(response_id)
-            return JSONResponse(running.live_response()) if running and running.log.events else answer
+            return JsonAnswer(running.live_response()) if running and running.log.events else answer
         found = await stored(response_id)
         running = service.running.get(response_id)
         if not found.response.get("background") or not found.streamed:
@@ -165,17 +165,17 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         response_id = request.path_params["response_id"]
         if not await store.delete(response_id):
             raise _no_response(response_id)
-        return JSONResponse({"id": response_id, "object": "response.deleted", "deleted": True})
+        return JsonAnswer({"id": response_id, "object": "response.deleted", "deleted": True})
 
     async def cancel_response(request: Request) -> Response:
-        return JSONResponse(await service.cancel(request.path_params["response_id"]))
+        return JsonAnswer(await service.cancel(request.path_params["response_id"]))
 
     async def input_items(request: Request) -> Response:
         included(request.query_params)
         response_id = request.path_params["response_id"]
         if not await store.has_response(response_id):
             raise _no_response(response_id)
-        return JSONResponse(page_object(*await store.input_items_page(response_id, list_query(request.query_params))))
+        return JsonAnswer(page_object(*await store.input_items_page(response_id, list_query(request.query_params))))
 
     async def audit(request: Request) -> Response:
         if not config.admin_key:
@@ -185,7 +185,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
         records = await store.audit(run_id)
         if not records:
             raise NotFound(f"No audit records for run '{run_id}'.")
-        return JSONResponse({"run_id": run_id, "records": records})
+        return JsonAnswer({"run_id": run_id, "records": records})
 
     async def on_gateway_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, GatewayError)
@@ -193,7 +193,7 @@ def build_gateway_app(config: GatewayConfig, resolver: Resolver = system_resolve
 
     async def on_too_large(request: Request, error: Exception) -> Response:
         assert isinstance(error, RequestTooLarge)
-        return JSONResponse(error.body(), status_code=error.status)
+        return JsonAnswer(error.body(), status_code=error.status)
 
     async def on_http_error(request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)

@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .client import with_ids
@@ -27,6 +27,7 @@ from .query import included
 from .store import Conversation, ConversationStore
 from ..openai_contract.request_schema import member_bounds
 from .json_body import read_json_object
+from .json_text import JsonAnswer
 from .refusals import conversation_schemas, missing
 from .validation import input_items
 
@@ -62,10 +63,10 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         items = _items(body.get("items") or [])
         conversation = Conversation(new_id("conv"), int(time.time()), body.get("metadata") or {})
         await store.create_conversation(conversation, items)
-        return JSONResponse(conversation.resource())
+        return JsonAnswer(conversation.resource())
 
     async def read(request: Request) -> Response:
-        return JSONResponse((await existing(request.path_params["conversation_id"])).resource())
+        return JsonAnswer((await existing(request.path_params["conversation_id"])).resource())
 
     async def update(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -73,20 +74,20 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         body = await _checked(request, "update", "metadata")
         updated = await store.update_conversation(conversation_id, body["metadata"])
         assert updated is not None
-        return JSONResponse(updated.resource())
+        return JsonAnswer(updated.resource())
 
     async def delete(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
         await store.delete_conversation(conversation_id)
-        return JSONResponse({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+        return JsonAnswer({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
 
     async def list_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
         await existing(conversation_id)
         include = included(request.query_params)
         items, more = await store.items_page(conversation_id, list_query(request.query_params))
-        return JSONResponse(page_object([as_listed(item, include) for item in items], more))
+        return JsonAnswer(page_object([as_listed(item, include) for item in items], more))
 
     async def add_items(request: Request) -> Response:
         conversation_id = request.path_params["conversation_id"]
@@ -95,7 +96,7 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
         body = await _checked(request, "add_items", "items")
         items = _items(body["items"])
         await store.add_items(conversation_id, items)
-        return JSONResponse(page_object(items, False))
+        return JsonAnswer(page_object(items, False))
 
     async def find_item(conversation_id: str, item_id: str) -> dict[str, Any]:
         await existing(conversation_id)
@@ -106,13 +107,13 @@ def conversation_routes(store: ConversationStore) -> list[Route]:
 
     async def read_item(request: Request) -> Response:
         item = await find_item(request.path_params["conversation_id"], request.path_params["item_id"])
-        return JSONResponse(as_listed(item, included(request.query_params)))
+        return JsonAnswer(as_listed(item, included(request.query_params)))
 
     async def delete_item(request: Request) -> Response:
         conversation_id, item_id = request.path_params["conversation_id"], request.path_params["item_id"]
         await find_item(conversation_id, item_id)
         await store.delete_item(conversation_id, item_id)
-        return JSONResponse((await existing(conversation_id)).resource())
+        return JsonAnswer((await existing(conversation_id)).resource())
 
     base = "/v1/conversations/{conversation_id}"
     return [

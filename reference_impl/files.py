@@ -29,7 +29,7 @@ from python_multipart.multipart import parse_options_header
 from starlette.datastructures import FormData, UploadFile
 from starlette.formparsers import MultiPartException, MultiPartParser
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Message, Receive
 
@@ -38,6 +38,7 @@ from ..openai_contract.request_body import RequestTooLarge, check_declared_size
 from ..openai_contract.request_schema import sdk_literal
 from .errors import GatewayError, InvalidRequest, RateLimited
 from .ids import new_file_id
+from .json_text import JsonAnswer
 from .pagination import list_query, page_object
 from .refusals import invalid_type, invalid_value, missing, unknown
 from .store import FileStore, StoredFile
@@ -207,15 +208,15 @@ def file_routes(store: FileStore, uploads: UploadSlots) -> list[Route]:
         async with uploads.slot(), _upload_form(request, limit) as form:
             upload, file = _described(form)
             await store.save_file(file, upload.file)
-        return JSONResponse(file.resource())
+        return JsonAnswer(file.resource())
 
     async def list_files(request: Request) -> Response:
         query = list_query(request.query_params, default_limit=MAX_LIST_LIMIT, max_limit=MAX_LIST_LIMIT)
         files, more = await store.files_page(request.query_params.get("purpose"), query)
-        return JSONResponse(page_object([file.resource() for file in files], more))
+        return JsonAnswer(page_object([file.resource() for file in files], more))
 
     async def read(request: Request) -> Response:
-        return JSONResponse((await existing(request.path_params["file_id"])).resource())
+        return JsonAnswer((await existing(request.path_params["file_id"])).resource())
 
     async def content(request: Request) -> Response:
         """The bytes as uploaded."""
@@ -230,7 +231,7 @@ def file_routes(store: FileStore, uploads: UploadSlots) -> list[Route]:
         file_id = request.path_params["file_id"]
         if not await store.delete_file(file_id):
             raise FileNotFound(file_id)
-        return JSONResponse({"id": file_id, "object": "file", "deleted": True})
+        return JsonAnswer({"id": file_id, "object": "file", "deleted": True})
 
     return [
         Route("/v1/files", create, methods=["POST"]),

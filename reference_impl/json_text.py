@@ -1,20 +1,30 @@
 """The JSON the gateway writes, compact and never with NaN or Infinity (not JSON).
 
 - `compact_json`: what it sends the model, its text as it is (as httpx's `json=` sends it);
-- `escaped_json`: the responses it stores and answers, every character outside ASCII escaped
-  (as its streams' events are), so any text survives, even half a surrogate pair a model's
-  output may hold (no UTF-8 can: unescaped, it could be neither stored nor answered). A
-  response is encoded once, for the store and for its JSON answer.
+- `escaped_json`: the responses it stores and every JSON answer (`JsonAnswer`, `JsonText`),
+  every character outside ASCII escaped (as its streams' events are), so any text survives,
+  even half a surrogate pair a model's output may hold (no UTF-8 can: unescaped, it could be
+  neither stored nor answered). A response is encoded once, for the store and for its JSON
+  answer.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 
 compact_json = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
 escaped_json = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+
+
+class JsonAnswer(JSONResponse):
+    """Starlette's JSON answer, written as `escaped_json` writes (Starlette's writes UTF-8, and
+    fails on text no UTF-8 can hold)."""
+
+    def render(self, content: Any) -> bytes:
+        return escaped_json(content).encode()
 
 
 class JsonText(Response):

@@ -18,11 +18,12 @@ import time
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from .errors import InvalidRequest, NotFound
 from .ids import new_id
+from .json_text import JsonAnswer
 from .refusals import invalid_type, missing, unknown
 from .store import Attachment, FileStore, FileTally, StoredFileBatch, VectorStoreStore
 from .vector_stores import (VectorStoreNotFound, attached, body_of, checked_attributes, chunking, file_counts,
@@ -109,14 +110,14 @@ def file_batch_routes(store: VectorStoreStore, files: FileStore) -> list[Route]:
                        for file_id, attributes, strategy, param in _requested(body)]
         batch = StoredFileBatch(new_id("vsfb"), store_id, int(time.time()), [a.file_id for a in attachments])
         await attached(store, attachments, batch)
-        return JSONResponse(await resource(batch))
+        return JsonAnswer(await resource(batch))
 
     async def read(request: Request) -> Response:
-        return JSONResponse(await resource(await existing_batch(request)))
+        return JsonAnswer(await resource(await existing_batch(request)))
 
     async def list_files(request: Request) -> Response:
         batch = await existing_batch(request)
-        return JSONResponse(await files_page(store, batch.vector_store_id, request.query_params, batch.id))
+        return JsonAnswer(await files_page(store, batch.vector_store_id, request.query_params, batch.id))
 
     return [
         Route("/v1/vector_stores/{vector_store_id}/file_batches", create, methods=["POST"]),

@@ -60,7 +60,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from .errors import InvalidRequest, NotFound
@@ -69,6 +69,7 @@ from .ids import new_id
 from .pagination import list_query, page_object
 from ..openai_contract.request_schema import member_bounds
 from .json_body import read_json_object
+from .json_text import JsonAnswer
 from .refusals import invalid_type, invalid_value, missing, unknown, vector_store_schemas
 from .store import (
     Attachment, Attributes, FileStore, FileTally, MissingFile, StoredFile, StoredFileBatch, StoredVectorStore,
@@ -94,7 +95,7 @@ SUPPORTED_EXTENSIONS = frozenset({".c", ".cpp", ".cs", ".css", ".doc", ".docx", 
 DAY_S = 86_400
 _QUERY_TERM = re.compile(r"\w+")
 _AS_STARLETTE: dict[str, Any] = {"ensure_ascii": False, "separators": (",", ":")}
-"""How Starlette's `JSONResponse` writes JSON (a page streamed in parts reads the same)."""
+"""How Starlette's `JsonAnswer` writes JSON (a page streamed in parts reads the same)."""
 
 
 class VectorStoreNotFound(NotFound):
@@ -487,7 +488,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
                                     _expires_after(body.get("expires_after")), now)
         await store.save_vector_store(created)
         await attached(store, [Attachment(created.id, file_id, None, sizes) for file_id in file_ids])
-        return JSONResponse(await resource(created))
+        return JsonAnswer(await resource(created))
 
     async def update(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
@@ -503,22 +504,22 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
             changes["expires_after"] = _expires_after(body["expires_after"])
         updated = replace(vector_store, **changes)
         await store.save_vector_store(updated)
-        return JSONResponse(await resource(updated))
+        return JsonAnswer(await resource(updated))
 
     async def list_stores(request: Request) -> Response:
         listed, more = await store.vector_stores_page(list_query(request.query_params))
         now = time.time()
-        return JSONResponse(page_object([_store_resource(vector_store, tally, now) for vector_store, tally in listed],
+        return JsonAnswer(page_object([_store_resource(vector_store, tally, now) for vector_store, tally in listed],
                                         more))
 
     async def read(request: Request) -> Response:
-        return JSONResponse(await resource(await existing(request.path_params["vector_store_id"])))
+        return JsonAnswer(await resource(await existing(request.path_params["vector_store_id"])))
 
     async def delete(request: Request) -> Response:
         store_id = request.path_params["vector_store_id"]
         if not await store.delete_vector_store(store_id):
             raise VectorStoreNotFound(store_id)
-        return JSONResponse({"id": store_id, "object": "vector_store.deleted", "deleted": True})
+        return JsonAnswer({"id": store_id, "object": "vector_store.deleted", "deleted": True})
 
     async def add_file(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
@@ -526,11 +527,11 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         file = await retrievable(files, body["file_id"], "file_id")
         attributes, sizes = checked_attributes(body.get("attributes")), chunking(body.get("chunking_strategy"))
         (added,) = await attached(store, [Attachment(vector_store.id, file.id, attributes, sizes)])
-        return JSONResponse(file_resource(added))
+        return JsonAnswer(file_resource(added))
 
     async def list_files(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
-        return JSONResponse(await files_page(store, vector_store.id, request.query_params))
+        return JsonAnswer(await files_page(store, vector_store.id, request.query_params))
 
     async def existing_file(request: Request) -> StoredVectorStoreFile:
         vector_store = await existing(request.path_params["vector_store_id"])
@@ -541,14 +542,14 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         return found
 
     async def read_file(request: Request) -> Response:
-        return JSONResponse(file_resource(await existing_file(request)))
+        return JsonAnswer(file_resource(await existing_file(request)))
 
     async def update_file(request: Request) -> Response:
         found = await existing_file(request)
         body = await body_of(request, "vector_stores.files.update")
         updated = replace(found, attributes=checked_attributes(body["attributes"]))
         await store.update_vector_store_file(updated)
-        return JSONResponse(file_resource(updated))
+        return JsonAnswer(file_resource(updated))
 
     async def read_file_content(request: Request) -> Response:
         """The attached file's text as one part (a file that failed to index has none), sent as it
@@ -556,7 +557,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         found = await existing_file(request)
         pieces = None if found.last_error else await stored_bytes(files, found.file_id)
         if pieces is None:
-            return JSONResponse(_content_page([]))
+            return JsonAnswer(_content_page([]))
         head, tail = json.dumps(_content_page([{"type": "text", "text": "\0"}]), **_AS_STARLETTE).split("\\u0000")
 
         async def page(text: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
@@ -571,7 +572,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
     async def delete_file(request: Request) -> Response:
         found = await existing_file(request)
         await store.delete_vector_store_file(found.vector_store_id, found.file_id)
-        return JSONResponse({"id": found.file_id, "object": "vector_store.file.deleted", "deleted": True})
+        return JsonAnswer({"id": found.file_id, "object": "vector_store.file.deleted", "deleted": True})
 
     async def search(request: Request) -> Response:
         vector_store = await existing(request.path_params["vector_store_id"])
@@ -583,7 +584,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
                                    score_threshold=threshold, filters=filter_)
         data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,
                  "content": [{"type": "text", "text": hit.text}]} for hit in hits]
-        return JSONResponse({"object": "vector_store.search_results.page", "search_query": queries,
+        return JsonAnswer({"object": "vector_store.search_results.page", "search_query": queries,
                              "data": data, "has_more": False, "next_page": None})
 
     return [

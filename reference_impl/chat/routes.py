@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from ..client import HostedTool, WebSearchTool
@@ -26,6 +26,7 @@ from ..config import ConfigError
 from ..errors import BlockedDestination, Forbidden, InvalidRequest
 from ...openai_contract.request_body import read_bytes
 from ..json_body import JsonBody, read_json
+from ..json_text import JsonAnswer
 from ..loop.lifecycle import run_loop
 from ..loop.sink import LoopResult
 from ..loop.state import LoopState
@@ -106,7 +107,7 @@ def chat_routes(runtime: Runtime) -> list[Route]:
             if chat.stream and config.chat_stream_mode == "final_only":
                 return StreamingResponse(final_only_chunks(completion, chat.include_usage),
                                          media_type="text/event-stream")
-            return JSONResponse(completion)
+            return JsonAnswer(completion)
 
         # a blocked destination is raised as itself, for `chat_completions` to answer as a 403
         return await answer_when_done(request, await runtime.launch(api_key, lambda: run_loop(ctx, sink, end)),

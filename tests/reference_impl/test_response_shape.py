@@ -168,3 +168,23 @@ def test_text_no_utf8_can_hold_goes_back_to_the_model_in_a_continuation(stack: S
     assert second.json()["output"][0]["content"][0]["text"] == "Understood."
     sent = upstream_requests(stack, run)[-1]["body"]["input"]
     assert {"type": "message", "role": "assistant", "content": "Half \ud83d of a pair."} in sent
+
+
+def test_a_conversation_lists_text_no_utf8_can_hold(stack: Stack) -> None:
+    """The model's answer, added to a conversation, held half a surrogate pair: listing the
+    conversation's items answers it escaped, as the gateway's every JSON answer now is (a
+    client's own input may not hold one: refused with a 400, as OpenAI's parser refuses it),
+    where Starlette's JSON answer failed with a 500."""
+    run = new_run_token()
+    script = {"steps": [[{"text": "Half \ud83d of a pair."}]]}
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),  # escaped, as httpx won't
+               headers={"content-type": "application/json"}).raise_for_status()
+    conversation = httpx2.post(f"{stack.reference_url}/v1/conversations", json={}, timeout=30).json()["id"]
+    created = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
+                          json={"model": "m", "input": f"Hello {run_marker(run, 0)}", "conversation": conversation})
+    assert created.status_code == 200, created.text
+    listed = httpx2.get(f"{stack.reference_url}/v1/conversations/{conversation}/items", timeout=30)
+    assert listed.status_code == 200, listed.text
+    assert listed.content.isascii()
+    assert [item["content"][0]["text"] for item in listed.json()["data"] if item["role"] == "assistant"] == [
+        "Half \ud83d of a pair."]
