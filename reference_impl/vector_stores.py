@@ -510,7 +510,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         listed, more = await store.vector_stores_page(list_query(request.query_params))
         now = time.time()
         return JsonAnswer(page_object([_store_resource(vector_store, tally, now) for vector_store, tally in listed],
-                                        more))
+                                      more))
 
     async def read(request: Request) -> Response:
         return JsonAnswer(await resource(await existing(request.path_params["vector_store_id"])))
@@ -585,7 +585,7 @@ def vector_store_routes(store: VectorStoreStore, files: FileStore) -> list[Route
         data = [{"file_id": hit.file_id, "filename": hit.filename, "score": hit.score, "attributes": hit.attributes,
                  "content": [{"type": "text", "text": hit.text}]} for hit in hits]
         return JsonAnswer({"object": "vector_store.search_results.page", "search_query": queries,
-                             "data": data, "has_more": False, "next_page": None})
+                           "data": data, "has_more": False, "next_page": None})
 
     return [
         Route("/v1/vector_stores", create, methods=["POST"]),

@@ -2,9 +2,8 @@
 run there has the verdicts of the same run in one process, gateways configured by scenarios
 included; settings that make no gateway are the scenario's error there too; a child begun
 before its settings are known serves them once told, and one told ahead starts its servers
-before it is entered; the child ends with its stack, told or
-not; a child that dies fails what waits for it, naming how it ended, instead of hanging the
-run."""
+before it is entered; the child ends with its stack, told or not; a child that dies fails
+what waits for it, naming how it ended, instead of hanging the run."""
 
 from __future__ import annotations
 
@@ -134,7 +133,7 @@ def _alive(process: psutil.Process) -> bool:
 
 SERVING_PARENT = """
 import sys
-from responses_parity.harness.engine.stack_process import READY_TIMEOUT_S, StackProcess, reference_settings
+from responses_parity.harness.engine.stack_process import StackProcess
 if __name__ == "__main__":
     with StackProcess(with_reference=True) as stack:
         print(stack.pid, flush=True)
@@ -142,7 +141,7 @@ if __name__ == "__main__":
 """
 BEGINNING_PARENT = """
 import sys
-from responses_parity.harness.engine.stack_process import READY_TIMEOUT_S, StackProcess, reference_settings
+from responses_parity.harness.engine.stack_process import StackProcess
 if __name__ == "__main__":
     stack = StackProcess().begin()
     print(stack.pid, flush=True)
