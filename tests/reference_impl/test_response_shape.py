@@ -130,14 +130,23 @@ def test_a_reasoning_item_has_an_empty_content_as_openais_of_2026(stack: Stack) 
     assert final["output"][0]["content"] == [] and final["output"][0]["summary"][0]["text"] == "7 times 13."
 
 
+HALF_A_PAIR = "Half \ud83d of a pair."
+"""Text no UTF-8 can hold: half a surrogate pair."""
+
+
+def _half_a_pair_scripted(stack: Stack, script: dict[str, Any]) -> str:
+    """A run of `script`, sent JSON-escaped (httpx's `json=` writes UTF-8, which cannot hold it)."""
+    run = new_run_token()
+    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),
+               headers={"content-type": "application/json"}).raise_for_status()
+    return run
+
+
 def test_text_no_utf8_can_hold_is_answered_and_stored_escaped(stack: Stack) -> None:
     """Half a surrogate pair (a model's stream may split one across two events) is text no UTF-8
     can hold. The response is still stored and read back: every response the gateway writes,
     as every event of its streams, escapes what is not ASCII, so any text survives."""
-    run = new_run_token()
-    script = {"steps": [[{"text": "Half \ud83d of a pair."}]]}
-    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),
-               headers={"content-type": "application/json"}).raise_for_status()
+    run = _half_a_pair_scripted(stack, {"steps": [[{"text": HALF_A_PAIR}]]})
     body = {"model": "m", "input": f"Hello {run_marker(run, 0)}", "stream": True}
     with httpx2.stream("POST", f"{stack.reference_url}/v1/responses", json=body, timeout=30) as answer:
         events = [json.loads(line[len("data: "):]) for line in answer.iter_lines() if line.startswith("data: ")]
@@ -146,28 +155,26 @@ def test_text_no_utf8_can_hold_is_answered_and_stored_escaped(stack: Stack) -> N
     stored = httpx2.get(f"{stack.reference_url}/v1/responses/{response_id}", timeout=30)
     assert stored.status_code == 200, stored.text
     assert stored.content.isascii()
-    assert stored.json()["output"][0]["content"][0]["text"] == "Half \ud83d of a pair."
+    assert stored.json()["output"][0]["content"][0]["text"] == HALF_A_PAIR
 
 
 def test_text_no_utf8_can_hold_goes_back_to_the_model_in_a_continuation(stack: Stack) -> None:
     """The model's text held half a surrogate pair: the JSON answer holds it, and continuing the
     response sends it back to the model, escaped as JSON allows, where encoding the request
     as UTF-8 failed it with a 500 (and the scripted upstream's JSON answer failed likewise)."""
-    run = new_run_token()
-    script = {"steps": [[{"text": "Half \ud83d of a pair."}], [{"text": "Understood."}]], "chain_of": [0, 0]}
-    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),  # escaped, as httpx won't
-               headers={"content-type": "application/json"}).raise_for_status()
+    run = _half_a_pair_scripted(stack, {"steps": [[{"text": HALF_A_PAIR}], [{"text": "Understood."}]],
+                                        "chain_of": [0, 0]})
     first = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
                         json={"model": "m", "input": f"Hello {run_marker(run, 0)}"})
     assert first.status_code == 200, first.text
-    assert first.json()["output"][0]["content"][0]["text"] == "Half \ud83d of a pair."
+    assert first.json()["output"][0]["content"][0]["text"] == HALF_A_PAIR
     second = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
                          json={"model": "m", "input": f"Again {run_marker(run, 1)}",
                                "previous_response_id": first.json()["id"]})
     assert second.status_code == 200, second.text
     assert second.json()["output"][0]["content"][0]["text"] == "Understood."
     sent = upstream_requests(stack, run)[-1]["body"]["input"]
-    assert {"type": "message", "role": "assistant", "content": "Half \ud83d of a pair."} in sent
+    assert {"type": "message", "role": "assistant", "content": HALF_A_PAIR} in sent
 
 
 def test_a_conversation_lists_text_no_utf8_can_hold(stack: Stack) -> None:
@@ -175,10 +182,7 @@ def test_a_conversation_lists_text_no_utf8_can_hold(stack: Stack) -> None:
     conversation's items answers it escaped, as the gateway's every JSON answer now is (a
     client's own input may not hold one: refused with a 400, as OpenAI's parser refuses it),
     where Starlette's JSON answer failed with a 500."""
-    run = new_run_token()
-    script = {"steps": [[{"text": "Half \ud83d of a pair."}]]}
-    httpx2.put(f"{stack.upstream_url}/__parity/runs/{run}", content=json.dumps(script),  # escaped, as httpx won't
-               headers={"content-type": "application/json"}).raise_for_status()
+    run = _half_a_pair_scripted(stack, {"steps": [[{"text": HALF_A_PAIR}]]})
     conversation = httpx2.post(f"{stack.reference_url}/v1/conversations", json={}, timeout=30).json()["id"]
     created = httpx2.post(f"{stack.reference_url}/v1/responses", timeout=30,
                           json={"model": "m", "input": f"Hello {run_marker(run, 0)}", "conversation": conversation})
@@ -186,5 +190,5 @@ def test_a_conversation_lists_text_no_utf8_can_hold(stack: Stack) -> None:
     listed = httpx2.get(f"{stack.reference_url}/v1/conversations/{conversation}/items", timeout=30)
     assert listed.status_code == 200, listed.text
     assert listed.content.isascii()
-    assert [item["content"][0]["text"] for item in listed.json()["data"] if item["role"] == "assistant"] == [
-        "Half \ud83d of a pair."]
+    answers = [item["content"][0]["text"] for item in listed.json()["data"] if item["role"] == "assistant"]
+    assert answers == [HALF_A_PAIR]
