@@ -65,7 +65,7 @@ class StackProcess(AbstractContextManager["StackProcess"]):
     gateway and fixtures it serves (a fifth of a second, the MCP SDK half a second more)."""
 
     def __init__(self, **settings: Any) -> None:
-        self.settings = settings
+        self._settings = settings
         """What the child's `Stack` is made with (see `tell`)."""
         self.admin_key: str | None = None
         self.upstream_url: str | None = None
@@ -103,16 +103,16 @@ class StackProcess(AbstractContextManager["StackProcess"]):
         they start while this process goes on, and entering waits for them. Told once; telling
         the same settings again changes nothing."""
         if self._serving is not None:
-            assert settings == self.settings, "a child serves the settings it was told first"
+            assert settings == self._settings, "a child serves the settings it was told first"
             return self
-        self.settings = settings
+        self._settings = settings
         self.begin()
         self._serving = self.ask("serve", settings)
         return self
 
     def __enter__(self) -> StackProcess:
         if self._serving is None:
-            self.tell(**self.settings)
+            self.tell(**self._settings)
         try:
             served = self._serving.result(READY_TIMEOUT_S)
         except TimeoutError:

@@ -78,8 +78,7 @@ def test_the_child_ends_with_its_stack() -> None:
 def test_a_child_begun_before_its_settings_are_known_serves_them_once_told() -> None:
     servers = StackProcess().begin()
     begun = servers.pid
-    servers.settings = {"mcp_names": ("calc",), "with_reference": True}
-    with servers:
+    with servers.tell(mcp_names=("calc",), with_reference=True):
         assert servers.pid == begun  # the child begun ahead serves, no other
         assert set(servers.mcp) == {"calc"} and servers.reference_url is not None
         assert httpx2.get(f"{servers.reference_url}/v1/responses/resp_none").status_code == 404
