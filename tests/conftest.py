@@ -16,7 +16,9 @@ from hypothesis import HealthCheck, settings
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.harness.engine.fixture_client import FixtureClient
 from responses_parity.harness.engine.runner import Engine
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.judge.results import ScenarioResult
 from responses_parity.harness.probe.run import PROBED_GATEWAY

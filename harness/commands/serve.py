@@ -19,8 +19,8 @@ from ...fixtures.upstream.app import UpstreamState, build_upstream_app
 from ...fixtures.upstream.script import AdHocScript, ScriptFileError, load_adhoc_script
 from ..defaults import DEFAULT_UPSTREAM_PORT, DEFAULT_UPSTREAM_URL
 from ..engine.collector import settle
-from ..engine.reference_gateway import ConfigError, GatewayConfig, build_gateway_app
-from ..engine.stack import ServerThread, Stack, fixture_ports, search_port
+from ..engine.server_thread import ServerThread
+from ..engine.stack import Stack, fixture_ports, search_port
 from ..errors import HarnessError
 from ..model.guard_allowance import GuardAllowance
 from ..options import SERVED_GATEWAY_UPSTREAM
@@ -170,6 +170,8 @@ def serve_mcp(name: str, port: int) -> None:
                    "file's store_path wins.")
 def serve_reference(port: int, config_file: Path | None, upstream: str | None, store_path: str) -> None:
     """The reference gateway."""
+    from ..engine.reference_gateway import ConfigError, GatewayConfig, build_gateway_app  # this command's alone
+
     extra: ServerThread | None = None
     try:
         if config_file is not None:

@@ -16,7 +16,7 @@ import httpx2
 
 from ..engine.fixture_client import FixtureClient
 from ..engine.session import open_session
-from ..engine.stack import ServerThread
+from ..engine.server_thread import ServerThread
 from ..engine.targets import http_client
 from ..errors import HarnessError
 from ..model.findings import Finding

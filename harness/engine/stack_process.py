@@ -37,7 +37,8 @@ from .collector import settle
 if TYPE_CHECKING:
     from ...fixtures.upstream.script import AdHocScript
     from ..scenario.model import GatewaySetup
-    from .stack import ServerThread, Stack
+    from .server_thread import ServerThread
+    from .stack import Stack
 
 # From how many scenario runs, or probes, the embedded reference gateway and its fixtures are
 # served apart by a child begun only once they are known: its start-up (about 0.7 s on 2 cores)
@@ -208,8 +209,9 @@ class _ChildGateways:
 def _serve(pipe: Connection) -> None:
     """The child (see the module): its first request is to serve, with the stack's settings."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    from .stack import Stack
+    from .stack import Stack, import_servers
 
+    import_servers()
     if not pipe.poll():  # not told yet: half the scenarios name an MCP fixture
         import_fixture_servers()
     try:

@@ -76,7 +76,7 @@ from starlette.routing import WebSocketRoute
 from starlette.types import ASGIApp
 from starlette.websockets import WebSocket
 
-from ..engine.stack import ServerThread
+from ..engine.server_thread import ServerThread
 from ..engine.targets import CONNECT_DEADLINE_S
 from ..judge.live_checks import LiveStream
 from ..model.findings import Finding, Kind, Severity

@@ -35,14 +35,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.fixtures.upstream.app import build_upstream_app
 from responses_parity.fixtures.upstream.script import ModelTurn, RunScript, ToolCallSpec, new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 
 THIS_TREE = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "fixtures", "reference_impl", "scenarios")
 _RUN = re.compile(r"^/r/(?P<run>[^/]+)/")
 _GATEWAY = """
 import sys, time
-from responses_parity.harness.engine.stack import ServerThread, reference_config
+try:
+    from responses_parity.harness.engine.reference_gateway import reference_config
+    from responses_parity.harness.engine.server_thread import ServerThread
+except ImportError:  # a checkout from before they had these homes
+    from responses_parity.harness.engine.stack import ServerThread, reference_config
 from responses_parity.reference_impl import build_gateway_app
 import responses_parity.reference_impl as gateway
 server = ServerThread(build_gateway_app(reference_config(sys.argv[1], store_path=":memory:"))).start()

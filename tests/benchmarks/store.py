@@ -37,7 +37,8 @@ from sql_trace import SqlTrace
 
 from responses_parity.fixtures.upstream.app import build_upstream_app
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.reference_impl import build_gateway_app, runtime
 from responses_parity.reference_impl.chain import Chain
 from responses_parity.reference_impl.retention import AS_OPENAI, Retention

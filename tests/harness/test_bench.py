@@ -23,7 +23,7 @@ from responses_parity.harness.bench.report import chain_ratio, figures, markdown
 from responses_parity.harness.bench.run import FLOOR, BenchOptions, BenchResult, BenchTarget, Measured, with_proxied
 from responses_parity.harness.bench.workloads import Batch, Endpoint, RunTokens, Sizes, Workload, gateway_batch
 from responses_parity.harness.cli import main
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.harness.errors import HarnessError
 
 SECRET = "Zq9benchKEY777"

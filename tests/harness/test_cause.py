@@ -10,7 +10,8 @@ from collections.abc import Iterator
 import pytest
 from conftest import RunScenario
 
-from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.judge.cause import RULE, explained
 from responses_parity.harness.model.findings import Finding, Kind, Severity
 from responses_parity.harness.model.observed import Observed

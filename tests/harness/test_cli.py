@@ -24,7 +24,8 @@ from starlette.routing import Route
 from responses_parity.harness.cli import main
 from responses_parity.harness.commands import catalogue, console, running
 from responses_parity.harness.engine import child_process
-from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.stack_process import StackProcess
 from responses_parity.harness.scenario.loader import Catalogue, builtin_scenarios_dir
 

@@ -16,6 +16,7 @@ import pytest
 
 from responses_parity.harness.cli import COMMANDS, main
 from responses_parity.harness.engine import child_process
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 
 EXCHANGE = Path(__file__).parent / "exchanges" / "error-429-insufficient-quota.json"
@@ -170,6 +171,39 @@ def test_a_run_of_one_scenario_on_the_reference_gateway_imports_only_what_it_run
     assert with_junit["exit_code"] == 0 and (tmp_path / "junit.xml").is_file(), with_junit["output"]
     assert [name for name in among(with_junit["modules"], NOT_FOR_A_REFERENCE_RUN)
             if not name.startswith("xml.")] == ["responses_parity.harness.report.junit"]
+
+
+GATEWAY_AND_FIXTURES = ("mcp", "aiohttp", "tiktoken", "responses_parity.reference_impl",
+                        "responses_parity.harness.engine.reference_gateway", "responses_parity.fixtures.upstream.app",
+                        "responses_parity.fixtures.search.app", "responses_parity.fixtures.mcp.host")
+"""The reference gateway (and the SDKs only it loads) and what serves the fixtures."""
+
+
+def test_a_run_against_your_own_gateway_beside_parity_serve_imports_neither_the_reference_gateway_nor_the_fixtures(
+        tmp_path: Path, stack: Stack) -> None:
+    """The run a user makes most: their gateway at a URL, the scripted upstream and the fixtures
+    running beside `parity serve` (here the session's stack, whose upstream announces its
+    fixtures). The run finds them and starts nothing: importing the reference gateway and the
+    fixtures' servers cost it more than half of a one-scenario run. (The first run of a cache
+    reads the MCP fixtures' tool names from the fixtures themselves.)"""
+    assert stack.reference_url is not None and stack.upstream_url is not None
+    for _ in ("cold cache", "warm cache"):
+        run = run_parity(tmp_path, "run", "-s", "mcp-approval-deny", "-s", "web-search-citations",
+                         "--target", stack.reference_url, "--upstream", stack.upstream_url,
+                         "--report-dir", str(tmp_path / "reports"))
+        assert run["exit_code"] == 0, run["output"]
+    assert among(run["modules"], GATEWAY_AND_FIXTURES) == []
+
+
+def test_serving_the_fixtures_imports_no_reference_gateway() -> None:
+    """`parity serve` (what a user starts before their own gateway) serves the fixtures; only
+    `parity serve reference` imports the reference gateway."""
+    imported = child_process.run([sys.executable, "-c", "import sys; import responses_parity.harness.commands."
+                                  "serve; print(' '.join(sorted(sys.modules)))"],
+                                 capture_output=True, text=True, check=True).stdout.split()
+    assert "responses_parity.fixtures.upstream.app" in imported
+    assert among(imported, ("aiohttp", "tiktoken", "responses_parity.harness.engine.reference_gateway",
+                            "responses_parity.reference_impl.app")) == []
 
 
 def test_a_profiled_gateway_without_a_tls_front_imports_no_x509() -> None:

@@ -9,7 +9,9 @@ import pytest
 from faulty_gateways import (TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, message_as_wrong_type_events,
                              numbered_from_one, without_message_done)
 
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import build_gateway_app
 
 

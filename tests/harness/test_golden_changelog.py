@@ -17,7 +17,9 @@ from click.testing import CliRunner
 from faulty_gateways import TEXT_SCENARIO, RewritingGateway, message_as_wrong_type_body, without_message_done
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.model.findings import Kind
 from responses_parity.reference_impl import build_gateway_app
 

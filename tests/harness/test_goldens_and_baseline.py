@@ -12,7 +12,9 @@ from faulty_gateways import RewritingGateway
 from report_pages import ReportPage
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.model.findings import Kind
 from responses_parity.reference_impl import build_gateway_app
 

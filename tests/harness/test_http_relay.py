@@ -25,7 +25,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.harness.traffic.forwarding import UPSTREAM_FAILED, Found, ProxyEvent, ProxyLimits
 from responses_parity.harness.traffic.http_relay import BUFFERED_LIMIT, HEAD_LIMIT, UpstreamConnection
 from responses_parity.harness.traffic.proxy import RecordingProxy

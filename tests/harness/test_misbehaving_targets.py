@@ -16,7 +16,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from responses_parity.harness.cli import main
-from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.model.findings import Kind
 
 SLOW = """

@@ -16,7 +16,9 @@ from proxy_process import captured_files, start_proxy
 
 from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.engine import child_process
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import build_gateway_app
 
 RULE = "grammar.sequence_numbers"

@@ -23,7 +23,9 @@ from responses_parity.fixtures.upstream.app import UpstreamState, build_upstream
 from responses_parity.fixtures.upstream.script import AdHocScript
 from responses_parity.harness.cli import main
 from responses_parity.harness.defaults import DEFAULT_MODEL
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.options import TargetOptions
 from responses_parity.harness.probe.generate import Probe, all_probes, select

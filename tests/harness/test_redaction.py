@@ -19,7 +19,9 @@ from faulty_gateways import EchoingGateway
 from responses_parity.harness.cli import main
 from responses_parity.harness.commands import console
 from responses_parity.harness.engine.session import TargetOptions, open_session
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.scenario.model import Scenario
 from responses_parity.harness.wire import redaction
 from responses_parity.harness.wire.redaction import REDACTED, Redactor, tool_secrets

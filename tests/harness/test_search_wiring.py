@@ -24,7 +24,9 @@ from faulty_gateways import read_body, replaying
 
 from responses_parity.harness.engine.fixture_client import FixtureClient
 from responses_parity.harness.engine.runner import Engine
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.scenario.loader import LoadedScenario, load, load_file
 from responses_parity.reference_impl import build_gateway_app

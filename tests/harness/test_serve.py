@@ -24,7 +24,8 @@ from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.fixtures.upstream.app import UpstreamState, build_upstream_app
 from responses_parity.harness.cli import main
 from responses_parity.harness.engine.session import TargetOptions, open_session
-from responses_parity.harness.engine.stack import ServerThread, Stack, running_upstream
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack, running_upstream
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir
 from responses_parity.reference_impl import GatewayConfig
 

@@ -1,4 +1,4 @@
-"""A stack's server (`engine/stack.py`'s `ServerThread`) is started once it serves, and one whose
+"""A stack's server (`engine/server_thread.py`) is started once it serves, and one whose
 app cannot start is an error at once; it stops as uvicorn's does, gracefully: an answer under
 way when the stop is asked is sent whole, and the app's lifespan shutdown runs. (That it stops
 sooner than uvicorn's own, which paused 0.1 s at least, is measured, never asserted on a clock:
@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from responses_parity.harness.engine.stack import START_TIMEOUT_S, ServerThread
+from responses_parity.harness.engine.server_thread import START_TIMEOUT_S, ServerThread
 from responses_parity.harness.errors import HarnessError
 
 

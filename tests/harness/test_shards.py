@@ -24,7 +24,9 @@ from test_probe import FaultyGateway
 from responses_parity.harness.cli import main
 from responses_parity.harness.defaults import DEFAULT_MODEL
 from responses_parity.harness.engine.shards import Shard, deal, durations_of, recorded_durations, split
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.probe.generate import all_probes, select
 from responses_parity.harness.probe.send import BASE_INPUT
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load, units_of

@@ -22,7 +22,7 @@ from starlette.websockets import WebSocket, WebSocketDisconnect
 from websockets import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.harness.traffic.forwarding import Found, NotForwarded, ProxyEvent, ProxyLimits, Recorded
 from responses_parity.harness.traffic.proxy import RecordingProxy
 

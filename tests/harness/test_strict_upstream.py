@@ -16,7 +16,8 @@ from faulty_gateways import RewritingRequests
 
 from responses_parity.fixtures.upstream.app import build_upstream_app
 from responses_parity.harness.cli import main
-from responses_parity.harness.engine.stack import ServerThread, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.reference_impl import build_gateway_app
 
 

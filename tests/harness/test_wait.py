@@ -20,7 +20,7 @@ from starlette.routing import Route
 from responses_parity.harness.defaults import LOOPBACK
 from responses_parity.harness.engine import child_process
 from responses_parity.harness.engine.child_process import ChildProcess
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 
 PARITY = Path(sys.executable).with_name("parity")
 DEADLINE_S = 30.0

@@ -14,7 +14,8 @@ from starlette.websockets import WebSocket
 
 from responses_parity.harness.engine.session import TargetOptions, open_session
 from responses_parity.harness.engine.socket import Socket
-from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.judge.judgement import Case, judge
 from responses_parity.harness.scenario.loader import builtin_scenarios_dir, load, units_of

@@ -17,7 +17,8 @@ from typing import Any
 import httpx2
 from hypothesis import strategies as st
 
-from responses_parity.harness.engine.stack import ServerThread, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.harness.probe.forms import FILE, PURPOSE, Part
 from responses_parity.harness.probe.run import PROBED_GATEWAY
 from responses_parity.harness.probe.send import Outcome, outcome

@@ -26,7 +26,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.openai_contract import strict_json
 from responses_parity.openai_contract.request_schema import RequestSchema
 from responses_parity.reference_impl import build_gateway_app, files, json_body, runtime, vector_stores

@@ -12,7 +12,9 @@ import pytest
 from openai import OpenAI
 
 from responses_parity.fixtures.upstream.script import run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import ConfigError, GatewayConfig, build_gateway_app
 
 from scripted_runs import scripted, upstream_requests

@@ -17,7 +17,9 @@ from openai import BadRequestError, OpenAI
 from scripted_runs import scripted, upstream_requests
 
 from responses_parity.fixtures.upstream.script import run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.compaction import SUMMARY_PREFIX
 

@@ -20,7 +20,9 @@ from responses_parity.fixtures.mcp import FIXTURE_SERVERS
 from responses_parity.fixtures.mcp.calc import build_calc_server
 from responses_parity.fixtures.recording import fingerprint
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.mcp_servers import McpConnector, McpServer
 from responses_parity.reference_impl.mcp_sessions import SessionPool, session_key

@@ -16,7 +16,8 @@ import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import GatewayConfig, McpServerConfig, build_gateway_app
 from responses_parity.reference_impl.outbound import (CHECKED_ADDRESS, DestinationBlocked, GuardedTransport,
                                                       OutboundPolicy, Resolver)

@@ -18,7 +18,8 @@ from hypothesis import strategies as st
 from request_mutations import (FAMILIES, answered, form_refused, forms, probed_gateway, queries, query_refused,
                                surface_bodies, verdict)
 
-from responses_parity.harness.engine.stack import ServerThread, Stack
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.engine.targets import Target
 from responses_parity.harness.probe.forms import FORM, multipart
 from responses_parity.harness.probe.objects import create_objects, fill, filled_body

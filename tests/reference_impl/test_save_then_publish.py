@@ -13,7 +13,9 @@ import httpx2
 import pytest
 
 from responses_parity.fixtures.upstream.script import RunScript, new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.store import SqliteStore
 

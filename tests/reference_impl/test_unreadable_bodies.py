@@ -15,7 +15,9 @@ import h11
 import httpx2
 import pytest
 
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.openai_contract.request_body import MAX_BODY_BYTES
 from responses_parity.openai_contract.strict_json import MAX_DEPTH
 from responses_parity.reference_impl import app as app_module

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.reference_impl import GatewayConfig, build_gateway_app
 from responses_parity.reference_impl.errors import UpstreamError
 from responses_parity.reference_impl.upstream.http import HttpUpstream, UpstreamClient, json_bytes

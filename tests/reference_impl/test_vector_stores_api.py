@@ -19,7 +19,9 @@ from openai import BadRequestError, NotFoundError, OpenAI
 from openai.types import FileObject, VectorStore, VectorStoreSearchResponse
 from openai.types.vector_stores import FileContentResponse, VectorStoreFile, VectorStoreFileBatch
 
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.chunking import chunks
 from responses_parity.reference_impl.vector_stores import DAY_S

@@ -15,7 +15,7 @@ import pytest
 from responses_parity.fixtures.recording import fingerprint
 from responses_parity.fixtures.search.app import SearchState, build_search_app
 from responses_parity.fixtures.upstream.script import new_run_token
-from responses_parity.harness.engine.stack import ServerThread
+from responses_parity.harness.engine.server_thread import ServerThread
 from responses_parity.reference_impl.config import ConfigError, GatewayConfig
 from responses_parity.reference_impl.outbound import OutboundPolicy, guarded_client_factory
 from responses_parity.reference_impl.runtime import Runtime

@@ -17,7 +17,9 @@ from openai import OpenAI
 from openai.types.responses import ResponseFunctionWebSearch
 
 from responses_parity.fixtures.upstream.script import new_run_token, run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.harness.judge.grammar import check_stream
 from responses_parity.harness.wire.sse import parse_sse
 from responses_parity.reference_impl import build_gateway_app

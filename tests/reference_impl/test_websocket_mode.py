@@ -18,7 +18,9 @@ from scripted_runs import scripted, upstream_requests
 from websockets.sync.client import ClientConnection, connect
 
 from responses_parity.fixtures.upstream.script import run_marker
-from responses_parity.harness.engine.stack import ServerThread, Stack, reference_config
+from responses_parity.harness.engine.reference_gateway import reference_config
+from responses_parity.harness.engine.server_thread import ServerThread
+from responses_parity.harness.engine.stack import Stack
 from responses_parity.openai_contract.request_body import MAX_BODY_BYTES
 from responses_parity.reference_impl import build_gateway_app
 from responses_parity.reference_impl.websocket import MAX_ACTIVE, MAX_LANES
