@@ -11,7 +11,10 @@ would each run one; the longest shard is what a CI split over N runners waits fo
 median and its ratio to the whole run, paired round by round.
 
     python tests/benchmarks/parity_run.py [--rounds N] [--jobs 2,4] [--scenario ID ...] [--shards 4]
-                                          [--python before=/other/.venv/bin/python]
+                                          [--python before=/other/.venv/bin/python] [-- RUN OPTIONS]
+
+What follows `--` is given to every `parity run` (`-- --target URL` times a run against your own
+gateway, beside `parity serve`).
 
 It asserts nothing (speed is measured here, never in tests).
 """
@@ -54,11 +57,11 @@ def _run(variant: Variant, reports: Path, *options: str) -> Timing:
     return Timing(wall, usage.ru_maxrss / 1024, process.returncode == 0)
 
 
-def _longest_shard(variant: Variant, reports: Path, count: int, selection: list[str]) -> Timing:
+def _longest_shard(variant: Variant, reports: Path, count: int, given: list[str]) -> Timing:
     """The variant's `count` shards, one after another, balanced by the whole run in `reports`:
     the longest one's wall time, the largest peak, and whether every one passed."""
     durations = ["--shard-durations", str(reports / "results.json")]
-    shards = [_run(variant, reports.with_name(f"{reports.name}-shard-{index}"), *selection,
+    shards = [_run(variant, reports.with_name(f"{reports.name}-shard-{index}"), *given,
                    "--shard", f"{index}/{count}", *durations) for index in range(1, count + 1)]
     return Timing(max(shard.wall_s for shard in shards), max(shard.peak_mib for shard in shards),
                   all(shard.passed for shard in shards))
@@ -86,11 +89,13 @@ def main() -> None:
                         help="Also run each variant's N shards after its whole run, and report the longest.")
     parser.add_argument("--python", action="append", default=[], metavar="NAME=PATH",
                         help="An interpreter whose installed responses-parity to run (repeatable; default: this one).")
+    parser.add_argument("run_options", nargs="*", metavar="-- RUN OPTIONS",
+                        help="Given to every parity run (after --).")
     args = parser.parse_args()
     pythons = [entry.partition("=")[::2] for entry in args.python] or [("this", sys.executable)]
     variants = [Variant(f"{name} --jobs {jobs}", path, int(jobs))
                 for name, path in pythons for jobs in args.jobs.split(",")]
-    selection = [word for scenario in args.scenario for word in ("-s", scenario)]
+    given = [word for scenario in args.scenario for word in ("-s", scenario)] + args.run_options
     times: dict[Variant, list[Timing]] = {variant: [] for variant in variants}
     shards: dict[Variant, list[Timing]] = {variant: [] for variant in variants}
     with tempfile.TemporaryDirectory() as folder:
@@ -98,9 +103,9 @@ def main() -> None:
             shift = round_index % len(variants)
             for number, variant in enumerate(variants[shift:] + variants[:shift]):
                 reports = Path(folder) / f"variant-{number}"
-                times[variant].append(_run(variant, reports, *selection))
+                times[variant].append(_run(variant, reports, *given))
                 if args.shards:
-                    shards[variant].append(_longest_shard(variant, reports, args.shards, selection))
+                    shards[variant].append(_longest_shard(variant, reports, args.shards, given))
     first = variants[0]
     what = ", ".join(args.scenario) if args.scenario else "the built-in suite"
     print(f"parity run over {what}, {args.rounds} interleaved rounds: wall seconds median (min-max), "
