@@ -1,8 +1,8 @@
 """The gateway's HTTP client to the model, against a real model server on loopback that misbehaves
 on request: the upstream's own errors keep their status and fields; a model that cannot be
-reached, answers too slowly, sends no JSON or no event stream is a 502; a compressed answer
-is read; the chat passthrough relays the model's answer as it is, and its error in OpenAI's
-envelope (a plain-text 500 too)."""
+reached, answers too slowly, sends no JSON (or JSON with `NaN`, or nested past the parser) or no
+event stream is a 502; a compressed answer is read; the chat passthrough relays the model's
+answer as it is, and its error in OpenAI's envelope (a plain-text 500 too)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,9 @@ from responses_parity.reference_impl.errors import UpstreamError
 from responses_parity.reference_impl.upstream.http import HttpUpstream, UpstreamClient, json_bytes
 
 EVENTS = [{"type": "one", "n": 1}, {"type": "two", "text": "café"}]
+RESPONSE = {"id": "resp_up", "object": "response", "created_at": 1, "status": "completed", "model": "m",
+            "output": [{"type": "message", "id": "msg_up", "role": "assistant", "status": "completed",
+                        "content": [{"type": "output_text", "text": "hi", "annotations": []}]}]}
 
 
 async def _answer(request: Request) -> Response:
@@ -44,6 +47,13 @@ async def _answer(request: Request) -> Response:
         return StreamingResponse(_endless(), status_code=500, media_type="text/plain")
     if kind == "not-json":
         return Response("surely not json", media_type="application/json")
+    if kind == "nan-json":  # Python's own encoder writes this, and its parser reads it
+        return Response(json.dumps(RESPONSE | {"usage": {"input_tokens": float("nan")}}), media_type="application/json")
+    if kind == "deep-json":
+        return Response("[" * 100_000 + "]" * 100_000, media_type="application/json")
+    if kind == "nan-events":
+        frames = [f"data: {json.dumps(event)}\n\n" for event in [*EVENTS, {"type": "three", "n": float("inf")}]]
+        return StreamingResponse(_chunks(frames), media_type="text/event-stream; charset=utf-8")
     if kind == "gzipped":
         return Response(gzip.compress(json.dumps({"echo": await request.json()}).encode()),
                         media_type="application/json", headers={"content-encoding": "gzip"})
@@ -74,7 +84,8 @@ async def _chunks(frames: list[str]) -> AsyncIterator[bytes]:
 @pytest.fixture(scope="module")
 def model() -> Iterator[str]:
     server = ServerThread(Starlette(routes=[Route("/v1/{kind}", _answer, methods=["POST"]),
-                                            Route("/{kind}/chat/completions", _answer, methods=["POST"])])).start()
+                                            Route("/{kind}/chat/completions", _answer, methods=["POST"]),
+                                            Route("/{kind}/responses", _answer, methods=["POST"])])).start()
     yield server.url
     server.stop()
 
@@ -118,6 +129,8 @@ async def test_an_error_page_that_is_not_json_is_named_by_its_status(model: str)
 
 @pytest.mark.parametrize(("path", "timeout_s", "says"), [
     ("not-json", 30.0, "The upstream model returned a body that is not JSON."),
+    ("nan-json", 30.0, "The upstream model returned a body that is not JSON."),
+    ("deep-json", 30.0, "The upstream model returned a body that is not JSON."),
     # The silent model never answers: only its wait is short, never the verdict.
     ("silent", 0.2, "The upstream model could not be reached: "),
 ])
@@ -141,6 +154,25 @@ async def test_a_stream_answered_without_an_event_stream_is_a_502(model: str) ->
     with pytest.raises(UpstreamError) as raised:
         await _post_stream(f"{model}/v1/json-for-a-stream")
     assert raised.value.status == 502 and "stream failed" in raised.value.message
+
+
+async def test_a_stream_event_with_a_number_json_does_not_have_is_a_502(model: str) -> None:
+    with pytest.raises(UpstreamError) as raised:
+        await _post_stream(f"{model}/v1/nan-events")
+    assert (raised.value.status, raised.value.message) == (502, "The upstream model sent an event that is not JSON.")
+
+
+def test_a_model_answer_with_nan_is_a_502_in_openais_envelope_never_a_500(model: str) -> None:
+    """The gateway could write such an answer neither to its store nor to its client as JSON:
+    before, the response failed to store (a 500, a bug in the log)."""
+    gateway = ServerThread(build_gateway_app(GatewayConfig(upstream_url=f"{model}/nan-json",
+                                                           store_path=":memory:"))).start()
+    try:
+        answer = httpx2.post(f"{gateway.url}/v1/responses", json={"model": "m", "input": "hi"}, timeout=30)
+    finally:
+        gateway.stop()
+    assert answer.status_code == 502, answer.text
+    assert answer.json()["error"]["message"] == "The upstream model returned a body that is not JSON."
 
 
 async def test_a_failed_stream_keeps_the_upstreams_status(model: str) -> None:
