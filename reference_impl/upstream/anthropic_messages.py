@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..errors import UpstreamError
+from ..json_text import rewritable_json
 from .adapter import closing_events, responses_usage
 from .http import HttpUpstream, UpstreamClient, request_content
 from .items import ItemStarted, Message, ModelEvent, TextDelta, ToolCall, ToolOutput, TurnRequest
@@ -47,10 +48,24 @@ def anthropic_messages(turn: TurnRequest) -> tuple[str | None, list[dict[str, An
                 add("assistant" if role == "assistant" else "user", {"type": "text", "text": _text(content)})
             case ToolCall(call_id=call_id, name=name, arguments=arguments):
                 add("assistant", {"type": "tool_use", "id": call_id, "name": name,
-                                  "input": json.loads(arguments or "{}")})
+                                  "input": _tool_input(call_id, arguments)})
             case ToolOutput(call_id=call_id, output=output):
                 add("user", {"type": "tool_result", "tool_use_id": call_id, "content": _text(output)})
     return ("\n\n".join(system) or None), messages
+
+
+def _tool_input(call_id: str, arguments: str) -> dict[str, Any]:
+    """A function call's arguments as a `tool_use` block's `input`. OpenAI's `arguments` is any
+    string; Anthropic's `input` is an object, so arguments that are no JSON object (a client's
+    function call may carry any) are refused as the model's API would refuse them, a 400."""
+    try:
+        value = rewritable_json(arguments or "{}")
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise UpstreamError(400, f"The arguments of function call {call_id!r} are not a JSON object, which an "
+                                 "Anthropic model's tool_use input must be.", type="invalid_request_error")
+    return value
 
 
 def allowed_names(choice: Any) -> set[str] | None:

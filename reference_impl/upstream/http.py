@@ -27,9 +27,8 @@ from typing import Any
 import aiohttp
 import httpx2
 
-from ...openai_contract.strict_json import DECODER
 from ..errors import GatewayError, UpstreamError
-from ..json_text import compact_json
+from ..json_text import compact_json, rewritable_json
 
 CONNECT_TIMEOUT_S = 10.0
 KEEP_ALIVE_S = 4.0
@@ -103,20 +102,10 @@ async def request_content(build: Callable[[], dict[str, Any]], items: int) -> by
     return await asyncio.to_thread(lambda: json_bytes_stepwise(build()))
 
 
-def upstream_json(text: bytes | str) -> Any:
-    """What the model sent, as JSON the gateway can write again: no NaN or Infinity (a model's
-    `NaN` would reach the client's stream as invalid JSON, and fail the stored response's write);
-    a `ValueError` for anything else that is not JSON, nesting too deep for the parser included."""
-    try:
-        return DECODER.decode(text if isinstance(text, str) else text.decode("utf-8"))
-    except RecursionError:
-        raise ValueError("nested too deeply to parse") from None
-
-
 def upstream_error_from(status: int, body: bytes) -> UpstreamError:
     """An `UpstreamError` carrying what the upstream said, in OpenAI's fields."""
     try:
-        error = upstream_json(body).get("error") or {}
+        error = rewritable_json(body).get("error") or {}
     except (ValueError, AttributeError):
         error = {}
     message = error.get("message") if isinstance(error, dict) else None
@@ -137,7 +126,7 @@ def openai_error_from(status: int, body: bytes) -> GatewayError:
     through the gateway (the chat passthrough): its `message`, `type`, `param` and `code` where it
     has them; a body that is no OpenAI error at all (a page, plain text) is named by its status."""
     try:
-        error = upstream_json(body).get("error")
+        error = rewritable_json(body).get("error")
     except (ValueError, AttributeError):
         error = None
     if not isinstance(error, dict) or not isinstance(error.get("message"), str):
@@ -194,7 +183,7 @@ class HttpUpstream:
         if answer.status >= 400:
             raise upstream_error_from(answer.status, raw)
         try:
-            return upstream_json(raw)
+            return rewritable_json(raw)
         except ValueError as error:
             raise UpstreamError(502, "The upstream model returned a body that is not JSON.") from error
 
@@ -244,7 +233,7 @@ def _as_httpx2_response(answer: aiohttp.ClientResponse) -> httpx2.Response:
 
 def _payload(sse: httpx2.ServerSentEvent) -> dict[str, Any]:
     try:
-        payload = upstream_json(sse.data)
+        payload = rewritable_json(sse.data)
     except ValueError as error:
         raise UpstreamError(502, "The upstream model sent an event that is not JSON.") from error
     if not isinstance(payload, dict):

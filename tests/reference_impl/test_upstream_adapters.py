@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx2
 import pytest
 
 from responses_parity.fixtures.mcp import FIXTURE_SERVERS
@@ -77,3 +78,24 @@ def test_the_chat_adapter_sends_text_format_as_response_format() -> None:
     plain = TurnRequest(model="m", instructions=None, transcript=(Message("user", "hi"),), tools=(), tool_choice=None,
                         parallel_tool_calls=True, stream=False, sampling={"text": {"format": {"type": "text"}}})
     assert "response_format" not in ChatCompletionsAdapter(None, "http://x/v1", None).payload(plain)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("arguments", ["not json", '{"x": NaN}', "[1, 2]"])
+def test_function_call_arguments_an_anthropic_model_cannot_take_are_a_400_naming_the_call(arguments: str) -> None:
+    """OpenAI's function call `arguments` is any string; Anthropic's `tool_use.input` is an
+    object. A client's call whose arguments are no JSON object is refused in OpenAI's envelope,
+    as the model's API would refuse it (it was a 500, a bug); one that is goes through."""
+    def create(call_arguments: str) -> httpx2.Response:
+        body = {"model": "m", "input": [
+            {"type": "message", "role": "user", "content": "add these"},
+            {"type": "function_call", "call_id": "call_sum", "name": "add", "arguments": call_arguments},
+            {"type": "function_call_output", "call_id": "call_sum", "output": "3"}]}
+        return httpx2.post(f"{stack.reference_url}/v1/responses", json=body, timeout=30)
+
+    with Stack(gateway_config={"upstream_wire": "anthropic"}) as stack:
+        refused, taken = create(arguments), create('{"a": 1, "b": 2}')
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["error"] == {
+        "message": "The arguments of function call 'call_sum' are not a JSON object, which an Anthropic model's "
+                   "tool_use input must be.", "type": "invalid_request_error", "param": None, "code": None}
+    assert taken.status_code == 200, taken.text
