@@ -21,7 +21,7 @@ from typing import Any
 from .errors import UpstreamError
 from .ids import new_id
 from .sealing import Sealer
-from .upstream.adapter import UpstreamAdapter
+from .upstream.adapter import UpstreamAdapter, model_events
 from .upstream.items import ItemDone, Message, TranscriptItem, TurnDone, TurnRequest
 
 SUMMARY_INSTRUCTIONS = ("Summarize the conversation so far for your own later use: every fact, decision and open "
@@ -91,7 +91,7 @@ async def summarise(adapter: UpstreamAdapter, model: str, transcript: tuple[Tran
                        tool_choice="auto", parallel_tool_calls=True, stream=False)
     summary: str | None = None
     usage = None
-    async for event in adapter.stream_turn(turn):
+    async for event in model_events(adapter, turn):
         match event:
             case ItemDone(item=Message(content=content)):
                 summary = (summary or "") + str(content)

@@ -24,6 +24,7 @@ from ..hosted_tools import HostedOutcome, HostedRunner
 from ..ids import new_id
 from ..mcp_servers import CallResult, McpUnavailable, validate_arguments
 from ..tokens import count
+from ..upstream.adapter import model_events
 from ..upstream.items import (
     ItemDone, ItemStarted, Message, Reasoning, SummaryDelta, SummaryPartDone, SummaryPartStarted, TextDelta,
     ToolCall, ToolOutput, TurnDone,
@@ -130,7 +131,7 @@ async def _call_llm(ctx: LoopContext, state: LoopState, sink: LoopSink, with_too
     started = time.monotonic()
     state.model_calls += 1
     try:
-        async for event in ctx.adapter.stream_turn(request):
+        async for event in model_events(ctx.adapter, request):
             match event:
                 case ItemStarted(kind="message"):
                     sink.emit(MessageStarted())

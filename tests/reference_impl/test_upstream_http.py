@@ -1,8 +1,9 @@
 """The gateway's HTTP client to the model, against a real model server on loopback that misbehaves
 on request: the upstream's own errors keep their status and fields; a model that cannot be
-reached, answers too slowly, sends no JSON (or JSON with `NaN`, or nested past the parser) or no
-event stream is a 502; a compressed answer is read; the chat passthrough relays the model's
-answer as it is, and its error in OpenAI's envelope (a plain-text 500 too)."""
+reached, answers too slowly, sends no JSON (or JSON with `NaN`, nested past the parser, or of a
+shape the gateway cannot read) or no event stream is a 502; a compressed answer is read; the chat
+passthrough relays the model's answer as it is, and its error in OpenAI's envelope (a plain-text
+500 too)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,20 @@ EVENTS = [{"type": "one", "n": 1}, {"type": "two", "text": "café"}]
 RESPONSE = {"id": "resp_up", "object": "response", "created_at": 1, "status": "completed", "model": "m",
             "output": [{"type": "message", "id": "msg_up", "role": "assistant", "status": "completed",
                         "content": [{"type": "output_text", "text": "hi", "annotations": []}]}]}
+MALFORMED = {
+    "output-a-string": RESPONSE | {"output": "hi"},
+    "an-item-a-string": RESPONSE | {"output": ["hi"]},
+    "text-a-number": RESPONSE | {"output": [{"type": "message", "content": [{"type": "output_text", "text": 5}]}]},
+    "call-name-a-number": RESPONSE | {"output": [{"type": "function_call", "call_id": "c", "name": 5,
+                                                  "arguments": "{}"}]},
+    "call-arguments-an-object": RESPONSE | {"output": [{"type": "function_call", "call_id": "c", "name": "f",
+                                                        "arguments": {"a": 1}}]},
+    "usage-a-word": RESPONSE | {"usage": {"input_tokens": "many"}},
+    "details-a-string": RESPONSE | {"status": "incomplete", "incomplete_details": "long"},
+    "a-list": [RESPONSE],
+}
+"""Model answers that are JSON, but not of the shape the Responses wire format gives what the
+gateway reads."""
 
 
 async def _answer(request: Request) -> Response:
@@ -51,6 +66,15 @@ async def _answer(request: Request) -> Response:
         return Response(json.dumps(RESPONSE | {"usage": {"input_tokens": float("nan")}}), media_type="application/json")
     if kind == "deep-json":
         return Response("[" * 100_000 + "]" * 100_000, media_type="application/json")
+    if kind in MALFORMED:
+        return Response(json.dumps(MALFORMED[kind]), media_type="application/json")
+    if kind == "malformed-events":
+        call = {"type": "function_call", "id": "fc_up", "call_id": "call_up", "name": 5, "arguments": "{}"}
+        events = [{"type": "response.output_item.added", "output_index": 0, "item": call},
+                  {"type": "response.output_item.done", "output_index": 0, "item": call},
+                  {"type": "response.completed", "response": RESPONSE | {"output": [call]}}]
+        return StreamingResponse(_chunks([f"data: {json.dumps(event)}\n\n" for event in events]),
+                                 media_type="text/event-stream")
     if kind == "nan-events":
         frames = [f"data: {json.dumps(event)}\n\n" for event in [*EVENTS, {"type": "three", "n": float("inf")}]]
         return StreamingResponse(_chunks(frames), media_type="text/event-stream; charset=utf-8")
@@ -173,6 +197,38 @@ def test_a_model_answer_with_nan_is_a_502_in_openais_envelope_never_a_500(model:
         gateway.stop()
     assert answer.status_code == 502, answer.text
     assert answer.json()["error"]["message"] == "The upstream model returned a body that is not JSON."
+
+
+@pytest.mark.parametrize("kind", MALFORMED)
+def test_a_model_answer_of_another_shape_is_a_502_never_a_500_nor_passed_on(model: str, kind: str) -> None:
+    """Before, these were 500s (a bug in the log), or a call whose name is a number reached the
+    loop, which refused it and asked the model again, without end."""
+    tools = [{"type": "function", "name": "f", "parameters": {"type": "object", "properties": {}}}]
+    config = GatewayConfig(upstream_url=f"{model}/{kind}", store_path=":memory:")
+    gateway = ServerThread(build_gateway_app(config)).start()
+    try:
+        answer = httpx2.post(f"{gateway.url}/v1/responses", json={"model": "m", "input": "hi", "tools": tools},
+                             timeout=30)
+    finally:
+        gateway.stop()
+    assert answer.status_code == 502, answer.text
+    assert answer.json()["error"]["message"].startswith("The upstream model sent an answer the gateway cannot read")
+
+
+def test_a_streamed_model_event_of_another_shape_fails_the_response_with_a_502(model: str) -> None:
+    gateway = ServerThread(build_gateway_app(GatewayConfig(upstream_url=f"{model}/malformed-events",
+                                                           store_path=":memory:"))).start()
+    try:
+        with httpx2.stream("POST", f"{gateway.url}/v1/responses", json={"model": "m", "input": "hi", "stream": True},
+                           timeout=30) as answer:
+            events = [json.loads(line.removeprefix("data: ")) for line in answer.iter_lines()
+                      if line.startswith("data: ")]
+    finally:
+        gateway.stop()
+    assert events[-1]["type"] == "response.failed", events[-1]
+    assert events[-1]["response"]["error"]["message"] == ("The upstream model sent an answer the gateway cannot read: "
+                                                           "a function call whose call_id, name or arguments is not a "
+                                                           "string.")
 
 
 async def test_a_failed_stream_keeps_the_upstreams_status(model: str) -> None:
