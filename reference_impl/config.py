@@ -11,7 +11,7 @@ response_retention_s: 2592000          # a stored response is kept this long (Op
 response_retention_max: 10000          # and only the newest this many finished ones; null: no limit
 admin_key_env: GATEWAY_ADMIN_KEY       # the admin routes' key ("Authorization: Bearer <key>"), read from
                                        # this variable, never from the file; unset: no admin routes
-tool_call_cap: 32                      # the gateway's own cap on tool calls per response
+tool_call_cap: 32                      # the gateway's own cap on tool calls per response (and on calls it refuses)
 max_concurrent_runs: 16                # loop runs at once per API key; more get a 429
 max_concurrent_uploads: 8              # file uploads read at once; one more waits for a slot up to
 upload_wait_s: 30                      # this many seconds, then gets a 429

@@ -128,7 +128,7 @@ class ResponsesService:
         cap = self.runtime.config.tool_call_cap
         ctx = self.runtime.context(replace(loop_request(request), generate=generate), api_key, request.hosted_tools,
                                    history=history, bindings=bindings,
-                                   tool_budget=min(request.max_tool_calls or cap, cap),
+                                   tool_budget=min(request.max_tool_calls or cap, cap), refusal_budget=cap,
                                    context_management=context_management(request.raw.get("context_management"),
                                                                           self.runtime.sealer))
         return request, ctx, input_items

@@ -95,7 +95,8 @@ def chat_routes(runtime: Runtime) -> list[Route]:
         ctx = runtime.context(chat.loop_request(), api_key, hosted, history=chat.history(),
                               bindings=tuple(runtime.configured_bindings(set(), approvals=False)
                                              if with_gateway_tools else ()),
-                              tool_budget=config.tool_call_cap, max_rounds=config.chat_max_rounds,
+                              tool_budget=config.tool_call_cap, refusal_budget=config.tool_call_cap,
+                              max_rounds=config.chat_max_rounds,
                               deadline=time.monotonic() + config.chat_deadline_s)
         sink = ChatSink(chat.model, completion_id, int(time.time()))
 

@@ -8,6 +8,8 @@ Rules they keep:
 - a model turn's gateway calls run within the `max_tool_calls` budget; calls past it, or made
   when tools were withheld, are ignored; client function calls end the response; a call to a
   tool the request does not offer is refused: never run nor handed back, the model is told;
+  past the gateway's own cap of refusals, the model is called once more without tools (a model
+  that keeps calling a tool it was not offered would otherwise be asked again without end);
 - one approval boundary at a time: the first gated call interrupts the response;
 - a call to a destination the outbound policy blocks fails the request;
 - once the budget is spent, the model is called once more without tools for a final answer;
@@ -128,4 +130,4 @@ def decide_after_execute_tools(ctx: LoopContext, state: LoopState, plan: CallPla
         return Finish(Completed(), plan.hand_back)
     if ctx.max_rounds is not None and state.model_calls >= ctx.max_rounds:
         return Finish(Exhausted("rounds"))
-    return CallLlm(with_tools=remaining_budget(ctx, state) > 0)
+    return CallLlm(with_tools=remaining_budget(ctx, state) > 0 and state.tool_calls_refused < ctx.refusal_budget)

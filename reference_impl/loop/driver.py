@@ -245,6 +245,7 @@ async def _execute_tools(ctx: LoopContext, state: LoopState, sink: LoopSink, pla
         state.audit.append({"kind": "tool_dispatch", "round": state.model_calls, "index": len(plan.run),
                             "server": None, "tool": call.name, "status": "unavailable", "latency_ms": 0})
         state.transcript += [call, refusal(call)]
+        state.tool_calls_refused += 1
 
 
 async def _report_hosted(state: LoopState, sink: LoopSink, runner: HostedRunner, call: ToolCall,

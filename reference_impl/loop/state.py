@@ -76,6 +76,9 @@ class LoopContext:
     tool_cache: ToolResultCache | None = None
     hosted: Mapping[str, HostedRunner] = field(default_factory=dict)
     """The gateway's hosted tools (web_search, file_search) by the name the model calls them."""
+    refusal_budget: int = 32
+    """Calls to tools the request does not offer that the loop refuses (the gateway's own
+    `tool_call_cap`); past them the model is asked once more, without tools."""
     max_rounds: int | None = None
     """Model calls the loop may make (None: no limit of its own)."""
     deadline: float | None = None
@@ -104,6 +107,7 @@ class LoopState:
     latest_turn: TurnResult | None = None
     model_calls: int = 0
     tool_calls_executed: int = 0
+    tool_calls_refused: int = 0
     sent_upto: int = 0
     usage: dict[str, Any] | None = None
     audit: list[dict[str, Any]] = field(default_factory=list)

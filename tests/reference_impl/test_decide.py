@@ -28,10 +28,12 @@ def call(name: str, k: int = 0) -> ToolCall:
     return ToolCall(f"call_{name}{k}", name, "{}")
 
 
-def context(budget: int = 10, rounds: int | None = None, functions: tuple[str, ...] = ()) -> LoopContext:
+def context(budget: int = 10, rounds: int | None = None, functions: tuple[str, ...] = (),
+            refusals: int = 32) -> LoopContext:
     request = LoopRequest("m", function_tools=tuple(FunctionTool(name) for name in functions))
     return LoopContext(request, History(Chain(), (), 0), (), adapter=None, connector=None,  # type: ignore[arg-type]
-                       catalog=None, tool_budget=budget, max_rounds=rounds)  # type: ignore[arg-type]
+                       catalog=None, tool_budget=budget, refusal_budget=refusals,  # type: ignore[arg-type]
+                       max_rounds=rounds)
 
 
 def state(*calls: ToolCall, executed: int = 0, offered: bool = True) -> LoopState:
@@ -78,6 +80,16 @@ def test_a_call_to_a_tool_the_request_does_not_offer_is_refused_not_handed_back(
     only_refused = partition_calls(TurnResult([call("upper")]), TOOLS, 10)
     assert decide_after_call_llm(context(), state(call("upper"))) == ExecuteTools(only_refused)
     assert decide_after_execute_tools(context(), state(), only_refused) == CallLlm(with_tools=True)
+
+
+def test_past_the_gateways_cap_of_refusals_the_model_answers_without_tools() -> None:
+    """A model that keeps calling a tool it was not offered is not asked again without end."""
+    only_refused = partition_calls(TurnResult([call("upper")]), TOOLS, 10)
+    refusing = state()
+    refusing.tool_calls_refused = 2
+    assert decide_after_execute_tools(context(refusals=3), refusing, only_refused) == CallLlm(with_tools=True)
+    refusing.tool_calls_refused = 3
+    assert decide_after_execute_tools(context(refusals=3), refusing, only_refused) == CallLlm(with_tools=False)
 
 
 def test_calls_made_when_no_tools_were_offered_are_ignored() -> None:
