@@ -73,12 +73,12 @@ class LoopContext:
     connector: McpConnector
     catalog: ToolCatalog
     tool_budget: int
+    refusal_budget: int
+    """Calls to tools the request does not offer that the loop refuses (the gateway's own
+    `tool_call_cap`); past them the model is asked once more, without tools."""
     tool_cache: ToolResultCache | None = None
     hosted: Mapping[str, HostedRunner] = field(default_factory=dict)
     """The gateway's hosted tools (web_search, file_search) by the name the model calls them."""
-    refusal_budget: int = 32
-    """Calls to tools the request does not offer that the loop refuses (the gateway's own
-    `tool_call_cap`); past them the model is asked once more, without tools."""
     max_rounds: int | None = None
     """Model calls the loop may make (None: no limit of its own)."""
     deadline: float | None = None
