@@ -75,9 +75,13 @@ def _count(value: Any) -> bool:
 
 def _usage(usage: Any) -> bool:
     """Whether `usage` holds its counts and details as the loop sums them."""
-    return isinstance(usage, dict) and all(usage.get(key) is None or _count(usage[key]) for key in _USAGE_COUNTS) \
-        and all(usage.get(key) is None or (isinstance(usage[key], dict) and all(
-            value is None or _count(value) for value in usage[key].values())) for key in _USAGE_DETAILS)
+    if not isinstance(usage, dict):
+        return False
+    counts = [usage.get(key) for key in _USAGE_COUNTS]
+    details = [usage.get(key) for key in _USAGE_DETAILS]
+    return all(count is None or _count(count) for count in counts) and all(
+        detail is None or (isinstance(detail, dict) and all(n is None or _count(n) for n in detail.values()))
+        for detail in details)
 
 
 def responses_usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
